@@ -1,0 +1,161 @@
+import fs from 'node:fs';
+import { Client, type Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { Config } from '../config/config';
+import { runRoundTrip } from '../client/round-trip';
+import { ERROR_CODES } from '../domain/error-codes';
+import { isSandboxPlaneError } from '../domain/errors';
+import { LATEST_SCHEMA_VERSION, Store } from '../store';
+import { connectIfAnswering } from '../temporal-dev/frontend-probe';
+import { missingSearchAttributes } from '../temporal-dev/search-attribute-setup';
+import { pingDockerEngine } from './docker-ping';
+
+export type CheckStatus = 'ok' | 'fail' | 'warn';
+
+export interface CheckResult {
+  readonly name: string;
+  readonly required: boolean;
+  readonly status: CheckStatus;
+  readonly detail: string;
+  readonly hint?: string;
+}
+
+const ROUND_TRIP_TIMEOUT_MS = 10_000;
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message.split('\n')[0] ?? String(err) : String(err);
+}
+
+/** Each check reports instead of throwing, so one broken dependency never hides the others. */
+async function check(
+  name: string,
+  required: boolean,
+  hint: string,
+  body: () => Promise<{ ok: boolean; detail: string; hint?: string }>,
+): Promise<CheckResult> {
+  try {
+    const outcome = await body();
+    if (outcome.ok) return { name, required, status: 'ok', detail: outcome.detail };
+    return { name, required, status: required ? 'fail' : 'warn', detail: outcome.detail, hint: outcome.hint ?? hint };
+  } catch (err) {
+    return { name, required, status: required ? 'fail' : 'warn', detail: describeError(err), hint };
+  }
+}
+
+function skipped(name: string, because: string): CheckResult {
+  return { name, required: true, status: 'fail', detail: `not checked: ${because}`, hint: 'Fix the failure above first.' };
+}
+
+async function temporalChecks(config: Config, connection: Connection): Promise<CheckResult[]> {
+  const namespace = config.temporalNamespace;
+  const results: CheckResult[] = [];
+  results.push(
+    await check('namespace', true, `Create it: temporal operator namespace create --namespace ${namespace}`, async () => {
+      await connection.workflowService.describeNamespace({ namespace });
+      return { ok: true, detail: `${namespace} exists` };
+    }),
+  );
+  if (results[0]?.status !== 'ok') return [...results, skipped('search attributes', 'no namespace'), skipped('worker', 'no namespace')];
+
+  results.push(
+    await check('search attributes', true, 'Run `sandboxctl dev` once against this server; it registers them.', async () => {
+      const { missing, wrongType } = await missingSearchAttributes(connection, namespace);
+      if (missing.length === 0 && wrongType.length === 0) return { ok: true, detail: 'SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt' };
+      const parts = [
+        missing.length > 0 ? `missing ${missing.join(', ')}` : '',
+        wrongType.length > 0 ? `registered with the wrong type: ${wrongType.join(', ')}` : '',
+      ].filter((part) => part !== '');
+      return { ok: false, detail: parts.join('; ') };
+    }),
+  );
+
+  results.push(
+    await check(
+      'worker',
+      true,
+      `Start one: \`sandboxctl worker\` (or \`sandboxctl dev\`) with the same TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and SANDBOXPLANE_TASK_QUEUE (${config.taskQueue}).`,
+      async () => {
+        const { pollers } = await connection.workflowService.describeTaskQueue({
+          namespace,
+          taskQueue: { name: config.taskQueue },
+          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        });
+        if ((pollers ?? []).length === 0) return { ok: false, detail: `no worker polls task queue ${config.taskQueue}` };
+        const started = Date.now();
+        const client = new Client({ connection, namespace });
+        const result = await runRoundTrip(client, {
+          taskQueue: config.taskQueue,
+          requestedBy: 'doctor',
+          timeoutMs: ROUND_TRIP_TIMEOUT_MS,
+        });
+        return {
+          ok: true,
+          detail: `round trip through ${result.workerIdentity} in ${Date.now() - started} ms (workflow ${result.workflowId})`,
+        };
+      },
+    ),
+  );
+  return results;
+}
+
+function storeCheck(config: Config): Promise<CheckResult> {
+  return check('store', true, 'Start the worker (`sandboxctl worker` or `sandboxctl dev`): it creates and migrates the store.', async () => {
+    if (!fs.existsSync(config.storePath)) return { ok: false, detail: `${config.storePath} does not exist yet` };
+    let store: Store;
+    try {
+      store = Store.open(config.storePath, { readonly: true, migrate: false });
+    } catch (err) {
+      if (isSandboxPlaneError(err)) return { ok: false, detail: err.message, hint: err.hint };
+      throw err;
+    }
+    try {
+      const version = store.schemaVersion;
+      if (version < LATEST_SCHEMA_VERSION) {
+        return { ok: false, detail: `${config.storePath} is at schema version ${version}; this build needs ${LATEST_SCHEMA_VERSION}` };
+      }
+      return { ok: true, detail: `${config.storePath} at schema version ${version}` };
+    } finally {
+      store.close();
+    }
+  });
+}
+
+/** Runs every check of `sandboxctl doctor`; the caller decides the exit code. */
+export async function runDoctorChecks(config: Config): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const connection = await connectIfAnswering(config.temporalAddress, 3_000);
+  results.push(
+    connection !== undefined
+      ? { name: 'temporal', required: true, status: 'ok', detail: `frontend answers at ${config.temporalAddress}` }
+      : {
+          name: 'temporal',
+          required: true,
+          status: 'fail',
+          detail: `nothing answers at ${config.temporalAddress}`,
+          hint: ERROR_CODES.TEMPORAL_UNREACHABLE.hint,
+        },
+  );
+  if (connection === undefined) {
+    results.push(...['namespace', 'search attributes', 'worker'].map((name) => skipped(name, 'Temporal is unreachable')));
+  } else {
+    try {
+      results.push(...(await temporalChecks(config, connection)));
+    } finally {
+      await connection.close();
+    }
+  }
+  results.push(await storeCheck(config));
+  results.push(
+    await check(
+      'docker',
+      false,
+      'Sandboxes need a Docker engine: run `bash scripts/docker-engine.sh` and export the DOCKER_HOST it prints.',
+      async () => ({ ok: true, detail: await pingDockerEngine(config.dockerHost) }),
+    ),
+  );
+  return results;
+}
+
+export function doctorPassed(results: readonly CheckResult[]): boolean {
+  return results.every((result) => !result.required || result.status === 'ok');
+}

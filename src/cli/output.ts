@@ -1,0 +1,34 @@
+import { ERROR_CODES, EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
+import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
+
+export interface OutputOptions {
+  readonly json: boolean;
+}
+
+/** One JSON document on stdout with --json; the human text otherwise. */
+export function printResult(options: OutputOptions, document: unknown, human: string): void {
+  if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+  else process.stdout.write(human.endsWith('\n') ? human : `${human}\n`);
+}
+
+export function toPlaneError(err: unknown): SandboxPlaneError {
+  if (err instanceof SandboxPlaneError) return err;
+  if (isSandboxPlaneError(err)) return new SandboxPlaneError(err.code, err.message, { hint: err.hint, cause: err });
+  const message = err instanceof Error ? err.message : String(err);
+  return new SandboxPlaneError('INTERNAL', message, { cause: err });
+}
+
+/**
+ * Reports a failure the way DESIGN §11 promises: `{"error": {code, message, hint}}` on
+ * stderr with --json, a readable message and hint otherwise; returns the exit code.
+ */
+export function reportError(options: OutputOptions, err: unknown): number {
+  const planeError = toPlaneError(err);
+  if (options.json) {
+    process.stderr.write(`${JSON.stringify({ error: planeError.toJSON() })}\n`);
+  } else {
+    process.stderr.write(`error [${planeError.code}]: ${planeError.message}\n  hint: ${planeError.hint}\n`);
+    if (planeError.code === 'INTERNAL' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+  }
+  return EXIT_CODE_BY_CATEGORY[ERROR_CODES[planeError.code].category];
+}

@@ -1,0 +1,33 @@
+import type { Config } from '../config/config';
+import type { Logger } from '../logging/logger';
+import { Store } from '../store';
+import { ensureSearchAttributesAt } from '../temporal-dev/search-attribute-setup';
+import { createPlaneWorker } from '../worker/plane-worker';
+import { StopRequested, watchStopSignals } from './stop-signals';
+
+/** `sandboxctl worker`: the worker alone, until SIGINT or SIGTERM (then a graceful drain). */
+export async function runWorkerCommand(config: Config, logger: Logger): Promise<void> {
+  const stop = watchStopSignals(() => undefined);
+  const store = Store.open(config.storePath);
+  try {
+    // A managed cluster may refuse operator calls; the worker can still serve, so warn and go on.
+    await stop.untilStopped(ensureSearchAttributesAt(config.temporalAddress, config.temporalNamespace)).catch((err: unknown) => {
+      if (err instanceof StopRequested) throw err;
+      logger.warn({ err }, 'could not register search attributes; `sandboxctl doctor` shows which are missing');
+    });
+    const plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
+    void stop.requested.then(() => {
+      if (plane.worker.getState() === 'RUNNING') plane.worker.shutdown();
+    });
+    try {
+      await plane.worker.run();
+    } finally {
+      await plane.close();
+    }
+  } catch (err) {
+    if (!(err instanceof StopRequested)) throw err;
+  } finally {
+    store.close();
+    stop.dispose();
+  }
+}

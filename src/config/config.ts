@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { SandboxPlaneError } from '../domain/errors';
+import {
+  FEATURE_FLAG_NAMES,
+  FLAG_ENV_PREFIX,
+  flagEnvName,
+  isFeatureFlag,
+  parseFlagValue,
+  type FeatureFlag,
+  type FeatureFlags,
+} from './feature-flags';
+import { DEFAULT_STORE_PATH } from './paths';
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The whole configuration, validated once and frozen. */
+export interface Config {
+  readonly temporalAddress: string;
+  readonly temporalNamespace: string;
+  readonly taskQueue: string;
+  readonly storePath: string;
+  /** `undefined` means the engine's default socket. */
+  readonly dockerHost: string | undefined;
+  readonly logLevel: LogLevel;
+  /** Explicit path to a `temporal` CLI; otherwise the project's tools folder, then PATH. */
+  readonly temporalCliPath: string | undefined;
+  readonly flags: FeatureFlags;
+}
+
+export interface ConfigIssue {
+  readonly key: string;
+  readonly message: string;
+}
+
+/** One error for every bad key at once, so a person fixes them in one go. */
+export class ConfigError extends SandboxPlaneError {
+  override readonly name = 'ConfigError';
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(issues: readonly ConfigIssue[]) {
+    const lines = issues.map((issue) => `  ${issue.key}: ${issue.message}`);
+    super('CONFIG_INVALID', `Invalid configuration (${issues.length} bad ${issues.length === 1 ? 'key' : 'keys'}):\n${lines.join('\n')}`, {
+      details: { keys: issues.map((issue) => issue.key) },
+    });
+    this.issues = Object.freeze([...issues]);
+  }
+}
+
+const HOST_PORT = /^(?<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?<port>\d{1,5})$/;
+
+const hostAndPort = z.string().refine(
+  (value) => {
+    const port = Number(HOST_PORT.exec(value)?.groups?.port ?? NaN);
+    return Number.isInteger(port) && port >= 1 && port <= 65535;
+  },
+  (value) => ({ message: `must be host:port with a port from 1 to 65535 (e.g. 127.0.0.1:7233), got '${value}'` }),
+);
+
+const identifier = (example: string) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
+
+const dockerHost = z
+  .string()
+  .regex(/^(unix|tcp|npipe|ssh):\/\/\S+$/, 'must be a URL such as unix:///var/run/docker.sock or tcp://127.0.0.1:2375');
+
+const nonEmptyPath = z.string().trim().min(1, 'must not be empty when set');
+
+const envSchema = z.object({
+  TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: identifier('default').default('default'),
+  SANDBOXPLANE_TASK_QUEUE: identifier('sandboxplane').default('sandboxplane'),
+  SANDBOXPLANE_DB: nonEmptyPath.default(DEFAULT_STORE_PATH),
+  DOCKER_HOST: dockerHost.optional(),
+  SANDBOXPLANE_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  SANDBOXPLANE_TEMPORAL_CLI: nonEmptyPath.optional(),
+});
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Empty strings count as unset, as shells make `FOO= cmd` easy to type by accident. */
+function withoutEmpty(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && value !== '') out[key] = value;
+  }
+  return out;
+}
+
+function parseFlags(env: Env, issues: ConfigIssue[]): FeatureFlags {
+  const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, false])) as Record<FeatureFlag, boolean>;
+  for (const [key, raw] of Object.entries(env)) {
+    if (!key.startsWith(FLAG_ENV_PREFIX) || raw === undefined) continue;
+    const name = key.slice(FLAG_ENV_PREFIX.length);
+    if (!isFeatureFlag(name)) {
+      issues.push({ key, message: `is not a known flag; known flags: ${FEATURE_FLAG_NAMES.map(flagEnvName).join(', ')}` });
+      continue;
+    }
+    const value = parseFlagValue(raw);
+    if (value === undefined) {
+      issues.push({ key, message: `must be one of 1, 0, true, false, on, off, yes, no; got '${raw}'` });
+      continue;
+    }
+    flags[name] = value;
+  }
+  return Object.freeze(flags);
+}
+
+/**
+ * Reads the configuration from `env` (the process environment unless a test passes
+ * its own). Throws one {@link ConfigError} naming every bad key.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const issues: ConfigIssue[] = [];
+  const parsed = envSchema.safeParse(withoutEmpty(env));
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      issues.push({ key: issue.path.join('.'), message: issue.message });
+    }
+  }
+  const flags = parseFlags(env, issues);
+  if (!parsed.success || issues.length > 0) throw new ConfigError(issues);
+
+  const values = parsed.data;
+  return Object.freeze({
+    temporalAddress: values.TEMPORAL_ADDRESS,
+    temporalNamespace: values.TEMPORAL_NAMESPACE,
+    taskQueue: values.SANDBOXPLANE_TASK_QUEUE,
+    storePath: values.SANDBOXPLANE_DB,
+    dockerHost: values.DOCKER_HOST,
+    logLevel: values.SANDBOXPLANE_LOG_LEVEL,
+    temporalCliPath: values.SANDBOXPLANE_TEMPORAL_CLI,
+    flags,
+  });
+}
+
+/** A copy of `config` with some fields replaced, still frozen (CLI flags override env). */
+export function overrideConfig(config: Config, changes: Partial<Config>): Config {
+  return Object.freeze({ ...config, ...changes, flags: Object.freeze({ ...config.flags, ...changes.flags }) });
+}

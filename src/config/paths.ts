@@ -1,0 +1,13 @@
+import path from 'node:path';
+
+/** The package root: two levels above this file in both `src/config` and `dist/config`. */
+export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Git-ignored folder for local state (Temporal's dev database, the projection). */
+export const DATA_DIR = path.join(PROJECT_ROOT, '.data');
+
+/** Git-ignored folder for tools the project installs for itself (the Temporal CLI). */
+export const TOOLS_BIN_DIR = path.join(PROJECT_ROOT, '.tools', 'bin');
+
+export const DEFAULT_STORE_PATH = path.join(DATA_DIR, 'sandboxplane.sqlite');
+export const DEFAULT_TEMPORAL_DB_PATH = path.join(DATA_DIR, 'temporal.sqlite');

@@ -1,0 +1,120 @@
+/**
+ * The one taxonomy of error codes (DESIGN §6). Each code says whether a retry can
+ * help, which CLI exit class it falls in, and what a person should do about it.
+ * Codes are contracts: add new ones, never rename.
+ */
+
+/** Exit classes of DESIGN §11: 1 unexpected failure, 2 invalid input, 3 refused, 4 not found. */
+export type ErrorCategory = 'failure' | 'invalid' | 'refused' | 'not_found';
+
+export interface ErrorCodeSpec {
+  readonly category: ErrorCategory;
+  readonly retryable: boolean;
+  readonly hint: string;
+}
+
+function spec(category: ErrorCategory, retryable: boolean, hint: string): ErrorCodeSpec {
+  return { category, retryable, hint };
+}
+
+export const ERROR_CODES = {
+  // Input and configuration
+  INVALID_INPUT: spec('invalid', false, 'Fix the named field and try again.'),
+  CONFIG_INVALID: spec('invalid', false, 'Fix or unset the named environment variables and try again.'),
+
+  // Local state
+  STORE_VERSION_TOO_NEW: spec(
+    'failure',
+    false,
+    'This database was written by a newer cloud-sandbox-plane: upgrade this installation, or point SANDBOXPLANE_DB at another file.',
+  ),
+  STORE_UNAVAILABLE: spec('failure', true, 'Check that SANDBOXPLANE_DB names a writable file on a local disk.'),
+
+  // Temporal
+  TEMPORAL_UNREACHABLE: spec(
+    'failure',
+    true,
+    'Start a server with `sandboxctl dev`, or set TEMPORAL_ADDRESS to one that runs.',
+  ),
+  TEMPORAL_CLI_MISSING: spec(
+    'failure',
+    false,
+    'Run `npm run setup` (needs Go >= 1.25), or put the temporal CLI v1.5.1 on PATH, or set SANDBOXPLANE_TEMPORAL_CLI to its path.',
+  ),
+  DEV_SERVER_FAILED: spec(
+    'failure',
+    false,
+    'Read the server output above; a port in use is the usual cause (choose others with --port and --ui-port).',
+  ),
+
+  // Docker broker
+  DOCKER_UNREACHABLE: spec(
+    'failure',
+    true,
+    'Start the engine with `bash scripts/docker-engine.sh`, or set DOCKER_HOST to the socket of one that runs.',
+  ),
+  DOCKER_IMAGE_MISSING: spec(
+    'failure',
+    false,
+    'Build or load the image on this engine (nothing is pulled); `docker image ls` shows what it has.',
+  ),
+  DOCKER_ENGINE_ERROR: spec('failure', true, 'The engine failed; its log usually says why. Retrying may help.'),
+  DOCKER_REQUEST_REJECTED: spec('invalid', false, 'The engine refused the request as malformed; fix the named value.'),
+  DOCKER_RESPONSE_INVALID: spec('failure', false, 'The engine answered in a shape the broker does not understand; check the engine version.'),
+  CONTAINER_NOT_FOUND: spec('not_found', false, 'The container is gone; list containers by label to see what remains.'),
+  CONTAINER_CONFLICT: spec(
+    'failure',
+    false,
+    'Another container holds that name or the container is in a state that forbids this; inspect it, then remove it or choose another name.',
+  ),
+  CONTAINER_NOT_RUNNING: spec('failure', false, 'The container stopped on its own; read its logs (`docker logs ID`).'),
+  SPEC_INVALID: spec('refused', false, 'Fix the container spec fields named in the message.'),
+  SPEC_IMAGE_NOT_PINNED: spec(
+    'refused',
+    false,
+    'Pin the image by digest (name@sha256:…) or image id (sha256:…), or add the exact reference to the image allowlist.',
+  ),
+  SPEC_PRIVILEGED: spec('refused', false, 'Remove `privileged`: sandboxes never run privileged.'),
+  SPEC_CAPABILITY_ADDED: spec('refused', false, 'Remove `capAdd`: sandboxes get no capabilities beyond the engine default.'),
+  SPEC_HOST_NAMESPACE: spec('refused', false, 'Remove the host or container: namespace mode; sandboxes get their own namespaces.'),
+  SPEC_DEVICES: spec('refused', false, 'Remove `devices`: sandboxes get no host devices.'),
+  SPEC_LIMITS_MISSING: spec('refused', false, 'Set limits.memoryBytes (at least 6 MiB) and limits.pidsLimit (at least 1).'),
+  SPEC_RESTART_POLICY: spec('refused', false, "Use restart policy 'no' (or leave it out): the sandbox lifecycle decides when a container runs."),
+  SPEC_LABELS_MISSING: spec(
+    'refused',
+    false,
+    'Set the labels io.sandboxplane.managed-by=cloud-sandbox-plane, io.sandboxplane.sandbox-id and io.sandboxplane.adapter.',
+  ),
+  SPEC_PORT_INVALID: spec('refused', false, 'Ports are numbers: containerPort 1-65535, hostPort 0-65535 (0 lets the engine choose).'),
+  SPEC_PORT_NOT_LOOPBACK: spec('refused', false, "Publish ports on hostIp '127.0.0.1' (or leave hostIp out)."),
+  SPEC_BIND_FORBIDDEN: spec(
+    'refused',
+    false,
+    'Bind only an absolute host directory outside the Docker socket, system and home directories (see docs/security.md).',
+  ),
+
+  // Lookups
+  NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
+
+  // Anything we did not foresee
+  INTERNAL: spec('failure', false, 'This is a bug: report it with the command and its output.'),
+} as const satisfies Record<string, ErrorCodeSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** CLI exit code for each category (DESIGN §11). */
+export const EXIT_CODE_BY_CATEGORY: Readonly<Record<ErrorCategory, number>> = Object.freeze({
+  failure: 1,
+  invalid: 2,
+  refused: 3,
+  not_found: 4,
+});
+
+/** Error types that activity retry policies must never retry. */
+export const NON_RETRYABLE_ERROR_TYPES: readonly ErrorCode[] = Object.freeze(
+  (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !ERROR_CODES[code].retryable),
+);
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
+}

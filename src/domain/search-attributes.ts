@@ -1,0 +1,9 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** Search attributes of DESIGN §11: what the UI filters on and the sweep queries. */
+export const SandboxState = defineSearchAttributeKey('SandboxState', SearchAttributeType.KEYWORD);
+export const SandboxPrincipal = defineSearchAttributeKey('SandboxPrincipal', SearchAttributeType.KEYWORD);
+export const SandboxCapability = defineSearchAttributeKey('SandboxCapability', SearchAttributeType.KEYWORD);
+export const SandboxExpiresAt = defineSearchAttributeKey('SandboxExpiresAt', SearchAttributeType.DATETIME);
+
+export const SEARCH_ATTRIBUTE_KEYS = Object.freeze([SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt]);

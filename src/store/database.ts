@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { SandboxPlaneError } from '../domain/errors';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations';
+
+export type SqliteDatabase = Database.Database;
+
+/** How long a writer waits for another connection's lock before SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5_000;
+
+export interface OpenDatabaseOptions {
+  /** Apply pending migrations (the worker does); `false` only reads the version (doctor). */
+  readonly migrate?: boolean;
+  readonly readonly?: boolean;
+}
+
+export function schemaVersion(db: SqliteDatabase): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+function refuseNewerSchema(db: SqliteDatabase, file: string): void {
+  const version = schemaVersion(db);
+  if (version > LATEST_SCHEMA_VERSION) {
+    throw new SandboxPlaneError(
+      'STORE_VERSION_TOO_NEW',
+      `${file} has schema version ${version}, but this build of cloud-sandbox-plane knows versions up to ${LATEST_SCHEMA_VERSION}`,
+      { details: { file, version, known: LATEST_SCHEMA_VERSION } },
+    );
+  }
+}
+
+/** Runs every pending migration, each in its own transaction with its version bump. */
+export function migrate(db: SqliteDatabase): { from: number; to: number } {
+  const from = schemaVersion(db);
+  for (let version = from; version < MIGRATIONS.length; version += 1) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version] as string);
+      db.pragma(`user_version = ${version + 1}`);
+    }).immediate();
+  }
+  return { from, to: schemaVersion(db) };
+}
+
+/**
+ * Opens the projection database with the settings every connection needs: WAL so
+ * readers never block the writer, foreign keys on (SQLite defaults them off), and a
+ * busy timeout so a second process waits instead of failing.
+ */
+export function openDatabase(file: string, options: OpenDatabaseOptions = {}): SqliteDatabase {
+  if (!options.readonly && file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  let db: SqliteDatabase;
+  try {
+    db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  } catch (err) {
+    throw new SandboxPlaneError('STORE_UNAVAILABLE', `cannot open ${file}: ${(err as Error).message}`, {
+      details: { file },
+      cause: err,
+    });
+  }
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma('foreign_keys = ON');
+    if (!options.readonly) db.pragma('journal_mode = WAL');
+    refuseNewerSchema(db, file);
+    if (options.migrate ?? true) migrate(db);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+ * Append new entries, never edit a released one: a database in the field has run it.
+ */
+export const MIGRATIONS: readonly string[] = Object.freeze([
+  // 1: inventory, append-only audit, policy rows, approvers.
+  `
+  CREATE TABLE sandboxes (
+    id              TEXT PRIMARY KEY,
+    workflow_id     TEXT NOT NULL UNIQUE,
+    principal       TEXT NOT NULL,
+    capability      TEXT NOT NULL,
+    adapter         TEXT NOT NULL,
+    services        TEXT NOT NULL CHECK (json_valid(services)),
+    state           TEXT NOT NULL,
+    purpose         TEXT,
+    labels          TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(labels)),
+    request_digest  TEXT NOT NULL,
+    endpoint        TEXT,
+    expires_at      TEXT,
+    last_step       INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX sandboxes_state ON sandboxes (state);
+  CREATE INDEX sandboxes_principal_state ON sandboxes (principal, state);
+
+  CREATE TABLE operations (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    sandbox_id  TEXT NOT NULL REFERENCES sandboxes (id),
+    workflow_id TEXT NOT NULL,
+    step        INTEGER NOT NULL,
+    action      TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    effect      TEXT NOT NULL,
+    reason      TEXT,
+    summary     TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(summary)),
+    at          TEXT NOT NULL,
+    UNIQUE (workflow_id, step)
+  ) STRICT;
+  CREATE INDEX operations_sandbox ON operations (sandbox_id, seq);
+  CREATE TRIGGER operations_no_update BEFORE UPDATE ON operations
+    BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
+  CREATE TRIGGER operations_no_delete BEFORE DELETE ON operations
+    BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
+
+  CREATE TABLE policies (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    principal_pattern  TEXT NOT NULL,
+    capability         TEXT NOT NULL,
+    effect             TEXT NOT NULL CHECK (effect IN ('allow', 'require_approval', 'deny')),
+    max_ttl_seconds    INTEGER CHECK (max_ttl_seconds IS NULL OR max_ttl_seconds > 0),
+    allowed_services   TEXT CHECK (allowed_services IS NULL OR json_valid(allowed_services)),
+    max_concurrent     INTEGER CHECK (max_concurrent IS NULL OR max_concurrent >= 0),
+    created_at         TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE approvers (
+    name      TEXT PRIMARY KEY,
+    added_at  TEXT NOT NULL
+  ) STRICT;
+  `,
+]);
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

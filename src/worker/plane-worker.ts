@@ -1,0 +1,58 @@
+import os from 'node:os';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import type { Config } from '../config/config';
+import type { Logger } from '../logging/logger';
+import type { Store } from '../store';
+import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
+
+export interface PlaneWorkerOptions {
+  readonly config: Config;
+  readonly store: Store;
+  readonly logger: Logger;
+  /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
+  readonly workflowBundle?: WorkflowBundle;
+  readonly identity?: string;
+}
+
+export interface PlaneWorker {
+  readonly worker: Worker;
+  readonly identity: string;
+  /** Closes the worker's connection; call after `worker.run()` has resolved. */
+  close(): Promise<void>;
+}
+
+export function workflowsPath(): string {
+  return require.resolve('../workflows');
+}
+
+/** Connects to Temporal and builds the worker for our task queue, with every activity wired. */
+export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<PlaneWorker> {
+  const { config, store, logger } = options;
+  installRuntimeLogger(logger);
+  const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
+  // Bundled here rather than by Worker.create so webpack's report stays at debug level.
+  const workflowBundle =
+    options.workflowBundle ??
+    (await bundleWorkflowCode({
+      workflowsPath: workflowsPath(),
+      logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
+    }));
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporalNamespace,
+      taskQueue: config.taskQueue,
+      identity,
+      activities: createActivities({ store, workerIdentity: identity }),
+      workflowBundle,
+      shutdownGraceTime: '10 seconds',
+    });
+    logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace, identity }, 'worker ready');
+    return { worker, identity, close: () => connection.close() };
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
+}

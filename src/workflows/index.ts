@@ -1,0 +1,1 @@
+export { roundTrip } from './round-trip';

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { Store } from '../src/store';
+import { runCli, spawnCli, stopChild } from './helpers/cli';
+import { freePort } from './helpers/free-port';
+import { testTemporalAddress } from './helpers/test-temporal';
+
+interface Report {
+  ok: boolean;
+  checks: { name: string; required: boolean; status: string; detail: string; hint?: string }[];
+}
+
+function parseReport(stdout: string): Report {
+  return JSON.parse(stdout) as Report;
+}
+
+function checkNamed(report: Report, name: string) {
+  const found = report.checks.find((check) => check.name === name);
+  assert.ok(found, `no check named ${name}`);
+  return found;
+}
+
+describe('sandboxctl doctor', () => {
+  let address: string;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-doctor-'));
+  const storePath = path.join(dir, 'plane.sqlite');
+
+  before(async () => {
+    address = await testTemporalAddress();
+    Store.open(storePath).close();
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('TEMPORAL_ADDRESS=nonsense exits 2 naming the key', async () => {
+    const result = await runCli(['doctor', '--json'], { TEMPORAL_ADDRESS: 'nonsense' });
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string; hint: string } };
+    assert.equal(error.code, 'CONFIG_INVALID');
+    assert.match(error.message, /TEMPORAL_ADDRESS: must be host:port/);
+    assert.ok(error.hint.length > 0);
+
+    const human = await runCli(['doctor'], { TEMPORAL_ADDRESS: 'nonsense', SANDBOXPLANE_FLAG_NOPE: '1' });
+    assert.equal(human.code, 2);
+    assert.match(human.stderr, /TEMPORAL_ADDRESS/);
+    assert.match(human.stderr, /SANDBOXPLANE_FLAG_NOPE/);
+  });
+
+  test('with nothing listening, the Temporal check fails with a hint and the rest say why they were not run', async () => {
+    const result = await runCli(['doctor', '--json'], { TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, SANDBOXPLANE_DB: storePath });
+    assert.equal(result.code, 1);
+    const report = parseReport(result.stdout);
+    assert.equal(report.ok, false);
+    assert.equal(checkNamed(report, 'temporal').status, 'fail');
+    assert.match(checkNamed(report, 'temporal').hint ?? '', /sandboxctl dev/);
+    assert.match(checkNamed(report, 'worker').detail, /not checked: Temporal is unreachable/);
+    assert.equal(checkNamed(report, 'store').status, 'ok', 'independent checks still run');
+  });
+
+  test('with no worker on the task queue, the worker check fails and says how to start one', async () => {
+    const result = await runCli(['doctor', '--json'], {
+      TEMPORAL_ADDRESS: address,
+      SANDBOXPLANE_DB: storePath,
+      SANDBOXPLANE_TASK_QUEUE: `nobody-${randomUUID()}`,
+    });
+    assert.equal(result.code, 1);
+    const report = parseReport(result.stdout);
+    assert.equal(checkNamed(report, 'temporal').status, 'ok');
+    assert.equal(checkNamed(report, 'search attributes').status, 'ok');
+    const worker = checkNamed(report, 'worker');
+    assert.equal(worker.status, 'fail');
+    assert.match(worker.detail, /no worker polls task queue nobody-/);
+    assert.match(worker.hint ?? '', /sandboxctl worker/);
+  });
+
+  test('a store written by a newer version fails the store check with the reason', async () => {
+    const newer = path.join(dir, 'newer.sqlite');
+    Store.open(newer).close();
+    const raw = new Database(newer);
+    raw.pragma('user_version = 999');
+    raw.close();
+    const result = await runCli(['doctor', '--json'], { TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, SANDBOXPLANE_DB: newer });
+    const store = checkNamed(parseReport(result.stdout), 'store');
+    assert.equal(store.status, 'fail');
+    assert.match(store.detail, /schema version 999/);
+    assert.match(store.hint ?? '', /upgrade/);
+  });
+
+  test('passes against `sandboxctl worker`, which drains and exits 0 on SIGTERM', async () => {
+    const env = { TEMPORAL_ADDRESS: address, SANDBOXPLANE_DB: storePath, SANDBOXPLANE_TASK_QUEUE: `doctor-${randomUUID()}`, SANDBOXPLANE_LOG_LEVEL: 'info' };
+    const worker = spawnCli(['worker'], env);
+    let stderr = '';
+    worker.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      await waitForStderr(() => stderr, /"msg":"worker ready"/, 60_000);
+      const result = await runCli(['doctor', '--json'], env);
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      assert.equal(parseReport(result.stdout).ok, true);
+    } finally {
+      assert.equal(await stopChild(worker), 0);
+    }
+  });
+});
+
+async function waitForStderr(read: () => string, pattern: RegExp, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(read())) {
+    if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${read().slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+

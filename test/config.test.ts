@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config/config';
+import { enableLocalFlags } from '../src/config/local-flags';
+import { DEFAULT_STORE_PATH } from '../src/config/paths';
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('loadConfig accepted a bad environment');
+}
+
+describe('loadConfig', () => {
+  test('an empty environment gives the documented defaults, all flags off, frozen', () => {
+    const config = loadConfig({});
+    assert.equal(config.temporalAddress, '127.0.0.1:7233');
+    assert.equal(config.temporalNamespace, 'default');
+    assert.equal(config.taskQueue, 'sandboxplane');
+    assert.equal(config.storePath, DEFAULT_STORE_PATH);
+    assert.equal(config.dockerHost, undefined);
+    assert.ok(Object.values(config.flags).every((on) => on === false));
+    assert.ok(Object.isFrozen(config) && Object.isFrozen(config.flags));
+  });
+
+  test('reads every documented variable', () => {
+    const config = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_NAMESPACE: 'sandboxes',
+      SANDBOXPLANE_TASK_QUEUE: 'plane-a',
+      SANDBOXPLANE_DB: '/var/lib/plane/db.sqlite',
+      DOCKER_HOST: 'unix:///run/docker.sock',
+      SANDBOXPLANE_FLAG_CLOUD_SANDBOX: 'on',
+      SANDBOXPLANE_FLAG_STAGING_APPLY: '0',
+    });
+    assert.equal(config.temporalAddress, 'temporal.internal:7233');
+    assert.equal(config.temporalNamespace, 'sandboxes');
+    assert.equal(config.taskQueue, 'plane-a');
+    assert.equal(config.storePath, '/var/lib/plane/db.sqlite');
+    assert.equal(config.dockerHost, 'unix:///run/docker.sock');
+    assert.equal(config.flags.CLOUD_SANDBOX, true);
+    assert.equal(config.flags.STAGING_APPLY, false);
+  });
+
+  test('a bad TEMPORAL_ADDRESS is named, with what a good one looks like', () => {
+    const err = configError({ TEMPORAL_ADDRESS: 'nonsense' });
+    assert.equal(err.code, 'CONFIG_INVALID');
+    assert.equal(err.exitCode, 2);
+    assert.deepEqual(err.issues.map((issue) => issue.key), ['TEMPORAL_ADDRESS']);
+    assert.match(err.message, /TEMPORAL_ADDRESS: must be host:port .* got 'nonsense'/);
+  });
+
+  test('a port out of range is refused', () => {
+    assert.deepEqual(configError({ TEMPORAL_ADDRESS: 'localhost:99999' }).issues.map((i) => i.key), ['TEMPORAL_ADDRESS']);
+  });
+
+  test('several bad keys come back in one error naming each', () => {
+    const err = configError({
+      TEMPORAL_ADDRESS: 'nonsense',
+      TEMPORAL_NAMESPACE: 'has space',
+      SANDBOXPLANE_TASK_QUEUE: '/queue',
+      DOCKER_HOST: '/var/run/docker.sock',
+      SANDBOXPLANE_LOG_LEVEL: 'loud',
+      SANDBOXPLANE_FLAG_CLOUD_SANDBOX: 'maybe',
+      SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: '1',
+    });
+    assert.deepEqual(
+      err.issues.map((issue) => issue.key).sort(),
+      [
+        'DOCKER_HOST',
+        'SANDBOXPLANE_FLAG_CLOUD_SANDBOX',
+        'SANDBOXPLANE_FLAG_CLOUD_SANDBOXES',
+        'SANDBOXPLANE_LOG_LEVEL',
+        'SANDBOXPLANE_TASK_QUEUE',
+        'TEMPORAL_ADDRESS',
+        'TEMPORAL_NAMESPACE',
+      ],
+    );
+    for (const issue of err.issues) assert.ok(err.message.includes(`${issue.key}: `), `message names ${issue.key}`);
+  });
+
+  test('a flag with a word that is not a boolean is named with the accepted words', () => {
+    const err = configError({ SANDBOXPLANE_FLAG_CLOUD_SANDBOX: 'maybe' });
+    assert.match(err.message, /SANDBOXPLANE_FLAG_CLOUD_SANDBOX: must be one of 1, 0, true, false, on, off, yes, no; got 'maybe'/);
+  });
+
+  test('a misspelt flag is refused instead of silently ignored', () => {
+    const err = configError({ SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: '1' });
+    assert.match(err.message, /SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: is not a known flag; known flags: SANDBOXPLANE_FLAG_CLOUD_SANDBOX/);
+  });
+
+  test('empty values count as unset', () => {
+    assert.equal(loadConfig({ TEMPORAL_ADDRESS: '', SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '' }).temporalAddress, '127.0.0.1:7233');
+  });
+});
+
+describe('enableLocalFlags (dev launcher)', () => {
+  test('turns on the local flags the environment leaves unset, and says which', () => {
+    const env = { SANDBOXPLANE_FLAG_ADAPTER_MOTO: '0' };
+    const { config, enabled } = enableLocalFlags(loadConfig(env), env);
+    assert.ok(enabled.includes('CLOUD_SANDBOX'));
+    assert.equal(config.flags.CLOUD_SANDBOX, true);
+    assert.equal(config.flags.ADAPTER_MOTO, false, 'an explicit 0 wins');
+    assert.ok(!enabled.includes('ADAPTER_MOTO'));
+    assert.equal(config.flags.PRODUCTION_APPLY, false, 'non-local flags stay off');
+    assert.equal(config.flags.STAGING_APPLY, false);
+  });
+});

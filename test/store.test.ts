@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { isSandboxPlaneError } from '../src/domain/errors';
+import { LATEST_SCHEMA_VERSION, Store } from '../src/store';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const freshFile = () => path.join(dir, `store-${(counter += 1)}`, 'plane.sqlite');
+
+function tables(store: Store): string[] {
+  return (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map(
+    (row) => row.name,
+  );
+}
+
+function insertSandbox(store: Store, id: string): void {
+  const now = new Date().toISOString();
+  store.db
+    .prepare(
+      `INSERT INTO sandboxes (id, workflow_id, principal, capability, adapter, services, state, request_digest, created_at, updated_at)
+       VALUES (?, ?, 'agent-1', 'cloud.sandbox', 'memory', '["s3"]', 'PROVISIONING', 'sha256:x', ?, ?)`,
+    )
+    .run(id, `sandbox-${id}`, now, now);
+}
+
+function insertOperation(store: Store, sandboxId: string, step: number): void {
+  store.db
+    .prepare(
+      `INSERT INTO operations (sandbox_id, workflow_id, step, action, actor, effect, at)
+       VALUES (?, ?, ?, 'create', 'agent-1', 'allow', ?)`,
+    )
+    .run(sandboxId, `sandbox-${sandboxId}`, step, new Date().toISOString());
+}
+
+describe('Store', () => {
+  test('a fresh file is created, migrated to the latest version, in WAL mode with foreign keys on', () => {
+    const file = freshFile();
+    const store = Store.open(file);
+    try {
+      assert.ok(fs.existsSync(file));
+      assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
+      assert.ok(store.isCurrent);
+      assert.deepEqual(tables(store), ['approvers', 'operations', 'policies', 'sandboxes']);
+      assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(store.db.pragma('foreign_keys', { simple: true }), 1);
+      assert.ok((store.db.pragma('busy_timeout', { simple: true }) as number) > 0);
+    } finally {
+      store.close();
+    }
+  });
+
+  test('opening again is a no-op that keeps the data', () => {
+    const file = freshFile();
+    const first = Store.open(file);
+    insertSandbox(first, 'keep-me');
+    first.close();
+    const second = Store.open(file);
+    try {
+      assert.equal(second.schemaVersion, LATEST_SCHEMA_VERSION);
+      assert.equal((second.db.prepare('SELECT count(*) AS n FROM sandboxes').get() as { n: number }).n, 1);
+    } finally {
+      second.close();
+    }
+  });
+
+  test('a database from a newer version is refused with a clear error and left untouched', () => {
+    const file = freshFile();
+    Store.open(file).close();
+    const raw = new Database(file);
+    raw.pragma(`user_version = ${LATEST_SCHEMA_VERSION + 5}`);
+    raw.close();
+    const before = fs.readFileSync(file);
+    assert.throws(
+      () => Store.open(file),
+      (err: unknown) =>
+        isSandboxPlaneError(err) &&
+        err.code === 'STORE_VERSION_TOO_NEW' &&
+        err.message.includes(`schema version ${LATEST_SCHEMA_VERSION + 5}`) &&
+        err.message.includes(`up to ${LATEST_SCHEMA_VERSION}`) &&
+        /upgrade/.test(err.hint),
+    );
+    assert.deepEqual(fs.readFileSync(file), before);
+  });
+
+  test('foreign keys are enforced: no audit row for a sandbox that does not exist', () => {
+    const store = Store.open(freshFile());
+    try {
+      assert.throws(() => insertOperation(store, 'ghost', 1), /FOREIGN KEY constraint failed/);
+      insertSandbox(store, 'real');
+      insertOperation(store, 'real', 1);
+    } finally {
+      store.close();
+    }
+  });
+
+  test('the audit trail is append-only and keyed by workflow id and step', () => {
+    const store = Store.open(freshFile());
+    try {
+      insertSandbox(store, 'audited');
+      insertOperation(store, 'audited', 1);
+      assert.throws(() => store.db.prepare("UPDATE operations SET reason = 'rewritten'").run(), /append-only/);
+      assert.throws(() => store.db.prepare('DELETE FROM operations').run(), /append-only/);
+      assert.throws(() => insertOperation(store, 'audited', 1), /UNIQUE constraint failed/);
+    } finally {
+      store.close();
+    }
+  });
+
+  test('policy effects are limited to allow, require_approval and deny', () => {
+    const store = Store.open(freshFile());
+    try {
+      assert.throws(
+        () =>
+          store.db
+            .prepare("INSERT INTO policies (principal_pattern, capability, effect, created_at) VALUES ('*', 'cloud.sandbox', 'maybe', 'now')")
+            .run(),
+        /CHECK constraint failed/,
+      );
+    } finally {
+      store.close();
+    }
+  });
+
+  test('read-only opening without migration reports the version and changes nothing', () => {
+    const file = freshFile();
+    Store.open(file).close();
+    const store = Store.open(file, { readonly: true, migrate: false });
+    try {
+      assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
+    } finally {
+      store.close();
+    }
+  });
+});
