@@ -13,6 +13,11 @@ version_file="$tools_bin/temporal.version"
 
 say() { printf 'temporal-cli: %s\n' "$*" >&2; }
 
+# Go's official tarball installs to /usr/local/go; a non-login shell may lack it on PATH.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  PATH="$PATH:/usr/local/go/bin"
+fi
+
 # A go-built binary prints 0.0.0-DEV for --version; its build info knows the module version.
 module_version() {
   command -v go >/dev/null 2>&1 || return 1

@@ -36,12 +36,25 @@ const devOptionsSchema = z.object({
   db: fileSchema.optional(),
 });
 
+const HELP_FOOTER = `
+Environment:
+  TEMPORAL_ADDRESS         Temporal frontend host:port (default 127.0.0.1:7233)
+  TEMPORAL_NAMESPACE       namespace (default "default")
+  SANDBOXPLANE_TASK_QUEUE  task queue of the worker (default "sandboxplane")
+  SANDBOXPLANE_DB          SQLite projection file (default .data/sandboxplane.sqlite)
+  DOCKER_HOST              Docker engine for sandboxes (default the engine's socket)
+  SANDBOXPLANE_FLAG_*      feature flags, all off unless set to 1/true/on/yes
+  SANDBOXPLANE_LOG_LEVEL   trace|debug|info|warn|error|fatal|silent (default info)
+
+Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
+
 export function buildProgram(): Command {
   const program = new Command('sandboxctl')
     .description('Cloud Sandbox Plane: throw-away, policy-governed AWS-shaped sandboxes for agents, on Temporal.')
     .showHelpAfterError(false)
     .exitOverride()
-    .configureOutput({ writeErr: () => undefined });
+    .configureOutput({ writeErr: () => undefined })
+    .addHelpText('after', HELP_FOOTER);
 
   program
     .command('dev')
