@@ -101,6 +101,14 @@ describe('sandboxctl doctor', () => {
       const result = await runCli(['doctor', '--json'], env);
       assert.equal(result.code, 0, result.stdout + result.stderr);
       assert.equal(parseReport(result.stdout).ok, true);
+      assert.equal(checkNamed(parseReport(result.stdout), 'docker').status, 'ok', 'the test run provides an engine');
+
+      const withoutDocker = await runCli(['doctor', '--json'], { ...env, DOCKER_HOST: `unix://${dir}/no-engine.sock` });
+      assert.equal(withoutDocker.code, 0, 'Docker is reported, not required');
+      const docker = checkNamed(parseReport(withoutDocker.stdout), 'docker');
+      assert.equal(docker.status, 'warn');
+      assert.equal(docker.required, false);
+      assert.match(docker.hint ?? '', /scripts\/docker-engine\.sh/);
     } finally {
       assert.equal(await stopChild(worker), 0);
     }

@@ -1,15 +1,30 @@
 /**
- * The test suite's entry point (`npm test`): starts what the tests need — a real
- * Temporal dev server from the installed CLI — runs every `test/**\/*.test.ts` file
- * with node's test runner, and stops it all again. Arguments filter the files by
- * substring: `npm test -- store config`.
+ * The test suite's entry point (`npm test`): starts what the tests need — a Docker
+ * engine with the locally built test images, and a real Temporal dev server from the
+ * installed CLI — runs every `test/**\/*.test.ts` file with node's test runner, and
+ * stops the server again. Arguments filter the files by substring: `npm test -- store`.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startTestDevServer, TEST_TEMPORAL_ENV } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
+const SCRIPTS_DIR = path.join(TEST_DIR, '..', 'scripts');
+
+/** Runs a set-up script; its progress goes to our stderr, its stdout comes back. */
+function runScript(name: string, env: NodeJS.ProcessEnv): string {
+  return execFileSync('bash', [path.join(SCRIPTS_DIR, name)], { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+}
+
+/** The engine the tests use (found or started by scripts/docker-engine.sh) and its images. */
+function prepareDocker(): string {
+  const lastLine = runScript('docker-engine.sh', process.env).trim().split('\n').pop() ?? '';
+  const match = /^DOCKER_HOST=(.+)$/.exec(lastLine);
+  if (match?.[1] === undefined) throw new Error(`scripts/docker-engine.sh printed no DOCKER_HOST line (last line: ${lastLine})`);
+  runScript('build-test-image.sh', { ...process.env, DOCKER_HOST: match[1] });
+  return match[1];
+}
 
 function testFiles(filters: readonly string[]): string[] {
   const files = (fs.readdirSync(TEST_DIR, { recursive: true }) as string[])
@@ -23,6 +38,8 @@ async function run(): Promise<number> {
   const files = testFiles(process.argv.slice(2));
   if (files.length === 0) throw new Error(`no test file matches ${process.argv.slice(2).join(' ')}`);
 
+  const dockerHost = prepareDocker();
+  process.stdout.write(`test run: Docker engine at ${dockerHost}\n`);
   const started = Date.now();
   const temporal = await startTestDevServer();
   process.stdout.write(`test run: Temporal dev server at ${temporal.address} (UI ${temporal.uiUrl}), up in ${Date.now() - started} ms\n`);
@@ -30,7 +47,7 @@ async function run(): Promise<number> {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-      { stdio: 'inherit', env: { ...process.env, [TEST_TEMPORAL_ENV]: temporal.address } },
+      { stdio: 'inherit', env: { ...process.env, DOCKER_HOST: dockerHost, [TEST_TEMPORAL_ENV]: temporal.address } },
     );
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
     process.on('SIGINT', forward);

@@ -1,6 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import { overrideConfig, type Config } from '../config/config';
-import { flagEnvName } from '../config/feature-flags';
+import { flagEnvName } from '../domain/feature-flags';
 import { enableLocalFlags } from '../config/local-flags';
 import { DEFAULT_TEMPORAL_DB_PATH } from '../config/paths';
 import { runRoundTrip } from '../client/round-trip';

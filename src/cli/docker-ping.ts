@@ -1,9 +1,7 @@
-import Docker from 'dockerode';
+import { DockerContainerBroker } from '../docker';
 
-/** Temporary: replaced by the broker's ping once src/docker lands. */
+/** Asks the engine at DOCKER_HOST (or the default socket) who it is, through the broker. */
 export async function pingDockerEngine(dockerHost: string | undefined): Promise<string> {
-  const socketPath = dockerHost?.startsWith('unix://') ? dockerHost.slice('unix://'.length) : '/var/run/docker.sock';
-  const docker = new Docker({ socketPath });
-  const version = (await docker.version()) as { Version?: string };
-  return `engine ${version.Version ?? 'unknown version'} at ${dockerHost ?? 'unix:///var/run/docker.sock'}`;
+  const engine = await new DockerContainerBroker({ dockerHost }).ping();
+  return `engine ${engine.version} at ${engine.endpoint}`;
 }

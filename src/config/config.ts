@@ -8,7 +8,9 @@ import {
   parseFlagValue,
   type FeatureFlag,
   type FeatureFlags,
-} from './feature-flags';
+} from '../domain/feature-flags';
+import { formatDuration, parseDuration } from '../domain/duration';
+import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import { DEFAULT_STORE_PATH } from './paths';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -26,6 +28,7 @@ export interface Config {
   /** Explicit path to a `temporal` CLI; otherwise the project's tools folder, then PATH. */
   readonly temporalCliPath: string | undefined;
   readonly flags: FeatureFlags;
+  readonly lifecycle: LifecycleSettings;
 }
 
 export interface ConfigIssue {
@@ -68,6 +71,20 @@ const dockerHost = z
 
 const nonEmptyPath = z.string().trim().min(1, 'must not be empty when set');
 
+/** A duration such as 90s, 30m, 2h or 1d, as seconds. */
+const duration = (fallbackSeconds: number) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const seconds = parseDuration(text);
+      if (seconds === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a duration such as 90s, 30m, 2h or 1d, got '${text}'` });
+        return z.NEVER;
+      }
+      return seconds;
+    })
+    .default(formatDuration(fallbackSeconds));
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: identifier('default').default('default'),
@@ -76,6 +93,11 @@ const envSchema = z.object({
   DOCKER_HOST: dockerHost.optional(),
   SANDBOXPLANE_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   SANDBOXPLANE_TEMPORAL_CLI: nonEmptyPath.optional(),
+  SANDBOXPLANE_DEFAULT_TTL: duration(30 * 60),
+  SANDBOXPLANE_TTL_CEILING: duration(4 * 3600),
+  SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600),
+  SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600),
+  SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60),
 });
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -133,6 +155,13 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: values.SANDBOXPLANE_LOG_LEVEL,
     temporalCliPath: values.SANDBOXPLANE_TEMPORAL_CLI,
     flags,
+    lifecycle: Object.freeze({
+      defaultTtlSeconds: values.SANDBOXPLANE_DEFAULT_TTL,
+      ttlCeilingSeconds: values.SANDBOXPLANE_TTL_CEILING,
+      maxLifetimeSeconds: values.SANDBOXPLANE_MAX_LIFETIME,
+      approvalTimeoutSeconds: values.SANDBOXPLANE_APPROVAL_TIMEOUT,
+      expiryWarningSeconds: values.SANDBOXPLANE_EXPIRY_WARNING,
+    }),
   });
 }
 

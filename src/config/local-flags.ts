@@ -1,5 +1,5 @@
 import { overrideConfig, type Config } from './config';
-import { FEATURE_FLAG_NAMES, FEATURE_FLAGS, flagEnvName, type FeatureFlag } from './feature-flags';
+import { FEATURE_FLAG_NAMES, FEATURE_FLAGS, flagEnvName, type FeatureFlag } from '../domain/feature-flags';
 
 /**
  * For the dev launcher: turns on the flags marked `local` that the environment does

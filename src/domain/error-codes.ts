@@ -93,6 +93,32 @@ export const ERROR_CODES = {
     'Bind only an absolute host directory outside the Docker socket, system and home directories (see docs/security.md).',
   ),
 
+  // Sandbox lifecycle: refusals at screening, approval and later
+  FLAG_DISABLED: spec('refused', false, 'An operator must turn the named SANDBOXPLANE_FLAG_* on for the worker.'),
+  POLICY_DENIED: spec(
+    'refused',
+    false,
+    'Ask an operator for a policy row: `sandboxctl policy add --principal P --capability C --effect allow`.',
+  ),
+  SERVICE_UNKNOWN: spec('refused', false, 'Use services from the adapter\'s catalog (docs/lifecycle.md lists them).'),
+  SERVICE_NOT_ALLOWED: spec('refused', false, 'Drop the named services, or ask an operator for a policy row that covers them.'),
+  TTL_EXCEEDS_CEILING: spec('refused', false, 'Ask for a shorter --ttl, at most the ceiling named in the message.'),
+  QUOTA_EXCEEDED: spec('refused', false, 'Destroy one of your live sandboxes (`sandboxctl list`), or ask for a higher --max-concurrent.'),
+  ADAPTER_UNAVAILABLE: spec('refused', false, 'Choose an adapter this worker runs (--adapter memory|moto|floci) or ask an operator to enable it.'),
+  APPROVAL_DENIED: spec('refused', false, 'A reviewer denied the request; read the reason and ask again with a changed request.'),
+  APPROVAL_EXPIRED: spec('refused', false, 'Nobody approved in time; ask again, and ask a reviewer to look at the Temporal UI.'),
+  APPROVER_NOT_ALLOWED: spec(
+    'refused',
+    false,
+    'Approvals come from a listed approver (`sandboxctl approvers list`) who is not the requester.',
+  ),
+  IDEMPOTENCY_CONFLICT: spec('refused', false, 'This id was used for a different request: choose a new --id, or repeat the original request exactly.'),
+  INVALID_STATE: spec('invalid', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),
+  PROVISION_FAILED: spec('failure', false, 'Provisioning failed and was rolled back; the audit trail (`sandboxctl audit ID`) says why.'),
+  PROVISION_UNAVAILABLE: spec('failure', true, 'The emulator runtime was not reachable; the activity retries on its own.'),
+  DESTROY_FAILED: spec('failure', true, 'Teardown failed; the leak is recorded and the cleanup sweep retries it.'),
+  WAIT_TIMEOUT: spec('failure', true, 'The sandbox is still working; check `sandboxctl status ID`, or wait longer.'),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 

@@ -1,15 +1,25 @@
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
 import { LATEST_SCHEMA_VERSION } from './migrations';
+import { ApproverRepository, PolicyRepository } from './policy-repository';
+import { SandboxRepository } from './sandbox-repository';
 
 /**
  * The SQLite projection: inventory and audit trail that operators query without
  * reading workflow histories. One writer (the worker that owns the projection queue).
  */
 export class Store {
+  readonly sandboxes: SandboxRepository;
+  readonly policies: PolicyRepository;
+  readonly approvers: ApproverRepository;
+
   private constructor(
     readonly file: string,
     readonly db: SqliteDatabase,
-  ) {}
+  ) {
+    this.sandboxes = new SandboxRepository(db);
+    this.policies = new PolicyRepository(db);
+    this.approvers = new ApproverRepository(db);
+  }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */
   static open(file: string, options: OpenDatabaseOptions = {}): Store {

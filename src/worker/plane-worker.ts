@@ -1,6 +1,9 @@
 import os from 'node:os';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
+import { MemoryAdapter } from '../adapters/memory-adapter';
+import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
@@ -13,6 +16,10 @@ export interface PlaneWorkerOptions {
   /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
   readonly workflowBundle?: WorkflowBundle;
   readonly identity?: string;
+  /** The emulator adapters this worker runs; by default the in-memory one. */
+  readonly adapters?: AdapterRegistry;
+  /** The Docker broker; by default one for DOCKER_HOST (it does not connect until used). */
+  readonly broker?: ContainerBroker;
 }
 
 export interface PlaneWorker {
@@ -45,7 +52,14 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
       identity,
-      activities: createActivities({ store, workerIdentity: identity }),
+      activities: createActivities({
+        store,
+        workerIdentity: identity,
+        adapters: options.adapters ?? { memory: new MemoryAdapter() },
+        broker: options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger }),
+        flags: config.flags,
+        lifecycle: config.lifecycle,
+      }),
       workflowBundle,
       shutdownGraceTime: '10 seconds',
     });

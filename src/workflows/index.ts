@@ -1,1 +1,2 @@
 export { roundTrip } from './round-trip';
+export { sandboxLifecycle } from './sandbox-lifecycle';

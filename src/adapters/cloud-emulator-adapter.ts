@@ -1,0 +1,74 @@
+import type { ClientConfig } from '../domain/client-config';
+import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
+
+/** What the lifecycle asks an adapter to provision. */
+export interface ProvisionRequest {
+  readonly sandboxId: string;
+  readonly services: readonly string[];
+  /** The sandbox's own labels (from the request), for the runtime to carry. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/**
+ * Everything needed to start the emulator, decided before anything starts: pure data,
+ * never read from or written to `process.env`.
+ */
+export interface LaunchPlan {
+  readonly adapter: AdapterName;
+  readonly sandboxId: string;
+  readonly services: readonly string[];
+  readonly region: string;
+  readonly image?: string;
+  readonly environment: Readonly<Record<string, string>>;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface ProvisionedSandbox {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly clientConfig: ClientConfig;
+  /** Runtime handles (container ids), for audit and teardown checks. */
+  readonly runtimeIds: readonly string[];
+}
+
+export interface HealthReport {
+  readonly healthy: boolean;
+  /** Services the emulator says it has... */
+  readonly registeredServices: readonly string[];
+  /** ...and those that can actually serve (Docker-backed ones cannot). */
+  readonly readyServices: readonly string[];
+  readonly detail: string;
+}
+
+export interface ResourceRef {
+  readonly service: string;
+  readonly type: string;
+  readonly id: string;
+}
+
+export interface DestroyReport {
+  readonly removed: readonly string[];
+  /** Runtime handles still present after teardown: a leak for the sweep. */
+  readonly remaining: readonly string[];
+}
+
+/** Lets a long adapter call report progress (the activity heartbeats) and notice cancellation. */
+export interface AdapterContext {
+  heartbeat(details?: unknown): void;
+  readonly cancelled?: AbortSignal;
+}
+
+/** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */
+export interface CloudEmulatorAdapter {
+  readonly name: AdapterName;
+  readonly catalog: ServiceCatalog;
+  launchPlan(request: ProvisionRequest): LaunchPlan;
+  provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox>;
+  health(sandboxId: string): Promise<HealthReport>;
+  /** Throws RESOURCE_DISCOVERY_FAILED when it cannot know; never an empty list it did not observe. */
+  listResources(sandboxId: string): Promise<ResourceRef[]>;
+  /** Tears down everything of the sandbox; destroying what is gone is a success. */
+  destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport>;
+}
+
+export type AdapterRegistry = Readonly<Partial<Record<AdapterName, CloudEmulatorAdapter>>>;

@@ -1,0 +1,71 @@
+import { SERVICE_CATALOGS } from '../domain/service-catalog';
+import type {
+  CloudEmulatorAdapter,
+  DestroyReport,
+  HealthReport,
+  LaunchPlan,
+  ProvisionRequest,
+  ProvisionedSandbox,
+  ResourceRef,
+} from './cloud-emulator-adapter';
+
+const REGION = 'us-east-1';
+
+/** Fake, static, and the same for every memory sandbox: there is no AWS API behind it. */
+const MEMORY_CREDENTIALS = { accessKeyId: 'memory', secretAccessKey: 'memory-sandbox-not-a-secret' };
+
+/**
+ * In-process stand-in for an emulator, for tests of the workflow logic (DESIGN §4).
+ * It holds its sandboxes in a map and exposes nothing on the network.
+ */
+export class MemoryAdapter implements CloudEmulatorAdapter {
+  readonly name = 'memory' as const;
+  readonly catalog = SERVICE_CATALOGS.memory;
+  private readonly sandboxes = new Map<string, { services: readonly string[]; resources: ResourceRef[] }>();
+
+  launchPlan(request: ProvisionRequest): LaunchPlan {
+    return {
+      adapter: this.name,
+      sandboxId: request.sandboxId,
+      services: [...request.services],
+      region: REGION,
+      environment: {},
+      labels: { ...request.labels },
+    };
+  }
+
+  async provision(plan: LaunchPlan): Promise<ProvisionedSandbox> {
+    if (!this.sandboxes.has(plan.sandboxId)) this.sandboxes.set(plan.sandboxId, { services: plan.services, resources: [] });
+    const endpoint = `memory://${plan.sandboxId}`;
+    return {
+      endpoint,
+      region: REGION,
+      clientConfig: { endpoint, region: REGION, credentials: MEMORY_CREDENTIALS, forcePathStyle: true },
+      runtimeIds: [`memory-${plan.sandboxId}`],
+    };
+  }
+
+  async health(sandboxId: string): Promise<HealthReport> {
+    const sandbox = this.sandboxes.get(sandboxId);
+    return {
+      healthy: sandbox !== undefined,
+      registeredServices: sandbox?.services ?? [],
+      readyServices: (sandbox?.services ?? []).filter((service) => this.catalog[service]?.fidelity !== 'UNAVAILABLE'),
+      detail: sandbox === undefined ? 'no such sandbox' : 'in memory',
+    };
+  }
+
+  async listResources(sandboxId: string): Promise<ResourceRef[]> {
+    return [...(this.sandboxes.get(sandboxId)?.resources ?? [])];
+  }
+
+  async destroy(sandboxId: string): Promise<DestroyReport> {
+    const existed = this.sandboxes.delete(sandboxId);
+    return { removed: existed ? [`memory-${sandboxId}`] : [], remaining: [] };
+  }
+
+  /** Ids of the sandboxes this adapter holds now (tests read it). */
+  liveSandboxIds(): string[] {
+    return [...this.sandboxes.keys()];
+  }
+}

@@ -1,0 +1,99 @@
+import type { ContainerSpecInput } from './container-spec';
+
+/** Every engine state, mapped onto one vocabulary (DESIGN §5). */
+export const ContainerState = Object.freeze({
+  CREATED: 'created',
+  RUNNING: 'running',
+  PAUSED: 'paused',
+  RESTARTING: 'restarting',
+  REMOVING: 'removing',
+  EXITED: 'exited',
+  DEAD: 'dead',
+  /** A state this broker does not know; treated as "not running". */
+  UNKNOWN: 'unknown',
+} as const);
+export type ContainerState = (typeof ContainerState)[keyof typeof ContainerState];
+
+const KNOWN_STATES = new Set<string>(Object.values(ContainerState));
+
+/** Maps an engine state string (`running`, `exited`, …) onto {@link ContainerState}. */
+export function toContainerState(engineState: string | undefined): ContainerState {
+  const normalized = (engineState ?? '').trim().toLowerCase();
+  return KNOWN_STATES.has(normalized) ? (normalized as ContainerState) : ContainerState.UNKNOWN;
+}
+
+/** One published port as the engine reports it. */
+export interface PublishedPort {
+  readonly containerPort: number;
+  readonly protocol: string;
+  /** `undefined` while the container is not running (nothing is bound then). */
+  readonly hostIp: string | undefined;
+  readonly hostPort: number | undefined;
+}
+
+/** What `list` returns for each container. */
+export interface ContainerSummary {
+  readonly id: string;
+  /** Name without the leading slash. */
+  readonly name: string;
+  readonly image: string;
+  readonly state: ContainerState;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly ports: readonly PublishedPort[];
+  /** ISO 8601. */
+  readonly createdAt: string;
+}
+
+/** What `run` and `inspect` return. */
+export interface ContainerInfo extends ContainerSummary {
+  readonly imageId: string;
+  readonly exitCode: number | null;
+  readonly oomKilled: boolean;
+  /** ISO 8601, or null when the container never started. */
+  readonly startedAt: string | null;
+  /** ISO 8601, or null while it has not finished. */
+  readonly finishedAt: string | null;
+  readonly limits: { readonly memoryBytes: number; readonly pidsLimit: number | null };
+}
+
+/** Outcome of `stop`; `already_stopped` is the absorbed, harmless case. */
+export type StopOutcome = 'stopped' | 'already_stopped';
+
+/** Outcome of `remove`; `already_gone` is the absorbed, harmless case. */
+export type RemoveOutcome = 'removed' | 'already_gone';
+
+export interface StopOptions {
+  /** Seconds the engine waits after SIGTERM before SIGKILL. Default 10. */
+  readonly timeoutSeconds?: number;
+}
+
+export interface RemoveOptions {
+  /** Kill a running container first. Default true. */
+  readonly force?: boolean;
+}
+
+/**
+ * The five verbs of the Docker broker (DESIGN §5). Every spec is validated before the
+ * engine sees it; failures are {@link SandboxPlaneError}s from the project taxonomy.
+ */
+export interface ContainerBroker {
+  /**
+   * Validates the spec, creates the container and starts it. A retried run with the
+   * same `name` and the same sandbox labels returns the container the first try made.
+   */
+  run(spec: ContainerSpecInput): Promise<ContainerInfo>;
+  /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
+  inspect(id: string): Promise<ContainerInfo>;
+  /** Every container, in any state, carrying all of `labels`. */
+  list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]>;
+  /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
+  stop(id: string, options?: StopOptions): Promise<StopOutcome>;
+  remove(id: string, options?: RemoveOptions): Promise<RemoveOutcome>;
+  /** The engine's version and where it was reached; DOCKER_UNREACHABLE when it does not answer. */
+  ping(): Promise<EngineIdentity>;
+}
+
+export interface EngineIdentity {
+  readonly version: string;
+  readonly endpoint: string;
+}

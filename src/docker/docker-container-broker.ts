@@ -1,0 +1,322 @@
+import Docker from 'dockerode';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { SandboxPlaneError } from '../domain/errors';
+import { silentLogger, type BrokerLogger } from './broker-logger';
+import {
+  ContainerState,
+  type ContainerBroker,
+  type ContainerInfo,
+  type EngineIdentity,
+  type ContainerSummary,
+  type RemoveOptions,
+  type RemoveOutcome,
+  type StopOptions,
+  type StopOutcome,
+} from './container-broker';
+import type { ContainerSpecInput, ValidatedContainerSpec } from './container-spec';
+import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
+import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
+import { toContainerInfo, toContainerSummaries } from './engine-responses';
+import { resolveExistingHostPath } from './host-path-resolver';
+import { validateContainerSpec, type SpecPolicy } from './spec-rules';
+
+export interface DockerContainerBrokerOptions {
+  /** A ready dockerode client (tests pass a spy); otherwise one is built from `dockerHost`. */
+  readonly docker?: Docker;
+  /** DOCKER_HOST form; absent means the default socket. Ignored when `docker` is given. */
+  readonly dockerHost?: string;
+  readonly logger?: BrokerLogger;
+  /** Exact image references allowed without a digest. */
+  readonly imageAllowlist?: readonly string[];
+  /** Host paths to protect beyond the built-in list (the engine's socket is added by itself). */
+  readonly extraForbiddenPaths?: readonly string[];
+  /**
+   * Whether the engine shares this machine's file system, so bind sources are judged
+   * after resolving symbolic links. Default: true for a unix socket, false otherwise.
+   */
+  readonly engineIsLocal?: boolean;
+}
+
+type ContainerCreateOptions = Docker.ContainerCreateOptions;
+
+/** Seconds a stop waits for SIGTERM before the engine kills. */
+const DEFAULT_STOP_TIMEOUT_SECONDS = 10;
+
+function endpointOf(docker: Docker): DockerEndpoint | undefined {
+  const modem = (docker as unknown as { modem?: { socketPath?: unknown; host?: unknown; port?: unknown } }).modem;
+  if (typeof modem?.host === 'string' && modem.host !== '') {
+    return { kind: 'tcp', host: modem.host, port: Number(modem.port) };
+  }
+  if (typeof modem?.socketPath === 'string') return { kind: 'unix', socketPath: modem.socketPath };
+  return undefined;
+}
+
+function dockerodeFor(endpoint: DockerEndpoint): Docker {
+  // Every field is set, even to undefined: dockerode fills gaps from process.env.DOCKER_HOST.
+  return endpoint.kind === 'tcp'
+    ? new Docker({ host: endpoint.host, port: endpoint.port, protocol: 'http', socketPath: undefined })
+    : new Docker({ socketPath: endpoint.socketPath, host: undefined, port: undefined });
+}
+
+/** The engine's create options for a validated spec. Nothing the spec did not validate is set. */
+export function toCreateOptions(spec: ValidatedContainerSpec): ContainerCreateOptions {
+  const exposed: Record<string, Record<string, never>> = {};
+  const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
+  for (const port of spec.ports) {
+    const key = `${port.containerPort}/${port.protocol}`;
+    exposed[key] = {};
+    (bindings[key] ??= []).push({ HostIp: port.hostIp, HostPort: port.hostPort === 0 ? '' : String(port.hostPort) });
+  }
+  return {
+    ...(spec.name === undefined ? {} : { name: spec.name }),
+    Image: spec.image,
+    ...(spec.command === undefined ? {} : { Cmd: [...spec.command] }),
+    ...(spec.entrypoint === undefined ? {} : { Entrypoint: [...spec.entrypoint] }),
+    Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
+    Labels: { ...spec.labels },
+    ...(spec.user === undefined ? {} : { User: spec.user }),
+    ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
+    ExposedPorts: exposed,
+    HostConfig: {
+      Privileged: false,
+      CapAdd: [],
+      CapDrop: [...spec.capDrop],
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: spec.networkMode,
+      PortBindings: bindings,
+      PublishAllPorts: false,
+      Mounts: spec.binds.map((bind) => ({ Type: 'bind' as const, Source: bind.source, Target: bind.target, ReadOnly: bind.readOnly })),
+      Memory: spec.limits.memoryBytes,
+      MemorySwap: spec.limits.memoryBytes,
+      PidsLimit: spec.limits.pidsLimit,
+      ...(spec.limits.nanoCpus === undefined ? {} : { NanoCpus: spec.limits.nanoCpus }),
+      RestartPolicy: { Name: 'no' },
+      AutoRemove: false,
+      ReadonlyRootfs: spec.readonlyRootfs,
+      Devices: [],
+    },
+  };
+}
+
+function isManaged(labels: Readonly<Record<string, string>>): boolean {
+  return labels[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
+}
+
+function isStopped(state: ContainerState): boolean {
+  return state !== ContainerState.RUNNING && state !== ContainerState.RESTARTING && state !== ContainerState.PAUSED;
+}
+
+/**
+ * The Docker broker over the Engine API (dockerode; never a shell). Validates every
+ * spec before the first engine call, logs each call before and after with the
+ * container id, only ever touches containers labelled as managed by us, and absorbs
+ * the harmless outcomes (stop of a stopped container, remove of a missing one).
+ */
+export class DockerContainerBroker implements ContainerBroker {
+  private readonly docker: Docker;
+  private readonly logger: BrokerLogger;
+  private readonly endpoint: string;
+  private readonly policy: SpecPolicy;
+
+  constructor(options: DockerContainerBrokerOptions = {}) {
+    const endpoint = options.docker === undefined ? parseDockerHost(options.dockerHost) : endpointOf(options.docker);
+    this.docker = options.docker ?? dockerodeFor(endpoint ?? parseDockerHost(undefined));
+    this.logger = options.logger ?? silentLogger;
+    this.endpoint = endpoint === undefined ? 'the given Docker client' : formatDockerEndpoint(endpoint);
+    const local = options.engineIsLocal ?? endpoint?.kind === 'unix';
+    const socketPaths = endpoint !== undefined && endpoint.kind !== 'tcp' ? [endpoint.socketPath] : [];
+    this.policy = Object.freeze({
+      imageAllowlist: Object.freeze([...(options.imageAllowlist ?? [])]),
+      extraForbiddenPaths: Object.freeze([...socketPaths, ...(options.extraForbiddenPaths ?? [])]),
+      ...(local ? { resolveHostPath: resolveExistingHostPath } : {}),
+    });
+  }
+
+  /** Validates without touching the engine; `run` does the same first. */
+  validate(spec: ContainerSpecInput): ValidatedContainerSpec {
+    return validateContainerSpec(spec, this.policy);
+  }
+
+  async run(input: ContainerSpecInput): Promise<ContainerInfo> {
+    const spec = this.validate(input);
+    const context = { image: spec.image, name: spec.name, sandboxId: spec.labels[SANDBOX_ID_LABEL] };
+    let id: string;
+    try {
+      const created = await this.call('create', context, () => this.docker.createContainer(toCreateOptions(spec)));
+      id = created.id;
+    } catch (err) {
+      if (spec.name !== undefined && engineStatusCode(err) === 409) return this.adopt(spec);
+      throw this.mapError(err, 'create', context);
+    }
+    try {
+      await this.start(id);
+    } catch (err) {
+      await this.discard(id);
+      throw err;
+    }
+    return this.inspect(id);
+  }
+
+  async inspect(id: string): Promise<ContainerInfo> {
+    return this.inspectManaged(id);
+  }
+
+  async ping(): Promise<EngineIdentity> {
+    const raw: unknown = await this.call('version', {}, () => this.docker.version()).catch((err: unknown) => {
+      throw this.mapError(err, 'version', {});
+    });
+    const version = (raw as { Version?: unknown } | null)?.Version;
+    return { version: typeof version === 'string' ? version : 'unknown', endpoint: this.endpoint };
+  }
+
+  private async inspectManaged(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {
+    const info = await this.inspectAny(id, harmless);
+    if (!isManaged(info.labels)) {
+      throw new SandboxPlaneError('CONTAINER_NOT_FOUND', `Container ${id} is not managed by ${MANAGED_BY_VALUE}`, {
+        details: { containerId: id },
+      });
+    }
+    return info;
+  }
+
+  async list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]> {
+    const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+    const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
+    const raw: unknown = await this.call('list', { labels: filter }, () => this.docker.listContainers({ all: true, filters: { label } })).catch(
+      (err: unknown) => {
+        throw this.mapError(err, 'list', {});
+      },
+    );
+    return toContainerSummaries(raw);
+  }
+
+  async stop(id: string, options: StopOptions = {}): Promise<StopOutcome> {
+    const info = await this.inspect(id);
+    const context = { containerId: info.id };
+    if (isStopped(info.state)) {
+      this.logger.info({ ...context, state: info.state }, 'docker stop skipped: container already stopped');
+      return 'already_stopped';
+    }
+    const t = options.timeoutSeconds ?? DEFAULT_STOP_TIMEOUT_SECONDS;
+    try {
+      await this.call('stop', context, () => this.docker.getContainer(info.id).stop({ t }), [304]);
+      return 'stopped';
+    } catch (err) {
+      if (engineStatusCode(err) === 304) {
+        this.logger.info(context, 'docker stop absorbed: container already stopped');
+        return 'already_stopped';
+      }
+      throw this.mapError(err, 'stop', context);
+    }
+  }
+
+  async remove(id: string, options: RemoveOptions = {}): Promise<RemoveOutcome> {
+    let info: ContainerInfo;
+    try {
+      info = await this.inspectManaged(id, [404]);
+    } catch (err) {
+      if (err instanceof SandboxPlaneError && err.code === 'CONTAINER_NOT_FOUND' && engineStatusCode(err.cause) === 404) {
+        this.logger.info({ containerId: id }, 'docker remove absorbed: container already gone');
+        return 'already_gone';
+      }
+      throw err;
+    }
+    const context = { containerId: info.id };
+    try {
+      await this.call('remove', context, () => this.docker.getContainer(info.id).remove({ force: options.force ?? true, v: true }), [404, 409]);
+      return 'removed';
+    } catch (err) {
+      const status = engineStatusCode(err);
+      if (status === 404 || (status === 409 && /already in progress/i.test(engineMessage(err)))) {
+        this.logger.info({ ...context, statusCode: status }, 'docker remove absorbed: container already gone or going');
+        return 'already_gone';
+      }
+      throw this.mapError(err, 'remove', context);
+    }
+  }
+
+  private async inspectAny(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {
+    const raw: unknown = await this.call('inspect', { containerId: id }, () => this.docker.getContainer(id).inspect(), harmless).catch(
+      (err: unknown) => {
+        throw this.mapError(err, 'inspect', { containerId: id });
+      },
+    );
+    return toContainerInfo(raw);
+  }
+
+  private async start(id: string): Promise<void> {
+    try {
+      await this.call('start', { containerId: id }, () => this.docker.getContainer(id).start(), [304]);
+    } catch (err) {
+      if (engineStatusCode(err) === 304) {
+        this.logger.info({ containerId: id }, 'docker start absorbed: container already running');
+        return;
+      }
+      throw this.mapError(err, 'start', { containerId: id });
+    }
+  }
+
+  /** A retried run finds the container its first attempt made, by name and sandbox label. */
+  private async adopt(spec: ValidatedContainerSpec): Promise<ContainerInfo> {
+    const name = spec.name ?? '';
+    const existing = await this.inspectAny(name);
+    const sandboxId = spec.labels[SANDBOX_ID_LABEL];
+    if (!isManaged(existing.labels) || existing.labels[SANDBOX_ID_LABEL] !== sandboxId) {
+      throw new SandboxPlaneError('CONTAINER_CONFLICT', `Container name ${name} is taken by container ${existing.id}, which is not sandbox ${sandboxId}'s`, {
+        details: { name, containerId: existing.id },
+      });
+    }
+    this.logger.info({ containerId: existing.id, name, state: existing.state }, 'docker run adopted the container of an earlier attempt');
+    if (existing.state === ContainerState.CREATED || existing.state === ContainerState.EXITED) await this.start(existing.id);
+    return this.inspect(existing.id);
+  }
+
+  /** Compensation after a failed start: the created container must not linger. */
+  private async discard(id: string): Promise<void> {
+    try {
+      await this.call('remove', { containerId: id, reason: 'start failed' }, () => this.docker.getContainer(id).remove({ force: true, v: true }));
+    } catch (err) {
+      this.logger.warn({ containerId: id, err: engineMessage(err) }, 'docker remove after a failed start failed; the sweep will find the container');
+    }
+  }
+
+  private mapError(err: unknown, operation: string, context: { containerId?: string; image?: string }): SandboxPlaneError {
+    return mapEngineError(err, {
+      operation,
+      endpoint: this.endpoint,
+      ...(context.containerId === undefined ? {} : { containerId: context.containerId }),
+      ...(context.image === undefined ? {} : { image: context.image }),
+    });
+  }
+
+  /**
+   * One engine call, logged before and after (reads at debug level). Answers listed in
+   * `harmless` are the caller's to absorb, so they are logged at info, not warn.
+   */
+  private async call<T>(
+    operation: string,
+    context: Record<string, unknown>,
+    fn: () => Promise<T>,
+    harmless: readonly number[] = [],
+  ): Promise<T> {
+    const read = operation === 'inspect' || operation === 'list';
+    const log = (obj: object, msg: string) => (read ? this.logger.debug?.(obj, msg) : this.logger.info(obj, msg));
+    const started = Date.now();
+    log({ ...context, operation, endpoint: this.endpoint }, `docker ${operation}`);
+    try {
+      const result = await fn();
+      const containerId = (result as { id?: unknown } | null)?.id;
+      log(
+        { ...context, ...(typeof containerId === 'string' && operation === 'create' ? { containerId } : {}), operation, ms: Date.now() - started },
+        `docker ${operation} done`,
+      );
+      return result;
+    } catch (err) {
+      const statusCode = engineStatusCode(err);
+      const fields = { ...context, operation, ms: Date.now() - started, err: engineMessage(err), statusCode };
+      if (statusCode !== undefined && harmless.includes(statusCode)) this.logger.info(fields, `docker ${operation} answered ${statusCode}`);
+      else this.logger.warn(fields, `docker ${operation} failed`);
+      throw err;
+    }
+  }
+}

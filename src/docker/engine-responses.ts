@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { SandboxPlaneError } from '../domain/errors';
+import { toContainerState, type ContainerInfo, type ContainerSummary, type PublishedPort } from './container-broker';
+
+/**
+ * The parts of the engine's answers the broker relies on, checked with zod so that a
+ * surprising engine fails loudly here instead of as `undefined` somewhere later.
+ */
+
+const labels = z.record(z.string()).nullish().transform((value) => Object.freeze({ ...(value ?? {}) }));
+
+const portBinding = z.object({ HostIp: z.string().default(''), HostPort: z.string().default('') });
+const portMap = z.record(z.array(portBinding).nullable()).nullish();
+
+const inspectSchema = z.object({
+  Id: z.string().min(1),
+  Name: z.string(),
+  Created: z.string(),
+  Image: z.string(),
+  Config: z.object({ Image: z.string(), Labels: labels }),
+  State: z.object({
+    Status: z.string(),
+    ExitCode: z.number().int().optional(),
+    OOMKilled: z.boolean().optional(),
+    StartedAt: z.string().optional(),
+    FinishedAt: z.string().optional(),
+  }),
+  HostConfig: z.object({
+    Memory: z.number().optional(),
+    PidsLimit: z.number().nullish(),
+    PortBindings: portMap,
+  }),
+  NetworkSettings: z.object({ Ports: portMap }).nullish(),
+});
+
+const listSchema = z.array(
+  z.object({
+    Id: z.string().min(1),
+    Names: z.array(z.string()).default([]),
+    Image: z.string(),
+    State: z.string(),
+    Labels: labels,
+    Ports: z
+      .array(z.object({ IP: z.string().optional(), PrivatePort: z.number(), PublicPort: z.number().optional(), Type: z.string() }))
+      .default([]),
+    Created: z.number(),
+  }),
+);
+
+/** The engine writes the zero time for "never". */
+function timestamp(value: string | undefined): string | null {
+  if (value === undefined || value === '' || value.startsWith('0001-01-01')) return null;
+  return value;
+}
+
+function parseOrThrow<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+  throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `Unexpected ${what} answer from the Docker engine: ${issues}`);
+}
+
+function portsFrom(map: z.infer<typeof portMap>): PublishedPort[] {
+  const ports: PublishedPort[] = [];
+  for (const [key, bindings] of Object.entries(map ?? {})) {
+    const [port = '', protocol = 'tcp'] = key.split('/');
+    const containerPort = Number(port);
+    for (const binding of bindings ?? []) {
+      const hostPort = Number(binding.HostPort);
+      ports.push(
+        Object.freeze({
+          containerPort,
+          protocol,
+          hostIp: binding.HostIp === '' ? undefined : binding.HostIp,
+          hostPort: Number.isInteger(hostPort) && hostPort > 0 ? hostPort : undefined,
+        }),
+      );
+    }
+  }
+  return ports;
+}
+
+/** Maps `GET /containers/{id}/json` onto {@link ContainerInfo}. */
+export function toContainerInfo(raw: unknown): ContainerInfo {
+  const info = parseOrThrow(inspectSchema, raw, 'inspect');
+  const live = portsFrom(info.NetworkSettings?.Ports);
+  const ports = live.some((port) => port.hostPort !== undefined) ? live : portsFrom(info.HostConfig.PortBindings);
+  return Object.freeze({
+    id: info.Id,
+    name: info.Name.replace(/^\//, ''),
+    image: info.Config.Image,
+    imageId: info.Image,
+    state: toContainerState(info.State.Status),
+    labels: info.Config.Labels,
+    ports: Object.freeze(ports),
+    createdAt: info.Created,
+    exitCode: info.State.ExitCode ?? null,
+    oomKilled: info.State.OOMKilled ?? false,
+    startedAt: timestamp(info.State.StartedAt),
+    finishedAt: timestamp(info.State.FinishedAt),
+    limits: Object.freeze({ memoryBytes: info.HostConfig.Memory ?? 0, pidsLimit: info.HostConfig.PidsLimit ?? null }),
+  });
+}
+
+/** Maps `GET /containers/json` onto {@link ContainerSummary}s. */
+export function toContainerSummaries(raw: unknown): ContainerSummary[] {
+  return parseOrThrow(listSchema, raw, 'list').map((entry) =>
+    Object.freeze({
+      id: entry.Id,
+      name: (entry.Names[0] ?? '').replace(/^\//, ''),
+      image: entry.Image,
+      state: toContainerState(entry.State),
+      labels: entry.Labels,
+      ports: Object.freeze(
+        entry.Ports.map((port) =>
+          Object.freeze({ containerPort: port.PrivatePort, protocol: port.Type, hostIp: port.IP, hostPort: port.PublicPort }),
+        ),
+      ),
+      createdAt: new Date(entry.Created * 1000).toISOString(),
+    }),
+  );
+}

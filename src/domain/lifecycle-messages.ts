@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import type { Capability } from './capabilities';
+import type { ClientConfig } from './client-config';
+import type { ErrorCode } from './error-codes';
+import type { PolicyEffect } from './policy';
+import type { SandboxState } from './sandbox-states';
+import type { AdapterName, Fidelity } from './service-catalog';
+
+/** Payload of the `approve` and `deny` signals, as a person types it in the Temporal UI. */
+export const approvalPayloadSchema = z.object({
+  approver: z.string().trim().min(1, 'name the approver').max(200),
+  reason: z.string().max(1000).default(''),
+});
+export type ApprovalPayload = z.input<typeof approvalPayloadSchema>;
+
+/** Payload of the `extend` update: add `ttlSeconds` to the current expiry. */
+export const extendPayloadSchema = z.object({
+  ttlSeconds: z.number().int('must be whole seconds').positive('must be positive'),
+  reason: z.string().max(1000).optional(),
+  /** Who asks; recorded in the audit trail. */
+  actor: z.string().max(200).optional(),
+});
+export type ExtendPayload = z.input<typeof extendPayloadSchema>;
+
+/** Payload of the `destroy` update. */
+export const destroyPayloadSchema = z
+  .object({
+    reason: z.string().max(1000).optional(),
+    actor: z.string().max(200).optional(),
+  })
+  .default({});
+export type DestroyPayload = z.input<typeof destroyPayloadSchema>;
+
+/** A signal the workflow received while waiting for approval, and what it made of it. */
+export interface ApprovalAttempt {
+  readonly signal: 'approve' | 'deny';
+  readonly approver: string | null;
+  readonly verdict: 'accepted' | 'ignored';
+  readonly reason: string;
+  readonly at: string;
+}
+
+/** What the `status` query answers (DESIGN §11 lists the fields agents rely on). */
+export interface SandboxStatus {
+  readonly id: string;
+  readonly workflowId: string;
+  readonly state: SandboxState;
+  readonly principal: string;
+  readonly capability: Capability;
+  readonly adapter: AdapterName;
+  readonly services: readonly string[];
+  readonly purpose: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly createdAt: string;
+  readonly expiresAt: string | null;
+  /** Filled in by the client from `expiresAt` and its own clock; `null` when not running. */
+  readonly timeLeftSeconds: number | null;
+  readonly endpoint: string | null;
+  readonly clientConfig: ClientConfig | null;
+  readonly fidelity: Readonly<Record<string, Fidelity>>;
+  readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null } | null;
+  /** What the sandbox is waiting for, in plain words (the same text as the UI's current details). */
+  readonly waitingFor: string;
+  readonly approval: { readonly approver: string; readonly reason: string; readonly at: string } | null;
+  readonly approvalAttempts: readonly ApprovalAttempt[];
+  /** Set once the "expiring" event was recorded for the current expiry. */
+  readonly expiring: boolean;
+  /** Why a sandbox ended up DENIED, EXPIRED, FAILED or DESTROY_FAILED. */
+  readonly error: { readonly code: ErrorCode; readonly message: string } | null;
+  readonly requestDigest: string;
+}

@@ -1,0 +1,28 @@
+/** The states of DESIGN §11, in lifecycle order. */
+export const SANDBOX_STATES = [
+  'REQUESTED',
+  'AWAITING_APPROVAL',
+  'PROVISIONING',
+  'READY',
+  'DESTROYING',
+  'DESTROYED',
+  'DENIED',
+  'EXPIRED',
+  'FAILED',
+  'DESTROY_FAILED',
+] as const;
+
+export type SandboxState = (typeof SANDBOX_STATES)[number];
+
+/** States a sandbox never leaves. */
+export const TERMINAL_STATES: ReadonlySet<SandboxState> = new Set(['DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED']);
+
+/**
+ * States that count against a principal's concurrency quota: everything that holds
+ * or may soon hold a runtime. DESTROY_FAILED counts too, as something may still run.
+ */
+export const LIVE_STATES: readonly SandboxState[] = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING', 'DESTROY_FAILED'];
+
+export function isTerminal(state: SandboxState): boolean {
+  return TERMINAL_STATES.has(state);
+}

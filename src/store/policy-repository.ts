@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { CAPABILITIES, type Capability } from '../domain/capabilities';
+import { SandboxPlaneError } from '../domain/errors';
+import { POLICY_EFFECTS, type PolicyEffect, type PolicyRow } from '../domain/policy';
+import type { SqliteDatabase } from './database';
+
+/** A policy row as stored: validated on the way out too, so a hand-edited row fails loudly. */
+const storedPolicySchema = z.object({
+  id: z.number().int(),
+  principal_pattern: z.string().min(1),
+  capability: z.enum(CAPABILITIES),
+  effect: z.enum(POLICY_EFFECTS),
+  max_ttl_seconds: z.number().int().positive().nullable(),
+  allowed_services: z
+    .string()
+    .nullable()
+    .transform((text) => (text === null ? null : z.array(z.string()).parse(JSON.parse(text)))),
+  max_concurrent: z.number().int().nonnegative().nullable(),
+  created_at: z.string(),
+});
+
+export interface NewPolicy {
+  readonly principalPattern: string;
+  readonly capability: Capability;
+  readonly effect: PolicyEffect;
+  readonly maxTtlSeconds?: number | null;
+  readonly services?: readonly string[] | null;
+  readonly maxConcurrent?: number | null;
+}
+
+export interface StoredPolicy extends PolicyRow {
+  readonly createdAt: string;
+}
+
+function toPolicy(raw: unknown): StoredPolicy {
+  const row = storedPolicySchema.parse(raw);
+  return {
+    id: row.id,
+    principalPattern: row.principal_pattern,
+    capability: row.capability,
+    effect: row.effect,
+    maxTtlSeconds: row.max_ttl_seconds,
+    services: row.allowed_services,
+    maxConcurrent: row.max_concurrent,
+    createdAt: row.created_at,
+  };
+}
+
+export class PolicyRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  add(policy: NewPolicy, now: Date = new Date()): StoredPolicy {
+    const result = this.db
+      .prepare(
+        `INSERT INTO policies (principal_pattern, capability, effect, max_ttl_seconds, allowed_services, max_concurrent, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        policy.principalPattern,
+        policy.capability,
+        policy.effect,
+        policy.maxTtlSeconds ?? null,
+        policy.services ? JSON.stringify([...policy.services].sort()) : null,
+        policy.maxConcurrent ?? null,
+        now.toISOString(),
+      );
+    return this.get(Number(result.lastInsertRowid));
+  }
+
+  get(id: number): StoredPolicy {
+    const raw = this.db.prepare('SELECT * FROM policies WHERE id = ?').get(id);
+    if (raw === undefined) throw new SandboxPlaneError('NOT_FOUND', `no policy row ${id}`, { hint: '`sandboxctl policy list` shows the rows.' });
+    return toPolicy(raw);
+  }
+
+  list(): StoredPolicy[] {
+    return this.db.prepare('SELECT * FROM policies ORDER BY id').all().map(toPolicy);
+  }
+
+  remove(id: number): StoredPolicy {
+    const policy = this.get(id);
+    this.db.prepare('DELETE FROM policies WHERE id = ?').run(id);
+    return policy;
+  }
+}
+
+export class ApproverRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /** Adds an approver; adding one twice keeps the first record. */
+  add(name: string, now: Date = new Date()): { name: string; addedAt: string } {
+    this.db.prepare('INSERT OR IGNORE INTO approvers (name, added_at) VALUES (?, ?)').run(name, now.toISOString());
+    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as { name: string; addedAt: string };
+  }
+
+  list(): { name: string; addedAt: string }[] {
+    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers ORDER BY name').all() as { name: string; addedAt: string }[];
+  }
+
+  has(name: string): boolean {
+    return this.db.prepare('SELECT 1 FROM approvers WHERE name = ?').get(name) !== undefined;
+  }
+}

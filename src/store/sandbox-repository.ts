@@ -1,0 +1,155 @@
+import { LIVE_STATES, type SandboxState } from '../domain/sandbox-states';
+import type { SqliteDatabase } from './database';
+
+/** What the projection keeps of one sandbox; never credentials. */
+export interface SandboxSnapshot {
+  readonly id: string;
+  readonly workflowId: string;
+  readonly principal: string;
+  readonly capability: string;
+  readonly adapter: string;
+  readonly services: readonly string[];
+  readonly state: SandboxState;
+  readonly purpose: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly requestDigest: string;
+  readonly endpoint: string | null;
+  readonly expiresAt: string | null;
+  readonly createdAt: string;
+}
+
+/** One audit row. `summary` is already redacted by the caller. */
+export interface OperationRecord {
+  readonly step: number;
+  readonly action: string;
+  readonly actor: string;
+  readonly effect: string;
+  readonly reason: string | null;
+  readonly summary: Readonly<Record<string, unknown>>;
+}
+
+export interface StoredOperation extends OperationRecord {
+  readonly seq: number;
+  readonly sandboxId: string;
+  readonly workflowId: string;
+  readonly at: string;
+}
+
+interface OperationRow {
+  seq: number;
+  sandbox_id: string;
+  workflow_id: string;
+  step: number;
+  action: string;
+  actor: string;
+  effect: string;
+  reason: string | null;
+  summary: string;
+  at: string;
+}
+
+function toOperation(row: OperationRow): StoredOperation {
+  return {
+    seq: row.seq,
+    sandboxId: row.sandbox_id,
+    workflowId: row.workflow_id,
+    step: row.step,
+    action: row.action,
+    actor: row.actor,
+    effect: row.effect,
+    reason: row.reason,
+    summary: JSON.parse(row.summary) as Record<string, unknown>,
+    at: row.at,
+  };
+}
+
+const COUNTED_STATES = LIVE_STATES.filter((state) => state !== 'REQUESTED');
+
+/**
+ * The sandboxes table and its append-only audit trail. Writes are keyed by workflow
+ * id and step: an activity that retries writes nothing twice, and an older step never
+ * overwrites a newer snapshot.
+ */
+export class SandboxRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /** Writes the snapshot and its audit row in one transaction; `false` when the step was already recorded. */
+  record(snapshot: SandboxSnapshot, operation: OperationRecord, now: Date = new Date()): boolean {
+    return this.db
+      .transaction(() => {
+        const at = now.toISOString();
+        this.db
+          .prepare(
+            `INSERT INTO sandboxes (id, workflow_id, principal, capability, adapter, services, state, purpose, labels,
+                                    request_digest, endpoint, expires_at, last_step, created_at, updated_at)
+             VALUES (@id, @workflowId, @principal, @capability, @adapter, @services, @state, @purpose, @labels,
+                     @requestDigest, @endpoint, @expiresAt, @step, @createdAt, @at)
+             ON CONFLICT (id) DO UPDATE SET state = excluded.state, endpoint = excluded.endpoint,
+               expires_at = excluded.expires_at, last_step = excluded.last_step, updated_at = excluded.updated_at
+             WHERE excluded.last_step > sandboxes.last_step`,
+          )
+          .run({
+            ...snapshot,
+            services: JSON.stringify(snapshot.services),
+            labels: JSON.stringify(snapshot.labels),
+            step: operation.step,
+            at,
+          });
+        const inserted = this.db
+          .prepare(
+            `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, step, action, actor, effect, reason, summary, at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            snapshot.id,
+            snapshot.workflowId,
+            operation.step,
+            operation.action,
+            operation.actor,
+            operation.effect,
+            operation.reason,
+            JSON.stringify(operation.summary),
+            at,
+          );
+        return inserted.changes === 1;
+      })
+      .immediate();
+  }
+
+  operation(workflowId: string, step: number): StoredOperation | undefined {
+    const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND step = ?').get(workflowId, step) as
+      | OperationRow
+      | undefined;
+    return row === undefined ? undefined : toOperation(row);
+  }
+
+  /** The audit trail of one sandbox, oldest first. */
+  audit(sandboxId: string): StoredOperation[] {
+    return (this.db.prepare('SELECT * FROM operations WHERE sandbox_id = ? ORDER BY seq').all(sandboxId) as OperationRow[]).map(
+      toOperation,
+    );
+  }
+
+  exists(sandboxId: string): boolean {
+    return this.db.prepare('SELECT 1 FROM sandboxes WHERE id = ?').get(sandboxId) !== undefined;
+  }
+
+  state(sandboxId: string): SandboxState | undefined {
+    const row = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?').get(sandboxId) as { state: SandboxState } | undefined;
+    return row?.state;
+  }
+
+  /** Screened sandboxes of `principal` that hold or may hold a runtime, `excludingId` aside. */
+  countLive(principal: string, excludingId: string): number {
+    const placeholders = COUNTED_STATES.map(() => '?').join(', ');
+    const row = this.db
+      .prepare(`SELECT count(*) AS n FROM sandboxes WHERE principal = ? AND id != ? AND state IN (${placeholders})`)
+      .get(principal, excludingId, ...COUNTED_STATES) as { n: number };
+    return row.n;
+  }
+
+  /** Runs `work` in one write transaction, so a read-decide-write sequence is atomic. */
+  atomically<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+}
