@@ -1,0 +1,47 @@
+import {
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcServiceError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { isErrorCode } from '../domain/error-codes';
+import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
+
+/** gRPC status codes the client turns into taxonomy codes. */
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_NOT_FOUND = 5;
+
+/**
+ * Translates what the Temporal client throws into a {@link SandboxPlaneError} with a
+ * taxonomy code, so callers handle one kind of error whatever went wrong.
+ */
+export function toSandboxError(err: unknown, sandboxId: string): SandboxPlaneError {
+  if (err instanceof SandboxPlaneError) return err;
+  if (isSandboxPlaneError(err)) {
+    const { code, message } = err as { code: SandboxPlaneError['code']; message: string };
+    return new SandboxPlaneError(code, message);
+  }
+  if (err instanceof WorkflowNotFoundError) {
+    return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
+  }
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+    const type = err.cause.type;
+    if (isErrorCode(type)) return new SandboxPlaneError(type, err.cause.message, { details: { sandboxId }, cause: err });
+  }
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+    return new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${sandboxId} did not answer in time`, { cause: err });
+  }
+  if (isGrpcServiceError(err)) {
+    if (err.code === GRPC_NOT_FOUND) return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
+    if (err.code === GRPC_UNAVAILABLE) return new SandboxPlaneError('TEMPORAL_UNREACHABLE', err.details || err.message, { cause: err });
+    if (err.code === GRPC_DEADLINE_EXCEEDED) return new SandboxPlaneError('WAIT_TIMEOUT', err.details || err.message, { cause: err });
+  }
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  if (cause !== undefined && cause !== err) {
+    const mapped = toSandboxError(cause, sandboxId);
+    if (mapped.code !== 'INTERNAL') return mapped;
+  }
+  return new SandboxPlaneError('INTERNAL', err instanceof Error ? err.message : String(err), { cause: err });
+}

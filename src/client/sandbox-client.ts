@@ -1,0 +1,367 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { SandboxPlaneError } from '../domain/errors';
+import type { ApprovalAttempt, SandboxStatus } from '../domain/lifecycle-messages';
+import {
+  canonicalRequestText,
+  sandboxIdFromWorkflowId,
+  sandboxIdSchema,
+  sandboxRequestSchema,
+  workflowIdFor,
+  type IdentifiedRequest,
+  type SandboxRequestInput,
+} from '../domain/sandbox-request';
+import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
+import { SANDBOX_STATES, isTerminal, type SandboxState } from '../domain/sandbox-states';
+import { parseOrThrow } from '../domain/validation';
+import {
+  approveSignal,
+  denySignal,
+  destroyUpdate,
+  extendUpdate,
+  SANDBOX_LIFECYCLE_WORKFLOW,
+  statusQuery,
+  type LifecycleInput,
+} from '../workflows/sandbox-messages';
+import { toSandboxError } from './client-errors';
+
+/** How long `create` waits: until the request is screened, or until the sandbox is READY. */
+export type CreateWait = 'accepted' | 'ready';
+
+export interface CreateOptions {
+  /** `accepted` (default): return once screened. `ready`: return once READY (through approval, if needed). */
+  readonly wait?: CreateWait;
+  /** Give up waiting after this long with WAIT_TIMEOUT; the sandbox itself goes on. Default 10 minutes. */
+  readonly timeoutMs?: number;
+}
+
+/** One row of `list`: what the search attributes say, without asking the worker. */
+export interface SandboxSummary {
+  readonly id: string;
+  readonly workflowId: string;
+  readonly state: SandboxState | null;
+  readonly principal: string | null;
+  readonly capability: string | null;
+  readonly expiresAt: string | null;
+  readonly startedAt: string;
+  /** Temporal's view: RUNNING until the lifecycle has ended. */
+  readonly workflowStatus: string;
+}
+
+export interface ListFilter {
+  readonly state?: SandboxState;
+  readonly principal?: string;
+  /** At most this many rows, newest first. Default 100. */
+  readonly limit?: number;
+}
+
+/** The result of an approve or deny signal, as the workflow judged it. */
+export interface ApprovalOutcome {
+  readonly attempt: ApprovalAttempt;
+  readonly status: SandboxStatus;
+}
+
+export interface SandboxClientOptions {
+  /** A connected Temporal client. */
+  readonly client: Client;
+  /** The task queue the lifecycle workers poll. */
+  readonly taskQueue: string;
+}
+
+export interface ConnectOptions {
+  readonly address: string;
+  readonly namespace: string;
+  readonly taskQueue: string;
+}
+
+const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
+const SIGNAL_VERDICT_TIMEOUT_MS = 15_000;
+
+/** sha256 of the canonical request text: a repeated id must repeat the same request. */
+export function requestDigest(request: IdentifiedRequest): string {
+  return `sha256:${createHash('sha256').update(canonicalRequestText(request)).digest('hex')}`;
+}
+
+/** A fresh sandbox id for a request that names none (no idempotency then). */
+export function generateSandboxId(): string {
+  return `sbx-${randomBytes(6).toString('hex')}`;
+}
+
+/** Adds what only the caller's clock knows: seconds left before expiry. */
+export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {
+  const live = status.expiresAt !== null && !isTerminal(status.state);
+  return {
+    ...status,
+    timeLeftSeconds: live ? Math.max(0, Math.round((Date.parse(status.expiresAt as string) - nowMs) / 1000)) : null,
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Quote a value for a visibility query. */
+function quoted(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/**
+ * The typed SDK agents and tools use to get and manage sandboxes. Every method throws
+ * a {@link SandboxPlaneError} whose `code` is from the taxonomy (`POLICY_DENIED`,
+ * `NOT_FOUND`, `TTL_EXCEEDS_CEILING`, ...) and whose `hint` says what to do.
+ *
+ * @example
+ * const sandboxes = await SandboxClient.connect({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'sandboxplane' });
+ * const sandbox = await sandboxes.create({ principal: 'agent-7', services: ['s3'], ttlSeconds: 900 }, { wait: 'ready' });
+ * const s3 = new S3Client(sandbox.clientConfig!);
+ */
+export class SandboxClient {
+  private readonly client: Client;
+  private readonly taskQueue: string;
+  private ownConnection: Connection | undefined;
+
+  constructor(options: SandboxClientOptions) {
+    this.client = options.client;
+    this.taskQueue = options.taskQueue;
+  }
+
+  /** Connects to Temporal; {@link close} releases the connection. */
+  static async connect(options: ConnectOptions): Promise<SandboxClient> {
+    let connection: Connection;
+    try {
+      connection = await Connection.connect({ address: options.address, connectTimeout: 5_000 });
+    } catch (err) {
+      throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    const sandboxes = new SandboxClient({ client: new Client({ connection, namespace: options.namespace }), taskQueue: options.taskQueue });
+    sandboxes.ownConnection = connection;
+    return sandboxes;
+  }
+
+  /** Closes the connection opened by {@link connect}; a no-op for an injected client. */
+  async close(): Promise<void> {
+    await this.ownConnection?.close();
+    this.ownConnection = undefined;
+  }
+
+  /**
+   * Asks for a sandbox. The id is the idempotency key: the same id with the same request
+   * returns the same sandbox (one workflow, one provisioning); the same id with a
+   * different request is refused with IDEMPOTENCY_CONFLICT. A request that ends DENIED,
+   * EXPIRED or FAILED throws with that code; `error.details.status` holds the status.
+   */
+  async create(input: SandboxRequestInput, options: CreateOptions = {}): Promise<SandboxStatus> {
+    const parsed = parseOrThrow(sandboxRequestSchema, input, 'sandbox request');
+    const request: IdentifiedRequest = { ...parsed, id: parsed.id ?? generateSandboxId() };
+    const digest = requestDigest(request);
+    const workflowId = workflowIdFor(request.id);
+    const lifecycleInput: LifecycleInput = { request, requestDigest: digest };
+    let handle: WorkflowHandle;
+    try {
+      handle = await this.client.workflow.start(SANDBOX_LIFECYCLE_WORKFLOW, {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args: [lifecycleInput],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        memo: { requestDigest: digest },
+        typedSearchAttributes: [
+          { key: SandboxStateKey, value: 'REQUESTED' },
+          { key: SandboxPrincipal, value: request.principal },
+          { key: SandboxCapability, value: request.capability },
+        ],
+        staticSummary: `sandbox ${request.id} for ${request.principal}: ${request.services.join(', ')}`,
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw toSandboxError(err, request.id);
+      handle = this.client.workflow.getHandle(workflowId);
+    }
+    await this.refuseConflictingRequest(handle, request.id, digest);
+    return this.waitFor(request.id, options.wait ?? 'accepted', options.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
+  }
+
+  /** The sandbox's status, or `undefined` when there is no sandbox with this id. */
+  async get(id: string): Promise<SandboxStatus | undefined> {
+    try {
+      return await this.status(id);
+    } catch (err) {
+      if (err instanceof SandboxPlaneError && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
+  /** The sandbox's status (the workflow's `status` query); NOT_FOUND when there is none. */
+  async status(id: string): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    try {
+      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).query(statusQuery);
+      return withTimeLeft(status);
+    } catch (err) {
+      throw toSandboxError(err, sandboxId);
+    }
+  }
+
+  /** Sandboxes by search attributes, newest first; visibility can lag a second behind. */
+  async list(filter: ListFilter = {}): Promise<SandboxSummary[]> {
+    const clauses = [`WorkflowType = ${quoted(SANDBOX_LIFECYCLE_WORKFLOW)}`];
+    if (filter.state !== undefined) {
+      if (!SANDBOX_STATES.includes(filter.state)) {
+        throw new SandboxPlaneError('INVALID_INPUT', `state must be one of ${SANDBOX_STATES.join(', ')}, got '${filter.state}'`);
+      }
+      clauses.push(`SandboxState = ${quoted(filter.state)}`);
+    }
+    if (filter.principal !== undefined) clauses.push(`SandboxPrincipal = ${quoted(filter.principal)}`);
+    const limit = filter.limit ?? 100;
+    const rows: SandboxSummary[] = [];
+    try {
+      for await (const execution of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+        const attributes = execution.typedSearchAttributes;
+        const expiresAt = attributes.get(SandboxExpiresAt);
+        rows.push({
+          id: sandboxIdFromWorkflowId(execution.workflowId) ?? execution.workflowId,
+          workflowId: execution.workflowId,
+          state: (attributes.get(SandboxStateKey) as SandboxState | undefined) ?? null,
+          principal: attributes.get(SandboxPrincipal) ?? null,
+          capability: attributes.get(SandboxCapability) ?? null,
+          expiresAt: expiresAt === undefined ? null : expiresAt.toISOString(),
+          startedAt: execution.startTime.toISOString(),
+          workflowStatus: execution.status.name,
+        });
+        if (rows.length >= limit) break;
+      }
+    } catch (err) {
+      throw toSandboxError(err, '(list)');
+    }
+    return rows;
+  }
+
+  /**
+   * Moves expiry later by `ttlSeconds`. Refused (TTL_EXCEEDS_CEILING) when that would
+   * pass now + the max TTL or the sandbox's maximum lifetime; INVALID_STATE unless READY.
+   */
+  async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    try {
+      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
+      return withTimeLeft(status);
+    } catch (err) {
+      throw await this.explainClosed(err, sandboxId);
+    }
+  }
+
+  /**
+   * Tears the sandbox down now and resolves once it is DESTROYED (or DESTROY_FAILED).
+   * Destroying a sandbox that already ended returns its final status.
+   */
+  async destroy(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    const before = await this.status(sandboxId);
+    if (isTerminal(before.state)) return before;
+    try {
+      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(destroyUpdate, { args: [options] });
+      return withTimeLeft(status);
+    } catch (err) {
+      const mapped = await this.explainClosed(err, sandboxId);
+      if (mapped.code === 'INVALID_STATE') return this.status(sandboxId);
+      throw mapped;
+    }
+  }
+
+  /**
+   * Sends the `approve` signal (what a reviewer does in the UI) and waits for the
+   * workflow's verdict. An unlisted approver or the requester themself is refused
+   * with APPROVER_NOT_ALLOWED; the attempt is in the audit trail either way.
+   */
+  async approve(id: string, approval: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+    return this.signalApproval(id, 'approve', approval);
+  }
+
+  /** Sends the `deny` signal and waits for the verdict; see {@link approve}. */
+  async deny(id: string, denial: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+    return this.signalApproval(id, 'deny', denial);
+  }
+
+  private checkId(id: string): string {
+    return parseOrThrow(sandboxIdSchema, id, 'sandbox id');
+  }
+
+  private async refuseConflictingRequest(handle: WorkflowHandle, id: string, digest: string): Promise<void> {
+    let existing: unknown;
+    try {
+      existing = (await handle.describe()).memo?.requestDigest;
+    } catch (err) {
+      throw toSandboxError(err, id);
+    }
+    if (existing !== digest) {
+      throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox ${id} exists for a different request (its digest is ${String(existing)}, this one is ${digest})`, {
+        details: { sandboxId: id },
+      });
+    }
+  }
+
+  private async waitFor(id: string, wait: CreateWait, timeoutMs: number): Promise<SandboxStatus> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
+      const status = await this.status(id);
+      if (['DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'].includes(status.state)) {
+        const code = status.error?.code ?? status.decision?.code ?? 'INTERNAL';
+        throw new SandboxPlaneError(code, `sandbox ${id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
+          details: { status },
+        });
+      }
+      const done = wait === 'accepted' ? status.state !== 'REQUESTED' : status.state === 'READY' || isTerminal(status.state);
+      if (done) return status;
+      if (Date.now() + pause > deadline) {
+        throw new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${id} is still ${status.state} after ${Math.round(timeoutMs / 1000)} s: ${status.waitingFor}`, {
+          details: { status },
+        });
+      }
+      await sleep(pause);
+    }
+  }
+
+  private async signalApproval(
+    id: string,
+    signal: 'approve' | 'deny',
+    payload: { approver: string; reason?: string },
+  ): Promise<ApprovalOutcome> {
+    const before = await this.status(id);
+    if (before.state !== 'AWAITING_APPROVAL') {
+      throw new SandboxPlaneError('INVALID_STATE', `sandbox ${id} is ${before.state}, not AWAITING_APPROVAL`, { details: { status: before } });
+    }
+    const handle = this.client.workflow.getHandle(workflowIdFor(before.id));
+    try {
+      await handle.signal(signal === 'approve' ? approveSignal : denySignal, { approver: payload.approver, reason: payload.reason ?? '' });
+    } catch (err) {
+      throw toSandboxError(err, before.id);
+    }
+    const deadline = Date.now() + SIGNAL_VERDICT_TIMEOUT_MS;
+    for (;;) {
+      const status = await this.status(id);
+      const attempt = status.approvalAttempts[before.approvalAttempts.length];
+      if (attempt !== undefined) {
+        if (attempt.verdict === 'ignored') {
+          throw new SandboxPlaneError('APPROVER_NOT_ALLOWED', `the ${signal} signal was ignored: ${attempt.reason}`, { details: { status } });
+        }
+        return { attempt, status };
+      }
+      if (Date.now() > deadline) {
+        throw new SandboxPlaneError('WAIT_TIMEOUT', `the ${signal} signal was sent, but sandbox ${id} has not judged it yet`, { details: { status } });
+      }
+      await sleep(200);
+    }
+  }
+
+  /** An update to a workflow that has ended fails with a server error; say so in taxonomy terms. */
+  private async explainClosed(err: unknown, id: string): Promise<SandboxPlaneError> {
+    const mapped = toSandboxError(err, id);
+    if (mapped.code !== 'INTERNAL' && mapped.code !== 'NOT_FOUND') return mapped;
+    const status = await this.get(id);
+    if (status !== undefined && isTerminal(status.state)) {
+      return new SandboxPlaneError('INVALID_STATE', `sandbox ${id} is ${status.state}`, { details: { status } });
+    }
+    return mapped;
+  }
+}

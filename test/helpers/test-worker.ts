@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { AdapterRegistry } from '../../src/adapters/cloud-emulator-adapter';
+import { MemoryAdapter } from '../../src/adapters/memory-adapter';
+import { SandboxClient } from '../../src/client/sandbox-client';
+import { loadConfig, type Config } from '../../src/config/config';
+import type { ContainerBroker } from '../../src/docker';
+import { createLogger } from '../../src/logging/logger';
+import { Store } from '../../src/store';
+import { createPlaneWorker, type PlaneWorker } from '../../src/worker/plane-worker';
+import { testWorkflowBundle } from './workflow-bundle';
+
+export interface TestWorker {
+  readonly config: Config;
+  /** The environment a CLI child needs to reach this worker and its store. */
+  readonly env: Record<string, string>;
+  readonly store: Store;
+  readonly memory: MemoryAdapter;
+  readonly sandboxes: SandboxClient;
+  readonly client: Client;
+  readonly plane: PlaneWorker;
+  stop(): Promise<void>;
+}
+
+export interface TestWorkerOptions {
+  /** Extra environment for the worker's config (flags, lifecycle durations). */
+  readonly env?: Record<string, string>;
+  readonly adapters?: (memory: MemoryAdapter) => AdapterRegistry;
+  readonly broker?: ContainerBroker;
+}
+
+/** Flags a lifecycle test usually wants: local capabilities and the memory adapter on. */
+export const LOCAL_FLAGS = {
+  SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '1',
+  SANDBOXPLANE_FLAG_IAC_LOCAL: '1',
+  SANDBOXPLANE_FLAG_ADAPTER_MEMORY: '1',
+} as const;
+
+/**
+ * A real worker on its own task queue and store, running in this process until
+ * `stop()`, plus an SDK client for it. Each call gets a fresh queue and database, so
+ * test files never see each other's sandboxes.
+ */
+export async function startTestWorker(address: string, options: TestWorkerOptions = {}): Promise<TestWorker> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-worker-'));
+  const env: Record<string, string> = {
+    TEMPORAL_ADDRESS: address,
+    SANDBOXPLANE_TASK_QUEUE: `test-${randomUUID()}`,
+    SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite'),
+    ...LOCAL_FLAGS,
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const store = Store.open(config.storePath);
+  const memory = new MemoryAdapter();
+  const plane = await createPlaneWorker({
+    config,
+    store,
+    logger: createLogger('warn'),
+    workflowBundle: await testWorkflowBundle(),
+    adapters: options.adapters?.(memory) ?? { memory },
+    ...(options.broker !== undefined ? { broker: options.broker } : {}),
+  });
+  const running = plane.worker.run();
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const sandboxes = new SandboxClient({ client, taskQueue: config.taskQueue });
+  return {
+    config,
+    env,
+    store,
+    memory,
+    sandboxes,
+    client,
+    plane,
+    stop: async () => {
+      plane.worker.shutdown();
+      await running;
+      await plane.close();
+      await connection.close();
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
