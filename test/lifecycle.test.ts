@@ -1,10 +1,30 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapter';
+import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SandboxPlaneError } from '../src/domain/errors';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { testWorkflowBundle } from './helpers/workflow-bundle';
 
-async function waitForState(worker: TestWorker, id: string, state: string, timeoutMs = 30_000) {
+/** Wraps the memory adapter and records every call, to prove what was (not) called. */
+function spyOn(memory: MemoryAdapter, calls: string[]): CloudEmulatorAdapter {
+  return new Proxy(memory, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.push(String(property));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+async function waitForState(worker: TestWorker, id: string, state: string, timeoutMs = 30_000): Promise<SandboxStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await worker.sandboxes.status(id);
@@ -14,15 +34,53 @@ async function waitForState(worker: TestWorker, id: string, state: string, timeo
   }
 }
 
+async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function rejectsWith(code: string) {
+  return (err: unknown) => {
+    assert.ok(err instanceof SandboxPlaneError, `expected a SandboxPlaneError, got ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    return true;
+  };
+}
+
 function actions(worker: TestWorker, id: string): string[] {
   return worker.store.sandboxes.audit(id).map((op) => op.action);
 }
 
-describe('sandbox lifecycle', () => {
+describe('sandbox lifecycle on a real Temporal dev server', () => {
+  let address: string;
   let worker: TestWorker;
+  const calls: string[] = [];
+  const histories: { workflowId: string; history: temporal.api.history.v1.IHistory }[] = [];
+
+  const collectHistory = async (id: string) => {
+    const history = await worker.client.workflow.getHandle(`sandbox-${id}`).fetchHistory();
+    histories.push({ workflowId: `sandbox-${id}`, history });
+  };
+
   before(async () => {
-    worker = await startTestWorker(await testTemporalAddress(), { env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' } });
-    worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    address = await testTemporalAddress();
+    worker = await startTestWorker(address, {
+      env: { SANDBOXPLANE_EXPIRY_WARNING: '2s', SANDBOXPLANE_TTL_CEILING: '1h', SANDBOXPLANE_MAX_LIFETIME: '2h' },
+      adapters: (memory) => ({ memory: spyOn(memory, calls) }),
+    });
+    const { policies, approvers } = worker.store;
+    policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
+    policies.add({ principalPattern: 'mixed-*', capability: 'cloud.sandbox', effect: 'allow' });
+    policies.add({ principalPattern: 'mixed-*', capability: 'cloud.sandbox', effect: 'require_approval', services: ['iam'] });
+    policies.add({ principalPattern: 'quota-*', capability: 'cloud.sandbox', effect: 'allow', maxConcurrent: 1 });
+    approvers.add('alice');
+    approvers.add('gated-1');
   });
   after(async () => worker?.stop());
 
@@ -34,20 +92,224 @@ describe('sandbox lifecycle', () => {
     assert.deepEqual(ready.fidelity, { s3: 'PARTIAL' });
     assert.equal(ready.decision?.effect, 'allow');
     assert.ok(ready.timeLeftSeconds !== null && ready.timeLeftSeconds <= 3);
-    assert.deepEqual(worker.memory.liveSandboxIds(), ['ttl-1']);
+    assert.ok(worker.memory.liveSandboxIds().includes('ttl-1'));
 
     const gone = await waitForState(worker, 'ttl-1', 'DESTROYED');
     assert.equal(gone.clientConfig, null);
-    assert.deepEqual(worker.memory.liveSandboxIds(), []);
+    assert.equal(gone.timeLeftSeconds, null);
+    assert.ok(!worker.memory.liveSandboxIds().includes('ttl-1'));
     assert.deepEqual(actions(worker, 'ttl-1'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+    const destroying = worker.store.sandboxes.audit('ttl-1').find((op) => op.action === 'destroying');
+    assert.equal(destroying?.actor, 'timer');
+    assert.equal(destroying?.reason, 'TTL expired');
     assert.equal(worker.store.sandboxes.state('ttl-1'), 'DESTROYED');
+    await collectHistory('ttl-1');
   });
 
-  test('no policy row: DENIED with POLICY_DENIED and nothing provisioned', async () => {
-    await assert.rejects(
-      worker.sandboxes.create({ id: 'nopolicy-1', principal: 'stranger', services: ['s3'] }),
-      (err: unknown) => err instanceof SandboxPlaneError && err.code === 'POLICY_DENIED' && err.exitCode === 3,
+  test('no policy row: DENIED with POLICY_DENIED, exit class 3, nothing provisioned', async () => {
+    const before = calls.length;
+    await assert.rejects(worker.sandboxes.create({ id: 'nopolicy-1', principal: 'stranger', services: ['s3'] }), (err: unknown) => {
+      rejectsWith('POLICY_DENIED')(err);
+      assert.equal((err as SandboxPlaneError).exitCode, 3);
+      return true;
+    });
+    assert.deepEqual(calls.slice(before), []);
+    assert.deepEqual(actions(worker, 'nopolicy-1'), ['requested', 'screened']);
+    assert.equal(worker.store.sandboxes.state('nopolicy-1'), 'DENIED');
+  });
+
+  test('require_approval: waits visibly, ignores bad and unauthorized signals (audited), then an approver lets it through', async () => {
+    const waiting = await worker.sandboxes.create({ id: 'gated-a', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 });
+    assert.equal(waiting.state, 'AWAITING_APPROVAL');
+    assert.match(waiting.waitingFor, /send the signal "approve" with the JSON payload \{"approver": "<your name>", "reason": "<why>"\}/);
+    assert.match(waiting.waitingFor, /must not be gated-1/);
+
+    const handle = worker.client.workflow.getHandle('sandbox-gated-a');
+    const metadata = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+    assert.equal(metadata.currentDetails, waiting.waitingFor, 'the UI shows the same instructions');
+
+    const listed = await eventually(async () => {
+      const rows = await worker.sandboxes.list({ state: 'AWAITING_APPROVAL' });
+      return rows.find((row) => row.id === 'gated-a');
+    }, 'SandboxState="AWAITING_APPROVAL" to list it');
+    assert.equal(listed.principal, 'gated-1');
+
+    await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'gated-1', reason: 'mine' }), rejectsWith('APPROVER_NOT_ALLOWED'));
+    await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'mallory', reason: 'trust me' }), rejectsWith('APPROVER_NOT_ALLOWED'));
+    await handle.signal('approve', 'yes please');
+    await handle.signal('approve', { reason: 'no approver named' });
+    await eventually(async () => ((await worker.sandboxes.status('gated-a')).approvalAttempts.length === 4 ? true : undefined), 'four judged signals');
+    assert.equal((await worker.sandboxes.status('gated-a')).state, 'AWAITING_APPROVAL', 'nothing above moved it');
+
+    const outcome = await worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'looks fine' });
+    assert.equal(outcome.attempt.verdict, 'accepted');
+    const ready = await waitForState(worker, 'gated-a', 'READY');
+    assert.deepEqual(ready.approval && { approver: ready.approval.approver, reason: ready.approval.reason }, { approver: 'alice', reason: 'looks fine' });
+
+    const audit = worker.store.sandboxes.audit('gated-a');
+    assert.deepEqual(
+      audit.map((op) => op.action),
+      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'ready'],
     );
-    assert.deepEqual(worker.memory.liveSandboxIds(), []);
+    const ignored = audit.filter((op) => op.action === 'approve_ignored').map((op) => op.reason ?? '');
+    assert.match(ignored[0] ?? '', /gated-1 requested this sandbox and cannot approve it/);
+    assert.match(ignored[1] ?? '', /mallory is not on the approvers list/);
+    assert.match(ignored[2] ?? '', /malformed payload/);
+    assert.match(ignored[3] ?? '', /approver: /);
+    assert.equal(audit.find((op) => op.action === 'approved')?.actor, 'alice');
+
+    await worker.sandboxes.destroy('gated-a', { reason: 'test done' });
+    await collectHistory('gated-a');
+  });
+
+  test('deny: DENIED with APPROVAL_DENIED, nothing provisioned', async () => {
+    const before = calls.length;
+    await worker.sandboxes.create({ id: 'gated-d', principal: 'gated-2', services: ['s3'] });
+    const outcome = await worker.sandboxes.deny('gated-d', { approver: 'alice', reason: 'not today' });
+    assert.equal(outcome.attempt.verdict, 'accepted');
+    const denied = await waitForState(worker, 'gated-d', 'DENIED');
+    assert.deepEqual(denied.error, { code: 'APPROVAL_DENIED', message: 'denied by alice: not today' });
+    assert.deepEqual(calls.slice(before), []);
+    assert.deepEqual(actions(worker, 'gated-d'), ['requested', 'screened', 'denied']);
+    await collectHistory('gated-d');
+  });
+
+  test('strictest of parts: s3 (allowed) bundled with iam (gated) waits for approval', async () => {
+    const plain = await worker.sandboxes.create({ id: 'mixed-plain', principal: 'mixed-1', services: ['s3'] });
+    assert.notEqual(plain.state, 'AWAITING_APPROVAL');
+    const bundled = await worker.sandboxes.create({ id: 'mixed-bundle', principal: 'mixed-1', services: ['s3', 'iam'] });
+    assert.equal(bundled.state, 'AWAITING_APPROVAL');
+    assert.match(bundled.decision?.reasons.join(' ') ?? '', /iam: policy row \d+ says require_approval/);
+    await worker.sandboxes.destroy('mixed-plain');
+    await worker.sandboxes.destroy('mixed-bundle');
+  });
+
+  test('extend inside the ceiling moves expiry; past it is refused and changes nothing; destroy ends it', async () => {
+    const ready = await worker.sandboxes.create({ id: 'ext-1', principal: 'agent-2', services: ['sqs'], ttlSeconds: 600 }, { wait: 'ready' });
+    const extended = await worker.sandboxes.extend('ext-1', { ttlSeconds: 900, reason: 'more tests', actor: 'agent-2' });
+    assert.equal(Date.parse(extended.expiresAt as string) - Date.parse(ready.expiresAt as string), 900_000);
+
+    await assert.rejects(worker.sandboxes.extend('ext-1', { ttlSeconds: 3600 }), (err: unknown) => {
+      rejectsWith('TTL_EXCEEDS_CEILING')(err);
+      assert.match((err as Error).message, /past now \+ the max TTL of 1h/);
+      return true;
+    });
+    await assert.rejects(worker.sandboxes.extend('ext-1', { ttlSeconds: -5 }), rejectsWith('INVALID_INPUT'));
+    assert.equal((await worker.sandboxes.status('ext-1')).expiresAt, extended.expiresAt);
+
+    const destroyed = await worker.sandboxes.destroy('ext-1', { reason: 'done early', actor: 'agent-2' });
+    assert.equal(destroyed.state, 'DESTROYED');
+    assert.ok(!worker.memory.liveSandboxIds().includes('ext-1'));
+    assert.equal((await worker.sandboxes.destroy('ext-1')).state, 'DESTROYED', 'destroying twice is harmless');
+    await assert.rejects(worker.sandboxes.extend('ext-1', { ttlSeconds: 60 }), rejectsWith('INVALID_STATE'));
+
+    const audit = worker.store.sandboxes.audit('ext-1');
+    assert.deepEqual(audit.map((op) => op.action), ['requested', 'screened', 'ready', 'extended', 'destroying', 'destroyed']);
+    assert.deepEqual(
+      audit.filter((op) => op.action === 'extended' || op.action === 'destroying').map((op) => [op.actor, op.reason]),
+      [
+        ['agent-2', 'more tests'],
+        ['agent-2', 'done early'],
+      ],
+    );
+    await collectHistory('ext-1');
+  });
+
+  test('the same id twice: one workflow, one provisioning; a different body is IDEMPOTENCY_CONFLICT', async () => {
+    const before = calls.filter((call) => call === 'provision').length;
+    const request = { id: 'idem-1', principal: 'agent-3', services: ['s3', 'dynamodb'], ttlSeconds: 600 };
+    const [first, second] = await Promise.all([
+      worker.sandboxes.create(request, { wait: 'ready' }),
+      worker.sandboxes.create({ ...request, services: ['dynamodb', 's3'] }, { wait: 'ready' }),
+    ]);
+    assert.equal(first.workflowId, second.workflowId);
+    assert.equal(first.createdAt, second.createdAt);
+    const third = await worker.sandboxes.create(request, { wait: 'ready' });
+    assert.equal(third.createdAt, first.createdAt);
+    assert.equal(calls.filter((call) => call === 'provision').length - before, 1);
+
+    await assert.rejects(worker.sandboxes.create({ ...request, ttlSeconds: 60 }), rejectsWith('IDEMPOTENCY_CONFLICT'));
+    await worker.sandboxes.destroy('idem-1');
+    const again = await worker.sandboxes.create(request);
+    assert.equal(again.state, 'DESTROYED', 'a finished sandbox is returned, not re-created');
+    assert.equal(calls.filter((call) => call === 'provision').length - before, 1);
+  });
+
+  test('unknown service: SERVICE_UNKNOWN before any adapter call', async () => {
+    const before = calls.length;
+    await assert.rejects(worker.sandboxes.create({ id: 'unknown-svc', principal: 'agent-4', services: ['s3', 'teleporter'] }), (err: unknown) => {
+      rejectsWith('SERVICE_UNKNOWN')(err);
+      assert.match((err as Error).message, /does not offer teleporter/);
+      return true;
+    });
+    assert.deepEqual(calls.slice(before), []);
+  });
+
+  test('quota: a second live sandbox over the cap is QUOTA_EXCEEDED; after destroy there is room again', async () => {
+    await worker.sandboxes.create({ id: 'quota-a', principal: 'quota-1', services: ['s3'] }, { wait: 'ready' });
+    await assert.rejects(worker.sandboxes.create({ id: 'quota-b', principal: 'quota-1', services: ['s3'] }), rejectsWith('QUOTA_EXCEEDED'));
+    await worker.sandboxes.destroy('quota-a');
+    const room = await worker.sandboxes.create({ id: 'quota-c', principal: 'quota-1', services: ['s3'] }, { wait: 'ready' });
+    assert.equal(room.state, 'READY');
+    await worker.sandboxes.destroy('quota-c');
+  });
+
+  test('status of an unknown sandbox is NOT_FOUND; a malformed id is INVALID_INPUT', async () => {
+    await assert.rejects(worker.sandboxes.status('does-not-exist'), rejectsWith('NOT_FOUND'));
+    assert.equal(await worker.sandboxes.get('does-not-exist'), undefined);
+    await assert.rejects(worker.sandboxes.status('Bad Id!'), rejectsWith('INVALID_INPUT'));
+  });
+
+  test('recorded histories replay deterministically against the current workflow code', async () => {
+    assert.ok(histories.length >= 4, `collected ${histories.length} histories`);
+    const results = Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle() }, histories);
+    let replayed = 0;
+    for await (const result of results) {
+      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
+      replayed += 1;
+    }
+    assert.equal(replayed, histories.length);
+  });
+});
+
+describe('sandbox lifecycle with other worker settings', () => {
+  let address: string;
+  before(async () => {
+    address = await testTemporalAddress();
+  });
+
+  test('a disabled flag refuses with FLAG_DISABLED and no adapter call at all', async () => {
+    const calls: string[] = [];
+    const worker = await startTestWorker(address, {
+      env: { SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '0' },
+      adapters: (memory) => ({ memory: spyOn(memory, calls) }),
+    });
+    try {
+      worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
+      await assert.rejects(worker.sandboxes.create({ id: 'flag-off', principal: 'agent-1', services: ['s3'] }), (err: unknown) => {
+        rejectsWith('FLAG_DISABLED')(err);
+        assert.match((err as Error).message, /SANDBOXPLANE_FLAG_CLOUD_SANDBOX/);
+        return true;
+      });
+      assert.deepEqual(calls, []);
+      assert.deepEqual(actions(worker, 'flag-off'), ['requested', 'screened']);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test('no answer within the approval timeout: EXPIRED with APPROVAL_EXPIRED', async () => {
+    const worker = await startTestWorker(address, { env: { SANDBOXPLANE_APPROVAL_TIMEOUT: '2s' } });
+    try {
+      worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'require_approval' });
+      const waiting = await worker.sandboxes.create({ id: 'slow-review', principal: 'agent-1', services: ['s3'] });
+      assert.equal(waiting.state, 'AWAITING_APPROVAL');
+      const expired = await waitForState(worker, 'slow-review', 'EXPIRED');
+      assert.equal(expired.error?.code, 'APPROVAL_EXPIRED');
+      assert.deepEqual(actions(worker, 'slow-review'), ['requested', 'screened', 'approval_expired']);
+      assert.deepEqual(worker.memory.liveSandboxIds(), []);
+    } finally {
+      await worker.stop();
+    }
   });
 });

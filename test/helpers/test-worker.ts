@@ -59,7 +59,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
   const plane = await createPlaneWorker({
     config,
     store,
-    logger: createLogger('warn'),
+    logger: createLogger('error'),
     workflowBundle: await testWorkflowBundle(),
     adapters: options.adapters?.(memory) ?? { memory },
     ...(options.broker !== undefined ? { broker: options.broker } : {}),
