@@ -1,4 +1,3 @@
-import type { ClientConfig } from '../domain/client-config';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 
 /** What the lifecycle asks an adapter to provision. */
@@ -23,10 +22,10 @@ export interface LaunchPlan {
   readonly labels: Readonly<Record<string, string>>;
 }
 
+/** What provisioning yields; credentials are not part of it (see domain/client-config.ts). */
 export interface ProvisionedSandbox {
   readonly endpoint: string;
   readonly region: string;
-  readonly clientConfig: ClientConfig;
   /** Runtime handles (container ids), for audit and teardown checks. */
   readonly runtimeIds: readonly string[];
 }
@@ -65,8 +64,11 @@ export interface CloudEmulatorAdapter {
   launchPlan(request: ProvisionRequest): LaunchPlan;
   provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox>;
   health(sandboxId: string): Promise<HealthReport>;
-  /** Throws RESOURCE_DISCOVERY_FAILED when it cannot know; never an empty list it did not observe. */
-  listResources(sandboxId: string): Promise<ResourceRef[]>;
+  /**
+   * What the sandbox holds, for `services`. Throws RESOURCE_DISCOVERY_FAILED when it
+   * cannot know; never returns an empty list it did not observe.
+   */
+  listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]>;
   /** Tears down everything of the sandbox; destroying what is gone is a success. */
   destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport>;
 }

@@ -11,9 +11,6 @@ import type {
 
 const REGION = 'us-east-1';
 
-/** Fake, static, and the same for every memory sandbox: there is no AWS API behind it. */
-const MEMORY_CREDENTIALS = { accessKeyId: 'memory', secretAccessKey: 'memory-sandbox-not-a-secret' };
-
 /**
  * In-process stand-in for an emulator, for tests of the workflow logic (DESIGN §4).
  * It holds its sandboxes in a map and exposes nothing on the network.
@@ -36,11 +33,9 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
 
   async provision(plan: LaunchPlan): Promise<ProvisionedSandbox> {
     if (!this.sandboxes.has(plan.sandboxId)) this.sandboxes.set(plan.sandboxId, { services: plan.services, resources: [] });
-    const endpoint = `memory://${plan.sandboxId}`;
     return {
-      endpoint,
+      endpoint: `memory://${plan.sandboxId}`,
       region: REGION,
-      clientConfig: { endpoint, region: REGION, credentials: MEMORY_CREDENTIALS, forcePathStyle: true },
       runtimeIds: [`memory-${plan.sandboxId}`],
     };
   }
@@ -55,8 +50,8 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
     };
   }
 
-  async listResources(sandboxId: string): Promise<ResourceRef[]> {
-    return [...(this.sandboxes.get(sandboxId)?.resources ?? [])];
+  async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]> {
+    return (this.sandboxes.get(sandboxId)?.resources ?? []).filter((resource) => services.includes(resource.service));
   }
 
   async destroy(sandboxId: string): Promise<DestroyReport> {

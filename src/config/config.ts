@@ -29,6 +29,16 @@ export interface Config {
   readonly temporalCliPath: string | undefined;
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
+  readonly emulators: EmulatorSettings;
+}
+
+/** Container-backed emulators; an adapter whose image is not configured is not offered. */
+export interface EmulatorSettings {
+  /** The moto image by id (`sha256:…`), as scripts/build-moto-image.sh prints it. */
+  readonly motoImage: string | undefined;
+  /** The Floci image by digest (`floci/floci@sha256:…`). */
+  readonly flociImage: string | undefined;
+  readonly healthTimeoutSeconds: number;
 }
 
 export interface ConfigIssue {
@@ -85,6 +95,19 @@ const duration = (fallbackSeconds: number) =>
     })
     .default(formatDuration(fallbackSeconds));
 
+const SHA256 = /^sha256:[0-9a-f]{64}$/;
+const DIGEST_REFERENCE = /^[a-z0-9]+(?:[._/-][a-z0-9]+)*@sha256:[0-9a-f]{64}$/;
+
+const imageById = z
+  .string()
+  .refine((value) => SHA256.test(value) || DIGEST_REFERENCE.test(value), {
+    message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
+  });
+
+const imageByDigest = z.string().refine((value) => DIGEST_REFERENCE.test(value), {
+  message: 'must be pinned by digest, e.g. floci/floci@sha256:<64 hex>; a tag alone is refused because it can move',
+});
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: identifier('default').default('default'),
@@ -98,6 +121,9 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600),
   SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600),
   SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60),
+  SANDBOXPLANE_MOTO_IMAGE: imageById.optional(),
+  SANDBOXPLANE_FLOCI_IMAGE: imageByDigest.optional(),
+  SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
 });
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -161,6 +187,11 @@ export function loadConfig(env: Env = process.env): Config {
       maxLifetimeSeconds: values.SANDBOXPLANE_MAX_LIFETIME,
       approvalTimeoutSeconds: values.SANDBOXPLANE_APPROVAL_TIMEOUT,
       expiryWarningSeconds: values.SANDBOXPLANE_EXPIRY_WARNING,
+    }),
+    emulators: Object.freeze({
+      motoImage: values.SANDBOXPLANE_MOTO_IMAGE,
+      flociImage: values.SANDBOXPLANE_FLOCI_IMAGE,
+      healthTimeoutSeconds: values.SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT,
     }),
   });
 }

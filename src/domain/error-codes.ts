@@ -117,6 +117,16 @@ export const ERROR_CODES = {
   PROVISION_FAILED: spec('failure', false, 'Provisioning failed and was rolled back; the audit trail (`sandboxctl audit ID`) says why.'),
   PROVISION_UNAVAILABLE: spec('failure', true, 'The emulator runtime was not reachable; the activity retries on its own.'),
   DESTROY_FAILED: spec('failure', true, 'Teardown failed; the leak is recorded and the cleanup sweep retries it.'),
+  EMULATOR_UNHEALTHY: spec(
+    'failure',
+    false,
+    'The emulator never passed its health check and was removed; its container logs say why (run it by hand to see them).',
+  ),
+  RESOURCE_DISCOVERY_FAILED: spec(
+    'failure',
+    true,
+    'The emulator could not say what it holds; treat its inventory as unknown, not as empty.',
+  ),
   WAIT_TIMEOUT: spec('failure', true, 'The sandbox is still working; check `sandboxctl status ID`, or wait longer.'),
 
   // Lookups

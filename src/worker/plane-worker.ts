@@ -2,11 +2,11 @@ import os from 'node:os';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
-import { MemoryAdapter } from '../adapters/memory-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
+import { buildAdapterRegistry } from './adapter-registry';
 import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
 
 export interface PlaneWorkerOptions {
@@ -16,7 +16,7 @@ export interface PlaneWorkerOptions {
   /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
   readonly workflowBundle?: WorkflowBundle;
   readonly identity?: string;
-  /** The emulator adapters this worker runs; by default the in-memory one. */
+  /** The emulator adapters this worker runs; by default those the configuration enables. */
   readonly adapters?: AdapterRegistry;
   /** The Docker broker; by default one for DOCKER_HOST (it does not connect until used). */
   readonly broker?: ContainerBroker;
@@ -38,6 +38,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   const { config, store, logger } = options;
   installRuntimeLogger(logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
+  const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   // Bundled here rather than by Worker.create so webpack's report stays at debug level.
   const workflowBundle =
     options.workflowBundle ??
@@ -55,8 +56,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       activities: createActivities({
         store,
         workerIdentity: identity,
-        adapters: options.adapters ?? { memory: new MemoryAdapter() },
-        broker: options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger }),
+        adapters: options.adapters ?? buildAdapterRegistry(config.emulators, broker),
+        broker,
         flags: config.flags,
         lifecycle: config.lifecycle,
       }),

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ProvisionedSandbox } from '../adapters/cloud-emulator-adapter';
+import { clientConfigFor } from '../domain/client-config';
 import type { ErrorCode } from '../domain/error-codes';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { formatDuration } from '../domain/duration';
@@ -117,7 +118,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     expiresAt: iso(expiresAtMs),
     timeLeftSeconds: null,
     endpoint: provisioned?.endpoint ?? null,
-    clientConfig: state === 'READY' ? (provisioned?.clientConfig ?? null) : null,
+    clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
     waitingFor,

@@ -1,0 +1,163 @@
+import { sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { SandboxPlaneError } from '../domain/errors';
+import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
+import type { ContainerBroker, ContainerInfo } from '../docker';
+import type {
+  AdapterContext,
+  CloudEmulatorAdapter,
+  DestroyReport,
+  HealthReport,
+  LaunchPlan,
+  ProvisionRequest,
+  ProvisionedSandbox,
+  ResourceRef,
+} from './cloud-emulator-adapter';
+import { waitUntilHealthy, type HealthProbe } from './health-gate';
+
+/** Labels a sandbox request may pass on to its container, namespaced so they cannot shadow ours. */
+const USER_LABEL_PREFIX = 'io.sandboxplane.label.';
+
+export interface ContainerEmulatorOptions {
+  readonly adapter: AdapterName;
+  readonly catalog: ServiceCatalog;
+  readonly broker: ContainerBroker;
+  /** Pinned by image id or digest; the broker refuses anything else. */
+  readonly image: string;
+  /** The container's command, when the image's own is not the one to run. */
+  readonly command?: readonly string[];
+  /** The port the emulator listens on inside its container. */
+  readonly containerPort: number;
+  readonly region: string;
+  readonly memoryBytes: number;
+  readonly pidsLimit: number;
+  readonly healthTimeoutMs: number;
+  readonly probe: HealthProbe;
+  /**
+   * The emulator's environment: from the plan only, never from this process's env.
+   * `baseUrl` is set when the host port is chosen before the start (see `hostPort`).
+   */
+  readonly environment: (plan: { sandboxId: string; labels: Readonly<Record<string, string>>; baseUrl?: string }) => Record<string, string>;
+  /**
+   * Chooses the host port before the container starts, for an emulator that must know
+   * its own public URL. By default the engine assigns one.
+   */
+  readonly hostPort?: () => Promise<number>;
+  /** Lists what the emulator holds; throws RESOURCE_DISCOVERY_FAILED when it cannot know. */
+  readonly listResources: (endpoint: string, services: readonly string[]) => Promise<ResourceRef[]>;
+}
+
+function publishedEndpoint(info: ContainerInfo, containerPort: number): string {
+  const port = info.ports.find((published) => published.containerPort === containerPort && published.hostPort !== undefined);
+  if (port?.hostPort === undefined) {
+    throw new SandboxPlaneError('PROVISION_FAILED', `container ${info.id} publishes no host port for ${containerPort}`);
+  }
+  return `http://127.0.0.1:${port.hostPort}`;
+}
+
+/**
+ * The path every container-backed emulator shares (DESIGN §4): a launch plan decided
+ * up front, a broker run on an engine-assigned loopback port, a health gate, and a
+ * teardown that removes every container labelled with the sandbox id and then looks
+ * again to report anything that stayed.
+ */
+export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
+  readonly name: AdapterName;
+  readonly catalog: ServiceCatalog;
+
+  constructor(private readonly options: ContainerEmulatorOptions) {
+    this.name = options.adapter;
+    this.catalog = options.catalog;
+  }
+
+  launchPlan(request: ProvisionRequest): LaunchPlan {
+    const labels = {
+      ...Object.fromEntries(Object.entries(request.labels).map(([key, value]) => [`${USER_LABEL_PREFIX}${key}`, value])),
+      ...sandboxContainerLabels(request.sandboxId, this.name),
+    };
+    return {
+      adapter: this.name,
+      sandboxId: request.sandboxId,
+      services: [...request.services],
+      region: this.options.region,
+      image: this.options.image,
+      environment: this.options.environment({ sandboxId: request.sandboxId, labels }),
+      labels,
+    };
+  }
+
+  async provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox> {
+    context.heartbeat({ step: 'starting container' });
+    const info = await this.start(plan);
+    const endpoint = publishedEndpoint(info, this.options.containerPort);
+    try {
+      await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
+    } catch (err) {
+      const report = await this.destroy(plan.sandboxId, context);
+      if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
+        throw new SandboxPlaneError(err.code, `${err.message}; teardown left ${report.remaining.join(', ')}`, { cause: err });
+      }
+      throw err;
+    }
+    return { endpoint, region: plan.region, runtimeIds: [info.id] };
+  }
+
+  /** Runs the container; a chosen host port that was taken meanwhile is chosen again. */
+  private async start(plan: LaunchPlan): Promise<ContainerInfo> {
+    const { broker, containerPort } = this.options;
+    for (let attempt = 1; ; attempt += 1) {
+      const hostPort = this.options.hostPort === undefined ? 0 : await this.options.hostPort();
+      const environment =
+        hostPort === 0 ? plan.environment : this.options.environment({ sandboxId: plan.sandboxId, labels: plan.labels, baseUrl: `http://127.0.0.1:${hostPort}` });
+      try {
+        return await broker.run({
+          name: `sandboxplane-${plan.sandboxId}`,
+          image: this.options.image,
+          ...(this.options.command !== undefined ? { command: [...this.options.command] } : {}),
+          env: { ...environment },
+          labels: { ...plan.labels },
+          ports: [{ containerPort, hostPort }],
+          limits: { memoryBytes: this.options.memoryBytes, pidsLimit: this.options.pidsLimit },
+          restartPolicy: { name: 'no' },
+        });
+      } catch (err) {
+        const taken = hostPort !== 0 && /already allocated|address already in use/i.test(String((err as Error).message));
+        if (!taken || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  async health(sandboxId: string): Promise<HealthReport> {
+    const [container] = await this.containers(sandboxId);
+    if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
+    return this.options.probe(publishedEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
+  }
+
+  async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]> {
+    const [container] = await this.containers(sandboxId);
+    if (container === undefined) {
+      throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to ask`);
+    }
+    return this.options.listResources(publishedEndpoint(container, this.options.containerPort), services);
+  }
+
+  async destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport> {
+    const { broker } = this.options;
+    const removed: string[] = [];
+    for (const container of await broker.list({ [SANDBOX_ID_LABEL]: sandboxId })) {
+      context.heartbeat({ step: 'removing', containerId: container.id });
+      await broker.stop(container.id, { timeoutSeconds: 5 }).catch((err: unknown) => {
+        if (!(err instanceof SandboxPlaneError && err.code === 'CONTAINER_NOT_FOUND')) throw err;
+      });
+      await broker.remove(container.id, { force: true });
+      removed.push(container.id);
+    }
+    const remaining = (await broker.list({ [SANDBOX_ID_LABEL]: sandboxId })).map((container) => container.id);
+    return { removed, remaining };
+  }
+
+  private async containers(sandboxId: string): Promise<ContainerInfo[]> {
+    const summaries = await this.options.broker.list({ [SANDBOX_ID_LABEL]: sandboxId });
+    const running = summaries.filter((summary) => summary.state === 'running');
+    return Promise.all(running.map((summary) => this.options.broker.inspect(summary.id)));
+  }
+}

@@ -1,0 +1,73 @@
+import { SandboxPlaneError } from '../domain/errors';
+import type { AdapterContext, HealthReport } from './cloud-emulator-adapter';
+
+/** One look at the emulator; `healthy: false` with a detail when it is not ready yet. */
+export type HealthProbe = (endpoint: string, signal: AbortSignal) => Promise<HealthReport>;
+
+export interface HealthGateOptions {
+  /** Give up after this long in total. */
+  readonly timeoutMs: number;
+  /** One probe may take this long before it counts as a miss (a slow answer is not health). */
+  readonly attemptTimeoutMs?: number;
+  readonly initialDelayMs?: number;
+  readonly maxDelayMs?: number;
+}
+
+function pause(ms: number, cancelled: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    cancelled?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Polls `probe` with exponential backoff until the emulator reports healthy,
+ * heartbeating each attempt. Throws EMULATOR_UNHEALTHY with the last thing it saw.
+ */
+export async function waitUntilHealthy(
+  probe: HealthProbe,
+  endpoint: string,
+  context: AdapterContext,
+  options: HealthGateOptions,
+): Promise<HealthReport> {
+  const deadline = Date.now() + options.timeoutMs;
+  const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
+  let delay = options.initialDelayMs ?? 100;
+  let attempts = 0;
+  let last = 'no answer yet';
+  for (;;) {
+    attempts += 1;
+    try {
+      const report = await probe(endpoint, AbortSignal.timeout(Math.min(attemptTimeoutMs, Math.max(1, deadline - Date.now()))));
+      if (report.healthy) return report;
+      last = report.detail;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    context.heartbeat({ waitingFor: 'emulator health', attempts, last });
+    if (context.cancelled?.aborted) break;
+    if (Date.now() + delay >= deadline) break;
+    await pause(delay, context.cancelled);
+    delay = Math.min(delay * 2, options.maxDelayMs ?? 2_000);
+  }
+  throw new SandboxPlaneError(
+    'EMULATOR_UNHEALTHY',
+    `the emulator at ${endpoint} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`,
+    { details: { endpoint, attempts, last } },
+  );
+}
+
+/** GETs `url` and parses a JSON body; anything else (HTML from a proxy, a 500) is a reason, not health. */
+export async function fetchJson(url: string, signal: AbortSignal): Promise<{ ok: true; body: unknown } | { ok: false; reason: string }> {
+  const response = await fetch(url, { signal, headers: { accept: 'application/json' } });
+  const text = await response.text();
+  if (response.status !== 200) return { ok: false, reason: `${url} answered HTTP ${response.status}` };
+  try {
+    return { ok: true, body: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false, reason: `${url} answered 200 but not JSON (${JSON.stringify(text.slice(0, 60))})` };
+  }
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { clientConfigFor } from '../domain/client-config';
+import { SERVICE_CATALOGS } from '../domain/service-catalog';
+import type { ContainerBroker } from '../docker';
+import { listThroughAwsApis } from './aws-resource-listers';
+import type { HealthReport } from './cloud-emulator-adapter';
+import { ContainerEmulatorAdapter } from './container-emulator';
+import { fetchJson } from './health-gate';
+
+export const MOTO_PORT = 5000;
+const REGION = 'us-east-1';
+const MIB = 1024 * 1024;
+
+/** moto's own inventory endpoint: a JSON object keyed by service. */
+const motoDataSchema = z.record(z.string(), z.unknown());
+
+/** Healthy only on HTTP 200 with a JSON body from moto's own API. */
+export async function motoHealthProbe(endpoint: string, signal: AbortSignal): Promise<HealthReport> {
+  const answer = await fetchJson(`${endpoint}/moto-api/data.json`, signal);
+  if (!answer.ok) return { healthy: false, registeredServices: [], readyServices: [], detail: answer.reason };
+  const parsed = motoDataSchema.safeParse(answer.body);
+  if (!parsed.success) {
+    return { healthy: false, registeredServices: [], readyServices: [], detail: 'moto-api/data.json is not a JSON object' };
+  }
+  const catalog = SERVICE_CATALOGS.moto;
+  const registeredServices = Object.keys(catalog).sort();
+  return {
+    healthy: true,
+    registeredServices,
+    readyServices: registeredServices.filter((service) => catalog[service]?.fidelity !== 'UNAVAILABLE'),
+    detail: 'moto server answers',
+  };
+}
+
+export interface MotoAdapterOptions {
+  readonly broker: ContainerBroker;
+  /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
+  readonly image: string;
+  readonly healthTimeoutMs: number;
+}
+
+/** moto's server in a container of its own: the emulator we can run end to end here. */
+export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulatorAdapter {
+  return new ContainerEmulatorAdapter({
+    adapter: 'moto',
+    catalog: SERVICE_CATALOGS.moto,
+    broker: options.broker,
+    image: options.image,
+    containerPort: MOTO_PORT,
+    region: REGION,
+    memoryBytes: 512 * MIB,
+    pidsLimit: 256,
+    healthTimeoutMs: options.healthTimeoutMs,
+    probe: motoHealthProbe,
+    environment: () => ({}),
+    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION), services),
+  });
+}
