@@ -17,13 +17,20 @@ function runScript(name: string, env: NodeJS.ProcessEnv): string {
   return execFileSync('bash', [path.join(SCRIPTS_DIR, name)], { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 }
 
-/** The engine the tests use (found or started by scripts/docker-engine.sh) and its images. */
-function prepareDocker(): string {
-  const lastLine = runScript('docker-engine.sh', process.env).trim().split('\n').pop() ?? '';
-  const match = /^DOCKER_HOST=(.+)$/.exec(lastLine);
-  if (match?.[1] === undefined) throw new Error(`scripts/docker-engine.sh printed no DOCKER_HOST line (last line: ${lastLine})`);
-  runScript('build-test-image.sh', { ...process.env, DOCKER_HOST: match[1] });
-  return match[1];
+function lastLine(output: string): string {
+  return output.trim().split('\n').pop() ?? '';
+}
+
+/** The engine the tests use (found or started by scripts/docker-engine.sh) and the images they run. */
+function prepareDocker(): { DOCKER_HOST: string; SANDBOXPLANE_MOTO_IMAGE: string } {
+  const hostLine = lastLine(runScript('docker-engine.sh', process.env));
+  const match = /^DOCKER_HOST=(.+)$/.exec(hostLine);
+  if (match?.[1] === undefined) throw new Error(`scripts/docker-engine.sh printed no DOCKER_HOST line (last line: ${hostLine})`);
+  const env = { ...process.env, DOCKER_HOST: match[1] };
+  runScript('build-test-image.sh', env);
+  const motoImage = lastLine(runScript('build-moto-image.sh', env));
+  if (!/^sha256:[0-9a-f]{64}$/.test(motoImage)) throw new Error(`scripts/build-moto-image.sh printed no image id (last line: ${motoImage})`);
+  return { DOCKER_HOST: match[1], SANDBOXPLANE_MOTO_IMAGE: motoImage };
 }
 
 function testFiles(filters: readonly string[]): string[] {
@@ -38,8 +45,8 @@ async function run(): Promise<number> {
   const files = testFiles(process.argv.slice(2));
   if (files.length === 0) throw new Error(`no test file matches ${process.argv.slice(2).join(' ')}`);
 
-  const dockerHost = prepareDocker();
-  process.stdout.write(`test run: Docker engine at ${dockerHost}\n`);
+  const docker = prepareDocker();
+  process.stdout.write(`test run: Docker engine at ${docker.DOCKER_HOST}, moto image ${docker.SANDBOXPLANE_MOTO_IMAGE}\n`);
   const started = Date.now();
   const temporal = await startTestDevServer();
   process.stdout.write(`test run: Temporal dev server at ${temporal.address} (UI ${temporal.uiUrl}), up in ${Date.now() - started} ms\n`);
@@ -47,7 +54,7 @@ async function run(): Promise<number> {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-      { stdio: 'inherit', env: { ...process.env, DOCKER_HOST: dockerHost, [TEST_TEMPORAL_ENV]: temporal.address } },
+      { stdio: 'inherit', env: { ...process.env, ...docker, [TEST_TEMPORAL_ENV]: temporal.address } },
     );
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
     process.on('SIGINT', forward);

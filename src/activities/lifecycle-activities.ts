@@ -5,6 +5,7 @@ import type {
   CloudEmulatorAdapter,
   DestroyReport,
   ProvisionedSandbox,
+  ResourceRef,
 } from '../adapters/cloud-emulator-adapter';
 import { SandboxPlaneError } from '../domain/errors';
 import type { FeatureFlags } from '../domain/feature-flags';
@@ -120,6 +121,11 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
         log.info('sandbox provisioned', { sandboxId: input.sandboxId, endpoint: provisioned.endpoint });
         return provisioned;
       });
+    },
+
+    /** What the sandbox holds, asked of its emulator; RESOURCE_DISCOVERY_FAILED when it cannot know. */
+    async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[] }): Promise<ResourceRef[]> {
+      return withTaxonomy(() => adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services));
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */

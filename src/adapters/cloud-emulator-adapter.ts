@@ -39,11 +39,8 @@ export interface HealthReport {
   readonly detail: string;
 }
 
-export interface ResourceRef {
-  readonly service: string;
-  readonly type: string;
-  readonly id: string;
-}
+export type { ResourceRef } from '../domain/resources';
+import type { ResourceRef } from '../domain/resources';
 
 export interface DestroyReport {
   readonly removed: readonly string[];

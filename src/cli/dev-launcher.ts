@@ -26,6 +26,15 @@ function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
+function describeAdapters(config: Config): string {
+  const { motoImage, flociImage } = config.emulators;
+  return [
+    'memory',
+    motoImage !== undefined ? `moto (${motoImage.slice(0, 19)})` : 'moto off (set SANDBOXPLANE_MOTO_IMAGE, or use npm start)',
+    flociImage !== undefined ? `floci (${flociImage})` : 'floci off (set SANDBOXPLANE_FLOCI_IMAGE to floci/floci@sha256:...)',
+  ].join(', ');
+}
+
 function splitAddress(address: string): { host: string; port: number } {
   const colon = address.lastIndexOf(':');
   return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
@@ -82,6 +91,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
 
     store = Store.open(config.storePath);
     say(`dev: store ${config.storePath} at schema version ${store.schemaVersion}`);
+    say(`dev: adapters ${describeAdapters(config)}`);
 
     plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
     const worker = plane.worker;

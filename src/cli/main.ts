@@ -1,34 +1,15 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config';
+import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { createLogger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
-import { runDevLauncher } from './dev-launcher';
-import { formatDoctorReport } from './doctor-report';
-import { doctorPassed, runDoctorChecks } from './doctor-checks';
+import { action, jsonOption } from './command-action';
+import { registerApproverCommands } from './commands/approver-commands';
+import { registerPolicyCommands } from './commands/policy-commands';
+import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
-import { runWorkerCommand } from './worker-command';
-
-type ActionOptions = Record<string, unknown> & { json?: boolean };
-
-/**
- * Wraps a command's body: every failure becomes the documented exit code and, with
- * --json, the `{"error": {...}}` document on stderr.
- */
-function action(body: (options: ActionOptions, args: string[]) => Promise<number | void>) {
-  return async (...received: unknown[]): Promise<void> => {
-    const command = received[received.length - 1] as Command;
-    const options = command.opts<ActionOptions>();
-    try {
-      process.exitCode = (await body(options, command.args)) ?? 0;
-    } catch (err) {
-      process.exitCode = reportError({ json: options.json === true }, err);
-    }
-  };
-}
-
-const jsonOption = () => new Option('--json', 'print one JSON document on stdout (errors as JSON on stderr)');
 
 const devOptionsSchema = z.object({
   port: portSchema.optional(),
@@ -45,15 +26,24 @@ Environment:
   DOCKER_HOST              Docker engine for sandboxes (default the engine's socket)
   SANDBOXPLANE_FLAG_*      feature flags, all off unless set to 1/true/on/yes
   SANDBOXPLANE_LOG_LEVEL   trace|debug|info|warn|error|fatal|silent (default info)
+  SANDBOXPLANE_DEFAULT_TTL, _TTL_CEILING, _MAX_LIFETIME, _APPROVAL_TIMEOUT, _EXPIRY_WARNING
+                           lifecycle durations such as 90s, 30m, 2h (docs/lifecycle.md)
+  SANDBOXPLANE_MOTO_IMAGE  moto image id (sha256:...); set by npm start
+  SANDBOXPLANE_FLOCI_IMAGE Floci image by digest (floci/floci@sha256:...)
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
+/**
+ * Every command loads what only it needs when it runs (the worker, the dev server, the
+ * Temporal client), so `sandboxctl policy list` does not pay for the whole SDK.
+ */
 export function buildProgram(): Command {
   const program = new Command('sandboxctl')
     .description('Cloud Sandbox Plane: throw-away, policy-governed AWS-shaped sandboxes for agents, on Temporal.')
     .showHelpAfterError(false)
     .exitOverride()
-    .configureOutput({ writeErr: () => undefined })
+    // Commander's own error lines are dropped: main() reports them in our format (and as JSON with --json).
+    .configureOutput({ outputError: () => undefined })
     .addHelpText('after', HELP_FOOTER);
 
   program
@@ -67,6 +57,7 @@ export function buildProgram(): Command {
       action(async (raw) => {
         const options = parseCliOptions(devOptionsSchema, raw);
         const config = loadConfig();
+        const { runDevLauncher } = await import('./dev-launcher.js');
         await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db }, createLogger(config.logLevel));
       }),
     );
@@ -78,6 +69,7 @@ export function buildProgram(): Command {
     .action(
       action(async () => {
         const config = loadConfig();
+        const { runWorkerCommand } = await import('./worker-command.js');
         await runWorkerCommand(config, createLogger(config.logLevel));
       }),
     );
@@ -89,12 +81,18 @@ export function buildProgram(): Command {
     .action(
       action(async (options) => {
         const config = loadConfig();
+        const { doctorPassed, runDoctorChecks } = await import('./doctor-checks.js');
+        const { formatDoctorReport } = await import('./doctor-report.js');
         const checks = await runDoctorChecks(config);
         const ok = doctorPassed(checks);
         printResult({ json: options.json === true }, { ok, checks }, formatDoctorReport(checks, ok));
         return ok ? 0 : 1;
       }),
     );
+
+  registerSandboxCommands(program);
+  registerPolicyCommands(program);
+  registerApproverCommands(program);
 
   return program;
 }
@@ -107,7 +105,9 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      // A command group without its subcommand (`sandboxctl policy`): the help went to stderr.
+      if (err.code === 'commander.help') return err.exitCode === 0 ? 0 : EXIT_CODE_BY_CATEGORY.invalid;
       const message = err.message.replace(/^error: /, '');
       return reportError({ json: argv.includes('--json') }, new SandboxPlaneError('INVALID_INPUT', message, { hint: 'Run `sandboxctl --help` for the commands and their flags.' }));
     }

@@ -1,6 +1,5 @@
 import {
   WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
   isGrpcServiceError,
 } from '@temporalio/client';
@@ -26,9 +25,8 @@ export function toSandboxError(err: unknown, sandboxId: string): SandboxPlaneErr
   if (err instanceof WorkflowNotFoundError) {
     return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
   }
-  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-    const type = err.cause.type;
-    if (isErrorCode(type)) return new SandboxPlaneError(type, err.cause.message, { details: { sandboxId }, cause: err });
+  if (err instanceof ApplicationFailure && isErrorCode(err.type)) {
+    return new SandboxPlaneError(err.type, err.message, { details: { sandboxId }, cause: err });
   }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
     return new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${sandboxId} did not answer in time`, { cause: err });

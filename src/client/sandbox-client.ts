@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { SandboxPlaneError } from '../domain/errors';
 import type { ApprovalAttempt, SandboxStatus } from '../domain/lifecycle-messages';
+import type { ResourceRef } from '../domain/resources';
 import {
   canonicalRequestText,
   sandboxIdFromWorkflowId,
@@ -19,6 +20,7 @@ import {
   denySignal,
   destroyUpdate,
   extendUpdate,
+  resourcesUpdate,
   SANDBOX_LIFECYCLE_WORKFLOW,
   statusQuery,
   type LifecycleInput,
@@ -252,6 +254,20 @@ export class SandboxClient {
   }
 
   /**
+   * What a READY sandbox holds (buckets, tables, queues), asked of its emulator.
+   * RESOURCE_DISCOVERY_FAILED when the emulator cannot say: an empty list always means
+   * "looked, found nothing".
+   */
+  async resources(id: string): Promise<ResourceRef[]> {
+    const sandboxId = this.checkId(id);
+    try {
+      return await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(resourcesUpdate);
+    } catch (err) {
+      throw await this.explainClosed(err, sandboxId);
+    }
+  }
+
+  /**
    * Tears the sandbox down now and resolves once it is DESTROYED (or DESTROY_FAILED).
    * Destroying a sandbox that already ended returns its final status.
    */
@@ -340,7 +356,10 @@ export class SandboxClient {
     const deadline = Date.now() + SIGNAL_VERDICT_TIMEOUT_MS;
     for (;;) {
       const status = await this.status(id);
-      const attempt = status.approvalAttempts[before.approvalAttempts.length];
+      // Ours is the first new attempt by this approver with this signal (others may signal too).
+      const attempt = status.approvalAttempts
+        .slice(before.approvalAttempts.length)
+        .find((candidate) => candidate.signal === signal && candidate.approver === payload.approver.trim());
       if (attempt !== undefined) {
         if (attempt.verdict === 'ignored') {
           throw new SandboxPlaneError('APPROVER_NOT_ALLOWED', `the ${signal} signal was ignored: ${attempt.reason}`, { details: { status } });

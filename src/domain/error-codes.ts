@@ -113,7 +113,7 @@ export const ERROR_CODES = {
     'Approvals come from a listed approver (`sandboxctl approvers list`) who is not the requester.',
   ),
   IDEMPOTENCY_CONFLICT: spec('refused', false, 'This id was used for a different request: choose a new --id, or repeat the original request exactly.'),
-  INVALID_STATE: spec('invalid', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),
+  INVALID_STATE: spec('refused', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),
   PROVISION_FAILED: spec('failure', false, 'Provisioning failed and was rolled back; the audit trail (`sandboxctl audit ID`) says why.'),
   PROVISION_UNAVAILABLE: spec('failure', true, 'The emulator runtime was not reachable; the activity retries on its own.'),
   DESTROY_FAILED: spec('failure', true, 'Teardown failed; the leak is recorded and the cleanup sweep retries it.'),

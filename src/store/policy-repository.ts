@@ -97,6 +97,15 @@ export class ApproverRepository {
     return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers ORDER BY name').all() as { name: string; addedAt: string }[];
   }
 
+  /** Removes an approver; `undefined` when there was none by that name. */
+  remove(name: string): { name: string; addedAt: string } | undefined {
+    const approver = this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as
+      | { name: string; addedAt: string }
+      | undefined;
+    if (approver !== undefined) this.db.prepare('DELETE FROM approvers WHERE name = ?').run(name);
+    return approver;
+  }
+
   has(name: string): boolean {
     return this.db.prepare('SELECT 1 FROM approvers WHERE name = ?').get(name) !== undefined;
   }

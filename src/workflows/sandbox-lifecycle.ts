@@ -34,6 +34,7 @@ import {
   denySignal,
   destroyUpdate,
   extendUpdate,
+  resourcesUpdate,
   statusQuery,
   type LifecycleInput,
 } from './sandbox-messages';
@@ -117,7 +118,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     createdAt: new Date(createdAtMs).toISOString(),
     expiresAt: iso(expiresAtMs),
     timeLeftSeconds: null,
-    endpoint: provisioned?.endpoint ?? null,
+    endpoint: state === 'READY' ? (provisioned?.endpoint ?? null) : null,
     clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
@@ -215,6 +216,18 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
           maxLifetimeSeconds: settings.maxLifetimeSeconds,
         });
         if (!verdict.ok) throw ApplicationFailure.create({ type: 'TTL_EXCEEDS_CEILING', message: verdict.reason, nonRetryable: true });
+      },
+    },
+  );
+
+  setHandler(
+    resourcesUpdate,
+    () => runtime.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services }),
+    {
+      validator: () => {
+        if (state !== 'READY') {
+          throw ApplicationFailure.create({ type: 'INVALID_STATE', message: `only a READY sandbox can list resources; this one is ${state}`, nonRetryable: true });
+        }
       },
     },
   );

@@ -7,9 +7,10 @@ import type { AdapterRegistry } from '../../src/adapters/cloud-emulator-adapter'
 import { MemoryAdapter } from '../../src/adapters/memory-adapter';
 import { SandboxClient } from '../../src/client/sandbox-client';
 import { loadConfig, type Config } from '../../src/config/config';
-import type { ContainerBroker } from '../../src/docker';
-import { createLogger } from '../../src/logging/logger';
+import { DockerContainerBroker, type ContainerBroker } from '../../src/docker';
+import { createLogger, type Logger } from '../../src/logging/logger';
 import { Store } from '../../src/store';
+import { buildAdapterRegistry } from '../../src/worker/adapter-registry';
 import { createPlaneWorker, type PlaneWorker } from '../../src/worker/plane-worker';
 import { testWorkflowBundle } from './workflow-bundle';
 
@@ -28,8 +29,10 @@ export interface TestWorker {
 export interface TestWorkerOptions {
   /** Extra environment for the worker's config (flags, lifecycle durations). */
   readonly env?: Record<string, string>;
-  readonly adapters?: (memory: MemoryAdapter) => AdapterRegistry;
+  /** The adapters to run; by default those the configuration enables, with this worker's memory adapter. */
+  readonly adapters?: (memory: MemoryAdapter, broker: ContainerBroker) => AdapterRegistry;
   readonly broker?: ContainerBroker;
+  readonly logger?: Logger;
 }
 
 /** Flags a lifecycle test usually wants: local capabilities and the memory adapter on. */
@@ -51,18 +54,21 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     SANDBOXPLANE_TASK_QUEUE: `test-${randomUUID()}`,
     SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite'),
     ...LOCAL_FLAGS,
+    ...(process.env.DOCKER_HOST !== undefined ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
     ...options.env,
   };
   const config = loadConfig(env);
   const store = Store.open(config.storePath);
   const memory = new MemoryAdapter();
+  const logger = options.logger ?? createLogger('error');
+  const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   const plane = await createPlaneWorker({
     config,
     store,
-    logger: createLogger('error'),
+    logger,
     workflowBundle: await testWorkflowBundle(),
-    adapters: options.adapters?.(memory) ?? { memory },
-    ...(options.broker !== undefined ? { broker: options.broker } : {}),
+    adapters: options.adapters?.(memory, broker) ?? { ...buildAdapterRegistry(config.emulators, broker), memory },
+    broker,
   });
   const running = plane.worker.run();
   const connection = await Connection.connect({ address });

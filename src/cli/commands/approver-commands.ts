@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../../config/config';
+import { SandboxPlaneError } from '../../domain/errors';
+import { approvalPayloadSchema } from '../../domain/lifecycle-messages';
+import { parseCliArgument } from '../cli-options';
+import { action, jsonOption } from '../command-action';
+import { formatApproverList } from '../format/policy-format';
+import { printResult } from '../output';
+import { withStore } from '../store-session';
+
+/** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
+const approverNameSchema = approvalPayloadSchema.shape.approver;
+
+/** approvers add, list, remove: who may approve or deny requests. */
+export function registerApproverCommands(program: Command): void {
+  const approvers = program
+    .command('approvers')
+    .description('the people who may approve or deny sandboxes AWAITING_APPROVAL (never their own requests)');
+
+  approvers
+    .command('add')
+    .description('add an approver (adding one twice keeps the first record)')
+    .argument('<name>', 'the name they will pass as --approver (or as "approver" in the UI signal)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const name = parseCliArgument(approverNameSchema, args[0], 'NAME');
+        const approver = withStore(loadConfig(), (store) => store.approvers.add(name));
+        printResult({ json: raw.json === true }, approver, `Approver ${approver.name} is listed (since ${approver.addedAt}).`);
+      }),
+    );
+
+  approvers
+    .command('list')
+    .description('every listed approver, by name')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const list = withStore(loadConfig(), (store) => store.approvers.list());
+        printResult({ json: raw.json === true }, { approvers: list }, formatApproverList(list));
+      }),
+    );
+
+  approvers
+    .command('remove')
+    .description('remove an approver; their later approve/deny signals are ignored')
+    .argument('<name>', 'a listed approver')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const name = parseCliArgument(approverNameSchema, args[0], 'NAME');
+        const removed = withStore(loadConfig(), (store) => store.approvers.remove(name));
+        if (removed === undefined) {
+          throw new SandboxPlaneError('NOT_FOUND', `${name} is not a listed approver`, { hint: '`sandboxctl approvers list` shows who is.' });
+        }
+        printResult({ json: raw.json === true }, removed, `Approver ${removed.name} is no longer listed.`);
+      }),
+    );
+}

@@ -1,0 +1,267 @@
+import os from 'node:os';
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { loadConfig } from '../../config/config';
+import { CAPABILITIES } from '../../domain/capabilities';
+import { SandboxPlaneError } from '../../domain/errors';
+import { DEFAULT_ADAPTER, principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
+import { SANDBOX_STATES } from '../../domain/sandbox-states';
+import { ADAPTER_NAMES } from '../../domain/service-catalog';
+import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptions } from '../cli-options';
+import { action, jsonOption } from '../command-action';
+import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
+import { printResult } from '../output';
+import { withSandboxClient } from '../sandbox-session';
+import { withStore } from '../store-session';
+
+const request = sandboxRequestSchema.shape;
+
+/** `--label team=infra --label ticket=42` → `{ team: 'infra', ticket: '42' }`, checked like the SDK checks labels. */
+const labelsSchema = z
+  .array(z.string())
+  .transform((pairs, ctx) => {
+    const labels: Record<string, string> = {};
+    for (const pair of pairs) {
+      const at = pair.indexOf('=');
+      if (at <= 0) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be key=value' });
+        return z.NEVER;
+      }
+      labels[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+    return labels;
+  })
+  .pipe(request.labels);
+
+const createOptionsSchema = z.object({
+  id: sandboxIdSchema.optional(),
+  principal: principalSchema,
+  services: commaListSchema.pipe(request.services),
+  ttl: durationSchema.pipe(request.ttlSeconds).optional(),
+  purpose: request.purpose,
+  adapter: oneOf(ADAPTER_NAMES).optional(),
+  capability: oneOf(CAPABILITIES).optional(),
+  label: labelsSchema.optional(),
+  wait: z.boolean().default(false),
+  timeout: durationSchema.optional(),
+  json: z.boolean().default(false),
+});
+
+const listOptionsSchema = z.object({
+  state: oneOf(SANDBOX_STATES).optional(),
+  principal: principalSchema.optional(),
+  json: z.boolean().default(false),
+});
+
+const reasonSchema = z.string().max(1000, 'must be at most 1000 characters');
+const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+
+const extendOptionsSchema = z.object({
+  ttl: durationSchema,
+  reason: reasonSchema.optional(),
+  actor: nameSchema.optional(),
+  json: z.boolean().default(false),
+});
+
+const destroyOptionsSchema = z.object({
+  reason: reasonSchema.optional(),
+  actor: nameSchema.optional(),
+  json: z.boolean().default(false),
+});
+
+const approvalOptionsSchema = z.object({
+  approver: nameSchema,
+  reason: reasonSchema.optional(),
+  json: z.boolean().default(false),
+});
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Who the audit trail names when --actor is not given: `cli:<os user>`. */
+function defaultActor(): string {
+  try {
+    return `cli:${os.userInfo().username}`;
+  } catch {
+    return `cli:${process.env.USER ?? 'unknown'}`;
+  }
+}
+
+function sandboxId(args: readonly string[]): string {
+  return parseCliArgument(sandboxIdSchema, args[0], 'ID');
+}
+
+/** create, status, list, audit, extend, destroy, approve, deny (DESIGN §11). */
+export function registerSandboxCommands(program: Command): void {
+  program
+    .command('create')
+    .description('ask for a sandbox; returns once the request is screened, or once READY with --wait')
+    .option('--id <id>', 'sandbox id, also the idempotency key: the same id and request return the same sandbox (default: a fresh sbx-… id)')
+    .option('--principal <name>', 'who asks (required); policy rows are matched against it')
+    .option('--services <list>', 'comma-separated services, e.g. s3,sqs (required)')
+    .option('--ttl <duration>', "how long it lives once READY: 90s, 30m, 2h (default: the worker's default TTL, capped by policy)")
+    .option('--purpose <text>', 'why, for reviewers and the audit trail')
+    .option('--adapter <name>', `emulator: ${ADAPTER_NAMES.join('|')} (default ${DEFAULT_ADAPTER})`)
+    .option('--capability <name>', `${CAPABILITIES.join('|')} (default cloud.sandbox)`)
+    .option('--label <key=value>', 'a label on the sandbox; repeat for more', collect)
+    .option('--wait', 'return once READY (through approval, if needed) instead of once screened')
+    .option('--timeout <duration>', 'stop waiting (for screening, or with --wait for READY) after this long (default 10m); the sandbox itself goes on')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const options = parseCliOptions(createOptionsSchema, raw);
+        const config = loadConfig();
+        const status = await withSandboxClient(config, (sandboxes) =>
+          sandboxes.create(
+            {
+              ...(options.id !== undefined ? { id: options.id } : {}),
+              principal: options.principal,
+              services: options.services,
+              ...(options.ttl !== undefined ? { ttlSeconds: options.ttl } : {}),
+              ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
+              ...(options.adapter !== undefined ? { adapter: options.adapter } : {}),
+              ...(options.capability !== undefined ? { capability: options.capability } : {}),
+              labels: options.label ?? {},
+            },
+            { wait: options.wait ? 'ready' : 'accepted', ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) },
+          ),
+        );
+        const next =
+          status.state === 'PROVISIONING' ? `\n\nNot READY yet: \`sandboxctl status ${status.id}\` shows when it is (or create with --wait).` : '';
+        printResult({ json: options.json }, status, `${formatStatus(status)}${next}`);
+      }),
+    );
+
+  program
+    .command('status')
+    .description("one sandbox: state, endpoint, client settings, expiry and what it waits for (the workflow's status query)")
+    .argument('<id>', 'sandbox id')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = sandboxId(args);
+        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.status(id));
+        printResult({ json: raw.json === true }, status, formatStatus(status));
+      }),
+    );
+
+  program
+    .command('resources')
+    .description('what a READY sandbox holds (buckets, tables, queues), asked of its emulator')
+    .argument('<id>', 'sandbox id')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = sandboxId(args);
+        const resources = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resources(id));
+        const human = resources.length === 0 ? 'nothing yet' : resources.map((r) => `${r.service}  ${r.type}  ${r.id}`).join('\n');
+        printResult({ json: raw.json === true }, { sandboxId: id, resources }, human);
+      }),
+    );
+
+  program
+    .command('list')
+    .description('sandboxes, newest first, from Temporal visibility (lags about a second behind)')
+    .option('--state <state>', `only this state: ${SANDBOX_STATES.join('|')}`)
+    .option('--principal <name>', 'only sandboxes of this principal')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const options = parseCliOptions(listOptionsSchema, raw);
+        const sandboxes = await withSandboxClient(loadConfig(), (client) =>
+          client.list({
+            ...(options.state !== undefined ? { state: options.state } : {}),
+            ...(options.principal !== undefined ? { principal: options.principal } : {}),
+          }),
+        );
+        printResult({ json: options.json }, { sandboxes }, formatSandboxList(sandboxes));
+      }),
+    );
+
+  program
+    .command('audit')
+    .description("one sandbox's audit trail from the SQLite projection (SANDBOXPLANE_DB), oldest first")
+    .argument('<id>', 'sandbox id')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = sandboxId(args);
+        const operations = withStore(loadConfig(), (store) => {
+          if (!store.sandboxes.exists(id)) {
+            throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${id} in the projection`, {
+              hint: 'Check the id (`sandboxctl list`) and that SANDBOXPLANE_DB is the worker\'s database.',
+            });
+          }
+          return store.sandboxes.audit(id);
+        });
+        printResult({ json: raw.json === true }, { sandboxId: id, operations }, formatAudit(id, operations));
+      }),
+    );
+
+  program
+    .command('extend')
+    .description('move a READY sandbox\'s expiry later; refused past now + its max TTL or its maximum lifetime')
+    .argument('<id>', 'sandbox id')
+    .option('--ttl <duration>', 'how much to add to the current expiry: 90s, 30m, 2h (required)')
+    .option('--reason <text>', 'why, for the audit trail')
+    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = sandboxId(args);
+        const options = parseCliOptions(extendOptionsSchema, raw);
+        const status = await withSandboxClient(loadConfig(), (sandboxes) =>
+          sandboxes.extend(id, {
+            ttlSeconds: options.ttl,
+            actor: options.actor ?? defaultActor(),
+            ...(options.reason !== undefined ? { reason: options.reason } : {}),
+          }),
+        );
+        printResult({ json: options.json }, status, formatStatus(status));
+      }),
+    );
+
+  program
+    .command('destroy')
+    .description('tear a sandbox down now; returns once it is DESTROYED (an ended sandbox just shows its final state)')
+    .argument('<id>', 'sandbox id')
+    .option('--reason <text>', 'why, for the audit trail')
+    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = sandboxId(args);
+        const options = parseCliOptions(destroyOptionsSchema, raw);
+        const status = await withSandboxClient(loadConfig(), (sandboxes) =>
+          sandboxes.destroy(id, { actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) }),
+        );
+        printResult({ json: options.json }, status, formatStatus(status));
+      }),
+    );
+
+  for (const signal of ['approve', 'deny'] as const) {
+    program
+      .command(signal)
+      .description(
+        signal === 'approve'
+          ? 'approve a sandbox AWAITING_APPROVAL (sends the "approve" signal); it then provisions'
+          : 'refuse a sandbox AWAITING_APPROVAL (sends the "deny" signal); it ends DENIED',
+      )
+      .argument('<id>', 'sandbox id')
+      .option('--approver <name>', 'who decides (required): a listed approver (`sandboxctl approvers list`), not the requester')
+      .option('--reason <text>', 'why, for the requester and the audit trail')
+      .addOption(jsonOption())
+      .action(
+        action(async (raw, args) => {
+          const id = sandboxId(args);
+          const options = parseCliOptions(approvalOptionsSchema, raw);
+          const payload = { approver: options.approver, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+          const outcome = await withSandboxClient(loadConfig(), (sandboxes) =>
+            signal === 'approve' ? sandboxes.approve(id, payload) : sandboxes.deny(id, payload),
+          );
+          printResult({ json: options.json }, outcome, formatApprovalOutcome(outcome));
+        }),
+      );
+  }
+}

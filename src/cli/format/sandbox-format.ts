@@ -1,0 +1,71 @@
+import type { ApprovalOutcome, SandboxSummary } from '../../client/sandbox-client';
+import type { SandboxStatus } from '../../domain/lifecycle-messages';
+import type { StoredOperation } from '../../store';
+import { formatFields, formatTable, formatTimeLeft } from './table';
+
+function expiryText(status: SandboxStatus): string {
+  if (status.expiresAt === null) return 'not set (starts when READY)';
+  if (status.timeLeftSeconds === null) return status.expiresAt;
+  return `${status.expiresAt} (${formatTimeLeft(status.timeLeftSeconds)} left)`;
+}
+
+function servicesText(status: SandboxStatus): string {
+  return status.services.map((service) => (status.fidelity[service] ? `${service} (${status.fidelity[service]})` : service)).join(', ');
+}
+
+/** What a person needs to see of one sandbox: state, endpoint, expiry, what it waits for, what to do. */
+export function formatStatus(status: SandboxStatus): string {
+  const fields: [string, string][] = [
+    ['principal', `${status.principal}  (capability ${status.capability}, adapter ${status.adapter})`],
+    ['services', servicesText(status)],
+  ];
+  if (status.purpose !== null) fields.push(['purpose', status.purpose]);
+  if (status.endpoint !== null) fields.push(['endpoint', status.endpoint]);
+  fields.push(['expires', expiryText(status)]);
+  if (status.decision !== null) fields.push(['decision', `${status.decision.effect}: ${status.decision.reasons.join('; ')}`]);
+  if (status.approval !== null) fields.push(['approved by', `${status.approval.approver}${status.approval.reason ? ` (${status.approval.reason})` : ''}`]);
+  if (status.error !== null) fields.push(['error', `${status.error.code}: ${status.error.message}`]);
+  // READY's text addresses people in the Temporal UI; the lines below say the same in CLI terms.
+  if (status.state !== 'READY') fields.push(['now', status.waitingFor]);
+
+  const lines = [`sandbox ${status.id}  ${status.state}`, formatFields(fields)];
+  if (status.state === 'AWAITING_APPROVAL') {
+    lines.push(
+      '',
+      'To approve (as a listed approver other than the requester):',
+      `  sandboxctl approve ${status.id} --approver NAME --reason TEXT`,
+      'To refuse:',
+      `  sandboxctl deny ${status.id} --approver NAME --reason TEXT`,
+    );
+  }
+  if (status.state === 'READY') {
+    lines.push(
+      '',
+      `AWS SDK settings (fake credentials): \`sandboxctl status ${status.id} --json\` → clientConfig`,
+      `More time: sandboxctl extend ${status.id} --ttl 15m    Done: sandboxctl destroy ${status.id}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The verdict on an approve or deny, then the sandbox as it now is. */
+export function formatApprovalOutcome(outcome: ApprovalOutcome): string {
+  const { attempt, status } = outcome;
+  return `${attempt.signal} by ${attempt.approver ?? 'unknown'} ${attempt.verdict}.\n${formatStatus(status)}`;
+}
+
+export function formatSandboxList(rows: readonly SandboxSummary[]): string {
+  if (rows.length === 0) return 'No sandboxes match.';
+  return formatTable(
+    ['ID', 'STATE', 'PRINCIPAL', 'CAPABILITY', 'EXPIRES', 'STARTED'],
+    rows.map((row) => [row.id, row.state ?? '?', row.principal ?? '?', row.capability ?? '?', row.expiresAt ?? '-', row.startedAt]),
+  );
+}
+
+export function formatAudit(sandboxId: string, operations: readonly StoredOperation[]): string {
+  if (operations.length === 0) return `No audit rows for sandbox ${sandboxId} yet.`;
+  return `Audit trail of sandbox ${sandboxId}, oldest first:\n${formatTable(
+    ['STEP', 'AT', 'ACTION', 'ACTOR', 'EFFECT', 'REASON'],
+    operations.map((op) => [String(op.step), op.at, op.action, op.actor, op.effect, op.reason ?? '']),
+  )}`;
+}

@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { ApprovalOutcome, SandboxSummary } from '../src/client/sandbox-client';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import type { StoredOperation, StoredPolicy } from '../src/store';
+import { runCli, type CliResult } from './helpers/cli';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './helpers/test-temporal';
+
+interface ErrorDocument {
+  error: { code: string; message: string; hint: string };
+}
+
+/** The one JSON document on stdout of a command that succeeded. */
+function output<T>(result: CliResult): T {
+  assert.equal(result.code, 0, `exit ${result.code}; stderr: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+/** The `{"error": ...}` document on stderr of a command that failed with `exitCode`. */
+function failure(result: CliResult, exitCode: number, code: string): ErrorDocument['error'] {
+  assert.equal(result.code, exitCode, `expected exit ${exitCode}; stdout: ${result.stdout} stderr: ${result.stderr}`);
+  assert.equal(result.stdout, '');
+  const { error } = JSON.parse(result.stderr) as ErrorDocument;
+  assert.equal(error.code, code, error.message);
+  assert.ok(error.hint.length > 0, 'every error carries a hint');
+  return error;
+}
+
+// The tests run in order and build on each other: the first one adds the policy rows
+// and the approver the later ones rely on.
+describe('sandboxctl sandbox, policy and approver commands', () => {
+  let worker: TestWorker;
+  const cli = (...args: string[]) => runCli(args, worker.env);
+
+  before(async () => {
+    worker = await startTestWorker(await testTemporalAddress());
+  });
+  after(async () => worker?.stop());
+
+  test('policy add/list/remove and approvers add/list speak JSON', async () => {
+    const [allow, gated, scratch] = await Promise.all([
+      cli('policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow', '--max-ttl', '1h', '--services', 'S3, sqs', '--json'),
+      cli('policy', 'add', '--principal', 'intern-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval', '--max-concurrent', '2', '--json'),
+      cli('policy', 'add', '--principal', 'temp', '--capability', 'cloud.iac.local', '--effect', 'deny', '--json'),
+    ]);
+    const allowRow = output<StoredPolicy>(allow);
+    assert.deepEqual(
+      { ...allowRow, id: 0, createdAt: '' },
+      { id: 0, principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: 3600, services: ['s3', 'sqs'], maxConcurrent: null, createdAt: '' },
+    );
+    assert.equal(output<StoredPolicy>(gated).maxConcurrent, 2);
+    const scratchRow = output<StoredPolicy>(scratch);
+
+    const removed = output<StoredPolicy>(await cli('policy', 'remove', String(scratchRow.id), '--json'));
+    assert.equal(removed.principalPattern, 'temp');
+
+    const [list, approverAdded] = await Promise.all([cli('policy', 'list', '--json'), cli('approvers', 'add', 'alice', '--json')]);
+    const { policies } = output<{ policies: StoredPolicy[] }>(list);
+    assert.deepEqual(policies.map((p) => [p.principalPattern, p.effect]).sort(), [
+      ['agent-*', 'allow'],
+      ['intern-*', 'require_approval'],
+    ]);
+    assert.equal(output<{ name: string; addedAt: string }>(approverAdded).name, 'alice');
+
+    const { approvers } = output<{ approvers: { name: string; addedAt: string }[] }>(await cli('approvers', 'list', '--json'));
+    assert.deepEqual(
+      approvers.map((a) => a.name),
+      ['alice'],
+    );
+    assert.ok(worker.store.approvers.has('alice'), 'the worker reads the same store');
+  });
+
+  test('create --wait → READY; status, list, extend (and past the ceiling), destroy, audit', async () => {
+    const ready = output<SandboxStatus>(
+      await cli('create', '--id', 'cli-ready', '--principal', 'agent-1', '--services', 's3,sqs', '--ttl', '30m', '--label', 'team=infra', '--wait', '--json'),
+    );
+    assert.equal(ready.state, 'READY');
+    assert.equal(ready.endpoint, 'memory://cli-ready');
+    assert.equal(ready.clientConfig?.endpoint, 'memory://cli-ready');
+    assert.deepEqual(ready.labels, { team: 'infra' });
+    assert.ok(ready.timeLeftSeconds !== null && ready.timeLeftSeconds > 29 * 60 && ready.timeLeftSeconds <= 30 * 60);
+
+    const status = output<SandboxStatus>(await cli('status', 'cli-ready', '--json'));
+    for (const field of ['id', 'workflowId', 'state', 'principal', 'capability', 'adapter', 'services', 'expiresAt', 'timeLeftSeconds', 'endpoint', 'clientConfig', 'fidelity', 'decision']) {
+      assert.ok(field in status, `status --json has ${field}`);
+    }
+    assert.equal(status.workflowId, 'sandbox-cli-ready');
+    assert.deepEqual(status.decision?.effect, 'allow');
+
+    // Visibility lags the workflow by about a second.
+    let listed: SandboxSummary[] = [];
+    for (let attempt = 0; attempt < 5 && !listed.some((row) => row.id === 'cli-ready'); attempt += 1) {
+      listed = output<{ sandboxes: SandboxSummary[] }>(await cli('list', '--state', 'READY', '--json')).sandboxes;
+    }
+    assert.ok(listed.some((row) => row.id === 'cli-ready' && row.state === 'READY' && row.principal === 'agent-1'), JSON.stringify(listed));
+
+    const extended = output<SandboxStatus>(await cli('extend', 'cli-ready', '--ttl', '10m', '--reason', 'more tests', '--json'));
+    assert.equal(Date.parse(extended.expiresAt ?? '') - Date.parse(ready.expiresAt ?? ''), 10 * 60_000);
+
+    const ceiling = failure(await cli('extend', 'cli-ready', '--ttl', '2h', '--json'), 3, 'TTL_EXCEEDS_CEILING');
+    assert.match(ceiling.message, /max TTL of 1h/);
+
+    const destroyed = output<SandboxStatus>(await cli('destroy', 'cli-ready', '--reason', 'finished', '--actor', 'ci-job', '--json'));
+    assert.equal(destroyed.state, 'DESTROYED');
+    assert.equal(destroyed.clientConfig, null);
+
+    const audit = output<{ sandboxId: string; operations: StoredOperation[] }>(await cli('audit', 'cli-ready', '--json'));
+    assert.equal(audit.sandboxId, 'cli-ready');
+    assert.deepEqual(
+      audit.operations.map((op) => op.action),
+      ['requested', 'screened', 'ready', 'extended', 'destroying', 'destroyed'],
+    );
+    const extendRow = audit.operations.find((op) => op.action === 'extended');
+    assert.equal(extendRow?.reason, 'more tests');
+    assert.match(extendRow?.actor ?? '', /^cli:/, 'extend names the OS user by default');
+    assert.equal(audit.operations.find((op) => op.action === 'destroying')?.actor, 'ci-job');
+  });
+
+  test('approval: the requester and an unlisted approver are refused, a listed one gets it READY; deny → DENIED', async () => {
+    const [waiting, toDeny] = await Promise.all([
+      cli('create', '--id', 'cli-review', '--principal', 'intern-1', '--services', 'dynamodb', '--purpose', 'schema test'),
+      cli('create', '--id', 'cli-refuse', '--principal', 'intern-2', '--services', 's3', '--json'),
+    ]);
+    assert.equal(waiting.code, 0, waiting.stderr);
+    assert.match(waiting.stdout, /^sandbox cli-review {2}AWAITING_APPROVAL/);
+    assert.match(waiting.stdout, /sandboxctl approve cli-review --approver NAME/, 'the human output says how to approve');
+    assert.match(waiting.stdout, /must not be intern-1/, "the workflow's own words are shown too");
+    assert.equal(output<SandboxStatus>(toDeny).state, 'AWAITING_APPROVAL');
+
+    const self = failure(await cli('approve', 'cli-review', '--approver', 'intern-1', '--json'), 3, 'APPROVER_NOT_ALLOWED');
+    assert.match(self.message, /requested this sandbox/);
+    const unlisted = failure(await cli('approve', 'cli-review', '--approver', 'mallory', '--json'), 3, 'APPROVER_NOT_ALLOWED');
+    assert.match(unlisted.message, /not on the approvers list/);
+
+    const approved = output<ApprovalOutcome>(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'fine', '--json'));
+    assert.equal(approved.attempt.verdict, 'accepted');
+    assert.ok(['PROVISIONING', 'READY'].includes(approved.status.state), approved.status.state);
+    const deadline = Date.now() + 10_000;
+    let state = approved.status.state;
+    while (state !== 'READY' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      state = (await worker.sandboxes.status('cli-review')).state;
+    }
+    assert.equal(state, 'READY');
+
+    const denied = output<ApprovalOutcome>(await cli('deny', 'cli-refuse', '--approver', 'alice', '--reason', 'use mocks', '--json'));
+    assert.equal(denied.status.state, 'DENIED');
+    assert.equal(denied.status.error?.code, 'APPROVAL_DENIED');
+    assert.deepEqual(
+      worker.store.sandboxes.audit('cli-review').map((op) => op.action),
+      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approved', 'ready'],
+    );
+  });
+
+  test('refused → exit 3, not found → exit 4', async () => {
+    const [refused, status, audit, policy] = await Promise.all([
+      cli('create', '--principal', 'stranger', '--services', 's3', '--json'),
+      cli('status', 'nosuch', '--json'),
+      cli('audit', 'nosuch', '--json'),
+      cli('policy', 'remove', '999', '--json'),
+    ]);
+    assert.match(failure(refused, 3, 'POLICY_DENIED').message, /no policy row lets stranger/);
+    assert.match(failure(status, 4, 'NOT_FOUND').message, /nosuch/);
+    assert.match(failure(audit, 4, 'NOT_FOUND').message, /nosuch/);
+    assert.match(failure(policy, 4, 'NOT_FOUND').message, /999/);
+  });
+
+  test('invalid input → exit 2 naming every bad flag', async () => {
+    const [create, policy] = await Promise.all([
+      cli('create', '--services', 's3', '--ttl', '5x', '--json'),
+      cli('policy', 'add', '--principal', 'p', '--capability', 'cloud.sandbox', '--effect', 'maybe', '--json'),
+    ]);
+    const createError = failure(create, 2, 'INVALID_INPUT');
+    assert.match(createError.message, /--principal is required/);
+    assert.match(createError.message, /--ttl must be a duration such as 90s, 30m or 2h, got '5x'/);
+    assert.match(failure(policy, 2, 'INVALID_INPUT').message, /--effect must be one of allow, require_approval, deny, got 'maybe'/);
+  });
+});
