@@ -130,14 +130,14 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     requestDigest: input.requestDigest,
   });
 
-  const snapshot = () => ({
+  const snapshot = (stateNow: SandboxState = state) => ({
     id: request.id,
     workflowId,
     principal: request.principal,
     capability: request.capability,
     adapter: request.adapter,
     services: request.services,
-    state,
+    state: stateNow,
     purpose: request.purpose ?? null,
     labels: request.labels,
     requestDigest: input.requestDigest,
@@ -158,20 +158,24 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     ]);
   };
 
-  /** Appends one audit row with the current snapshot; steps are numbered in order. */
-  const record = async (operation: Operation) => {
+  /** Appends one audit row with the snapshot (in `stateNow`); steps are numbered in order. */
+  const record = async (operation: Operation, stateNow: SandboxState = state) => {
     step += 1;
     await projection.recordTransition({
-      snapshot: snapshot(),
+      snapshot: snapshot(stateNow),
       operation: { reason: null, summary: {}, ...operation, step },
     });
   };
 
+  /**
+   * Records the transition first and shows it after: whoever sees the new state in
+   * status, the UI or a search also finds it in the audit trail.
+   */
   const enter = async (next: SandboxState, details: string, operation: Operation) => {
+    await record(operation, next);
     state = next;
     reflectState();
     explain(details);
-    await record(operation);
   };
 
   const readyDetails = () =>
