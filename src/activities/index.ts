@@ -1,8 +1,10 @@
+import type { Client } from '@temporalio/client';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import type { ContainerBroker } from '../docker';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { Store } from '../store';
+import { createCleanupActivities } from './cleanup-activities';
 import { createDockerActivities } from './docker-activities';
 import { createLifecycleActivities } from './lifecycle-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
@@ -15,6 +17,10 @@ export interface ActivityDeps {
   readonly broker: ContainerBroker;
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
+  /** A Temporal client, for the sweep's visibility queries. */
+  readonly client: Client;
+  /** This worker's plane identity (namespace@address), as its containers are labelled. */
+  readonly plane: string;
 }
 
 /** Builds every activity the worker registers; workflows see only the type. */
@@ -23,6 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWorkerHealthActivities(deps),
     ...createLifecycleActivities(deps),
     ...createDockerActivities(deps),
+    ...createCleanupActivities(deps),
   };
 }
 

@@ -21,6 +21,8 @@ export interface ContainerEmulatorOptions {
   readonly adapter: AdapterName;
   readonly catalog: ServiceCatalog;
   readonly broker: ContainerBroker;
+  /** Labels every container of this worker carries besides the sandbox's (the plane label). */
+  readonly extraLabels?: Readonly<Record<string, string>>;
   /** Pinned by image id or digest; the broker refuses anything else. */
   readonly image: string;
   /** The container's command, when the image's own is not the one to run. */
@@ -72,6 +74,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   launchPlan(request: ProvisionRequest): LaunchPlan {
     const labels = {
       ...Object.fromEntries(Object.entries(request.labels).map(([key, value]) => [`${USER_LABEL_PREFIX}${key}`, value])),
+      ...this.options.extraLabels,
       ...sandboxContainerLabels(request.sandboxId, this.name),
     };
     return {

@@ -15,6 +15,7 @@ export interface FlociAdapterOptions {
   /** `floci/floci@sha256:<digest>`: a tag alone is refused by the configuration. */
   readonly image: string;
   readonly healthTimeoutMs: number;
+  readonly extraLabels?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -45,6 +46,7 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     adapter: 'floci',
     catalog,
     broker: options.broker,
+    ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
     image: options.image,
     containerPort: FLOCI_PORT,
     region: REGION,

@@ -37,6 +37,7 @@ export interface MotoAdapterOptions {
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
   readonly image: string;
   readonly healthTimeoutMs: number;
+  readonly extraLabels?: Readonly<Record<string, string>>;
 }
 
 /** moto's server in a container of its own: the emulator we can run end to end here. */
@@ -45,6 +46,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     adapter: 'moto',
     catalog: SERVICE_CATALOGS.moto,
     broker: options.broker,
+    ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
     image: options.image,
     containerPort: MOTO_PORT,
     region: REGION,

@@ -12,6 +12,7 @@ import { connectIfAnswering } from '../temporal-dev/frontend-probe';
 import { ensureSearchAttributes } from '../temporal-dev/search-attribute-setup';
 import { locateTemporalCli } from '../temporal-dev/temporal-cli';
 import { createPlaneWorker, type PlaneWorker } from '../worker/plane-worker';
+import { ensureScheduleOrWarn } from './cleanup-schedule-setup';
 import { StopRequested, watchStopSignals } from './stop-signals';
 
 export interface DevLauncherOptions {
@@ -94,6 +95,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
     say(`dev: adapters ${describeAdapters(config)}`);
 
     plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
+    say(`dev: cleanup schedule ${await ensureScheduleOrWarn(plane.client, config, logger)}`);
     const worker = plane.worker;
     const running = worker.run();
     const shutdownWorker = () => {

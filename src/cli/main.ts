@@ -7,6 +7,7 @@ import { createLogger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
 import { action, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
+import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
@@ -30,6 +31,7 @@ Environment:
                            lifecycle durations such as 90s, 30m, 2h (docs/lifecycle.md)
   SANDBOXPLANE_MOTO_IMAGE  moto image id (sha256:...); set by npm start
   SANDBOXPLANE_FLOCI_IMAGE Floci image by digest (floci/floci@sha256:...)
+  SANDBOXPLANE_SWEEP_INTERVAL  how often the cleanup schedule runs (default 5m)
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
@@ -90,9 +92,21 @@ export function buildProgram(): Command {
       }),
     );
 
+  program
+    .command('mcp')
+    .description('serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox and destroy_sandbox to an MCP client over stdio, until stdin closes')
+    .action(
+      action(async () => {
+        const config = loadConfig();
+        const { serveMcpOverStdio } = await import('../mcp/mcp-server.js');
+        await serveMcpOverStdio(config, createLogger(config.logLevel));
+      }),
+    );
+
   registerSandboxCommands(program);
   registerPolicyCommands(program);
   registerApproverCommands(program);
+  registerCleanupCommands(program);
 
   return program;
 }

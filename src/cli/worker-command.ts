@@ -3,6 +3,7 @@ import type { Logger } from '../logging/logger';
 import { Store } from '../store';
 import { ensureSearchAttributesAt } from '../temporal-dev/search-attribute-setup';
 import { createPlaneWorker } from '../worker/plane-worker';
+import { ensureScheduleOrWarn } from './cleanup-schedule-setup';
 import { StopRequested, watchStopSignals } from './stop-signals';
 
 /** `sandboxctl worker`: the worker alone, until SIGINT or SIGTERM (then a graceful drain). */
@@ -16,6 +17,7 @@ export async function runWorkerCommand(config: Config, logger: Logger): Promise<
       logger.warn({ err }, 'could not register search attributes; `sandboxctl doctor` shows which are missing');
     });
     const plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
+    await ensureScheduleOrWarn(plane.client, config, logger);
     void stop.requested.then(() => {
       if (plane.worker.getState() === 'RUNNING') plane.worker.shutdown();
     });

@@ -30,6 +30,8 @@ export interface Config {
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
   readonly emulators: EmulatorSettings;
+  /** How often the Temporal Schedule `sandboxplane-cleanup` runs the sweep. */
+  readonly sweepIntervalSeconds: number;
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -124,7 +126,14 @@ const envSchema = z.object({
   SANDBOXPLANE_MOTO_IMAGE: imageById.optional(),
   SANDBOXPLANE_FLOCI_IMAGE: imageByDigest.optional(),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
+  SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60),
 });
+
+/**
+ * Every variable {@link loadConfig} reads besides the flags (those are
+ * `SANDBOXPLANE_FLAG_<NAME>`, see `flagEnvName`): what `.env.example` must document.
+ */
+export const CONFIG_ENV_KEYS: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -193,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
       flociImage: values.SANDBOXPLANE_FLOCI_IMAGE,
       healthTimeoutSeconds: values.SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT,
     }),
+    sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
   });
 }
 

@@ -16,6 +16,16 @@ export const SANDBOX_ID_LABEL = 'io.sandboxplane.sandbox-id';
 /** The emulator adapter that launched the container (`floci`, `moto`, …). */
 export const ADAPTER_LABEL = 'io.sandboxplane.adapter';
 
+/**
+ * Which plane (Temporal address and namespace) launched a container. Two planes may
+ * share one engine; a sweep leaves containers labelled with another plane alone.
+ */
+export const PLANE_LABEL = 'io.sandboxplane.plane';
+
+export function planeIdentity(namespace: string, temporalAddress: string): string {
+  return `${namespace}@${temporalAddress}`;
+}
+
 /** Labels required on every container, in the order messages list them. */
 export const REQUIRED_LABELS = Object.freeze([MANAGED_BY_LABEL, SANDBOX_ID_LABEL, ADAPTER_LABEL] as const);
 

@@ -60,6 +60,22 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
     added_at  TEXT NOT NULL
   ) STRICT;
   `,
+  // 2: leaks found by the cleanup sweep, one row per kind and subject.
+  `
+  CREATE TABLE leaks (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind        TEXT NOT NULL CHECK (kind IN ('orphan_container', 'stranded_sandbox', 'live_mismatch')),
+    subject     TEXT NOT NULL,
+    sandbox_id  TEXT,
+    detail      TEXT NOT NULL,
+    first_seen  TEXT NOT NULL,
+    last_seen   TEXT NOT NULL,
+    resolution  TEXT CHECK (resolution IS NULL OR resolution IN ('removed', 'gone')),
+    resolved_at TEXT,
+    UNIQUE (kind, subject)
+  ) STRICT;
+  CREATE INDEX leaks_outstanding ON leaks (resolution, last_seen);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -148,6 +148,43 @@ export class SandboxRepository {
     return row.n;
   }
 
+  /** States of the sandboxes that have not ended, plus those of `alsoIds` that exist. */
+  inventoryStates(alsoIds: readonly string[]): Record<string, SandboxState> {
+    const states: Record<string, SandboxState> = {};
+    const unfinished = this.db
+      .prepare("SELECT id, state FROM sandboxes WHERE state NOT IN ('DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED')")
+      .all() as { id: string; state: SandboxState }[];
+    for (const row of unfinished) states[row.id] = row.state;
+    const one = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?');
+    for (const id of alsoIds) {
+      const row = one.get(id) as { state: SandboxState } | undefined;
+      if (row !== undefined) states[id] = row.state;
+    }
+    return states;
+  }
+
+  /** An audit row from outside the sandbox's own workflow (the sweep); ignored if already written. */
+  appendAudit(sandboxId: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
+    if (!this.exists(sandboxId)) return false;
+    const result = this.db
+      .prepare(
+        `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, step, action, actor, effect, reason, summary, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        sandboxId,
+        workflowId,
+        operation.step,
+        operation.action,
+        operation.actor,
+        operation.effect,
+        operation.reason,
+        JSON.stringify(operation.summary),
+        now.toISOString(),
+      );
+    return result.changes === 1;
+  }
+
   /** Runs `work` in one write transaction, so a read-decide-write sequence is atomic. */
   atomically<T>(work: () => T): T {
     return this.db.transaction(work).immediate();

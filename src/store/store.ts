@@ -1,5 +1,6 @@
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
 import { LATEST_SCHEMA_VERSION } from './migrations';
+import { LeakRepository } from './leak-repository';
 import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
 
@@ -11,6 +12,7 @@ export class Store {
   readonly sandboxes: SandboxRepository;
   readonly policies: PolicyRepository;
   readonly approvers: ApproverRepository;
+  readonly leaks: LeakRepository;
 
   private constructor(
     readonly file: string,
@@ -19,6 +21,7 @@ export class Store {
     this.sandboxes = new SandboxRepository(db);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
+    this.leaks = new LeakRepository(db);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */

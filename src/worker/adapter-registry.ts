@@ -4,13 +4,14 @@ import { MemoryAdapter } from '../adapters/memory-adapter';
 import { createMotoAdapter } from '../adapters/moto-adapter';
 import type { EmulatorSettings } from '../config/config';
 import type { ContainerBroker } from '../docker';
+import { PLANE_LABEL } from '../domain/docker-labels';
 
 /** The adapters this worker runs: memory always, moto and Floci when their image is configured. */
-export function buildAdapterRegistry(settings: EmulatorSettings, broker: ContainerBroker): AdapterRegistry {
-  const healthTimeoutMs = settings.healthTimeoutSeconds * 1000;
+export function buildAdapterRegistry(settings: EmulatorSettings, broker: ContainerBroker, plane: string): AdapterRegistry {
+  const common = { broker, healthTimeoutMs: settings.healthTimeoutSeconds * 1000, extraLabels: { [PLANE_LABEL]: plane } };
   return {
     memory: new MemoryAdapter(),
-    ...(settings.motoImage !== undefined ? { moto: createMotoAdapter({ broker, image: settings.motoImage, healthTimeoutMs }) } : {}),
-    ...(settings.flociImage !== undefined ? { floci: createFlociAdapter({ broker, image: settings.flociImage, healthTimeoutMs }) } : {}),
+    ...(settings.motoImage !== undefined ? { moto: createMotoAdapter({ ...common, image: settings.motoImage }) } : {}),
+    ...(settings.flociImage !== undefined ? { floci: createFlociAdapter({ ...common, image: settings.flociImage }) } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
@@ -6,6 +7,7 @@ import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
+import { planeIdentity } from '../domain/docker-labels';
 import { buildAdapterRegistry } from './adapter-registry';
 import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
 
@@ -25,7 +27,9 @@ export interface PlaneWorkerOptions {
 export interface PlaneWorker {
   readonly worker: Worker;
   readonly identity: string;
-  /** Closes the worker's connection; call after `worker.run()` has resolved. */
+  /** A Temporal client on the worker's namespace (schedules, queries). */
+  readonly client: Client;
+  /** Closes the worker's connections; call after `worker.run()` has resolved. */
   close(): Promise<void>;
 }
 
@@ -39,6 +43,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   installRuntimeLogger(logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
+  const plane = planeIdentity(config.temporalNamespace, config.temporalAddress);
   // Bundled here rather than by Worker.create so webpack's report stays at debug level.
   const workflowBundle =
     options.workflowBundle ??
@@ -47,6 +52,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
     }));
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const clientConnection = await Connection.connect({ address: config.temporalAddress });
+  const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
   try {
     const worker = await Worker.create({
       connection,
@@ -56,17 +63,24 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       activities: createActivities({
         store,
         workerIdentity: identity,
-        adapters: options.adapters ?? buildAdapterRegistry(config.emulators, broker),
+        adapters: options.adapters ?? buildAdapterRegistry(config.emulators, broker, plane),
         broker,
         flags: config.flags,
         lifecycle: config.lifecycle,
+        client,
+        plane,
       }),
       workflowBundle,
       shutdownGraceTime: '10 seconds',
     });
     logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace, identity }, 'worker ready');
-    return { worker, identity, close: () => connection.close() };
+    const close = async () => {
+      await clientConnection.close();
+      await connection.close();
+    };
+    return { worker, identity, client, close };
   } catch (err) {
+    await clientConnection.close();
     await connection.close();
     throw err;
   }

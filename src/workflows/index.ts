@@ -1,2 +1,3 @@
+export { cleanupSweep } from './cleanup-sweep';
 export { roundTrip } from './round-trip';
 export { sandboxLifecycle } from './sandbox-lifecycle';

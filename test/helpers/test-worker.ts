@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../src/config/config';
 import { DockerContainerBroker, type ContainerBroker } from '../../src/docker';
 import { createLogger, type Logger } from '../../src/logging/logger';
 import { Store } from '../../src/store';
+import { planeIdentity } from '../../src/domain/docker-labels';
 import { buildAdapterRegistry } from '../../src/worker/adapter-registry';
 import { createPlaneWorker, type PlaneWorker } from '../../src/worker/plane-worker';
 import { testWorkflowBundle } from './workflow-bundle';
@@ -67,7 +68,10 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     store,
     logger,
     workflowBundle: await testWorkflowBundle(),
-    adapters: options.adapters?.(memory, broker) ?? { ...buildAdapterRegistry(config.emulators, broker), memory },
+    adapters: options.adapters?.(memory, broker) ?? {
+      ...buildAdapterRegistry(config.emulators, broker, planeIdentity(config.temporalNamespace, config.temporalAddress)),
+      memory,
+    },
     broker,
   });
   const running = plane.worker.run();

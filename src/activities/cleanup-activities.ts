@@ -1,0 +1,118 @@
+import { heartbeat, log } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import type { LeakFinding, ManagedContainer } from '../domain/leaks';
+import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/sandbox-request';
+import type { SandboxState } from '../domain/sandbox-states';
+import type { ContainerBroker } from '../docker';
+import type { Store } from '../store';
+import { withTaxonomy } from './activity-failure';
+
+export interface CleanupActivityDeps {
+  readonly store: Store;
+  readonly broker: ContainerBroker;
+  /** A Temporal client, for the visibility query and the per-workflow double check. */
+  readonly client: Client;
+  /** Containers labelled with another plane are left alone. */
+  readonly plane: string;
+}
+
+const LIFECYCLE_RUNNING = "WorkflowType = 'sandboxLifecycle' AND ExecutionStatus = 'Running'";
+
+/** Activities of the cleanup sweep: inventory, removal of proven orphans, and the leak record. */
+export function createCleanupActivities(deps: CleanupActivityDeps) {
+  const { store, broker, client } = deps;
+
+  async function isRunning(sandboxId: string): Promise<boolean> {
+    try {
+      const description = await client.workflow.getHandle(workflowIdFor(sandboxId)).describe();
+      return description.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  return {
+    /**
+     * Every container carrying our managed-by label, in any state — except those another
+     * plane (another Temporal address or namespace) launched on the same engine.
+     */
+    async listManagedContainers(): Promise<ManagedContainer[]> {
+      return withTaxonomy(async () =>
+        (await broker.list({ [MANAGED_BY_LABEL]: MANAGED_BY_VALUE }))
+          .filter((container) => (container.labels[PLANE_LABEL] ?? deps.plane) === deps.plane)
+          .map((container) => ({
+          id: container.id,
+          sandboxId: container.labels[SANDBOX_ID_LABEL] ?? null,
+          adapter: container.labels[ADAPTER_LABEL] ?? null,
+            state: container.state,
+          })),
+      );
+    },
+
+    /** Projection states of unfinished sandboxes, and of `alsoIds` (the sandboxes the containers name). */
+    async projectionStates(input: { alsoIds: readonly string[] }): Promise<Record<string, SandboxState>> {
+      return withTaxonomy(() => store.sandboxes.inventoryStates(input.alsoIds));
+    },
+
+    /**
+     * Sandboxes whose lifecycle workflow runs. Visibility can lag behind, so every
+     * candidate the query does not list is asked about directly before anyone may
+     * treat it as dead: a sweep must never destroy live work.
+     */
+    async runningSandboxes(input: { candidates: readonly string[] }): Promise<string[]> {
+      return withTaxonomy(async () => {
+        const running = new Set<string>();
+        for await (const execution of client.workflow.list({ query: LIFECYCLE_RUNNING })) {
+          const id = sandboxIdFromWorkflowId(execution.workflowId);
+          if (id !== undefined) running.add(id);
+        }
+        for (const candidate of input.candidates) {
+          if (!running.has(candidate) && (await isRunning(candidate))) running.add(candidate);
+          heartbeat();
+        }
+        return [...running].sort();
+      });
+    },
+
+    /**
+     * Stops and removes one orphan. A failure is reported, not thrown: the sweep goes on
+     * and re-measures, and a container that refuses to die stays an outstanding leak.
+     */
+    async removeOrphanContainer(input: {
+      finding: LeakFinding;
+      sweepWorkflowId: string;
+      step: number;
+    }): Promise<{ removed: boolean; error: string | null }> {
+      const { finding } = input;
+      try {
+        await broker.stop(finding.subject, { timeoutSeconds: 5 }).catch((err: unknown) => {
+          if ((err as { code?: unknown }).code !== 'CONTAINER_NOT_FOUND') throw err;
+        });
+        const outcome = await broker.remove(finding.subject, { force: true });
+        log.info('orphan container removed', { containerId: finding.subject, sandboxId: finding.sandboxId, outcome });
+        if (finding.sandboxId !== null) {
+          store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, {
+            step: input.step,
+            action: 'orphan_removed',
+            actor: 'sweep',
+            effect: 'removed',
+            reason: finding.detail,
+            summary: { containerId: finding.subject },
+          });
+        }
+        return { removed: true, error: null };
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        log.warn('orphan container could not be removed', { containerId: finding.subject, error: message });
+        return { removed: false, error: message };
+      }
+    },
+
+    /** Writes the sweep's findings to the leaks table (outstanding, removed, gone). */
+    async recordSweepFindings(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }): Promise<void> {
+      return withTaxonomy(() => store.leaks.recordSweep(input));
+    },
+  };
+}

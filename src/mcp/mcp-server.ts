@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { SandboxClient } from '../client/sandbox-client';
+import type { Config } from '../config/config';
+import { PROJECT_ROOT } from '../config/paths';
+import type { Logger } from '../logging/logger';
+import { registerSandboxTools } from './sandbox-tools';
+
+export const MCP_SERVER_NAME = 'cloud-sandbox-plane';
+
+const INSTRUCTIONS = [
+  'Throw-away, AWS-shaped sandboxes (local emulators) for trying code and infrastructure.',
+  'Call create_sandbox with your principal and the services you need (wait "ready" to get the endpoint at once);',
+  'pass the result\'s clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.',
+  'Every refusal carries an error code and a hint saying what to do.',
+].join(' ');
+
+function packageVersion(): string {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof manifest.version === 'string' ? manifest.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** The audit trail's name for an MCP caller: `mcp:<client name>` from the initialize handshake. */
+function actorFor(server: McpServer): string {
+  const name = server.server.getClientVersion()?.name?.trim();
+  return `mcp:${name === undefined || name === '' ? 'unknown' : name}`.slice(0, 200);
+}
+
+/**
+ * One connection to Temporal, made on the first tool call and kept; a failed attempt
+ * is forgotten, so a server started before Temporal answers once Temporal is up.
+ */
+export function lazySandboxClient(config: Config): { get: () => Promise<SandboxClient>; close: () => Promise<void> } {
+  let connecting: Promise<SandboxClient> | undefined;
+  return {
+    get: () => {
+      connecting ??= SandboxClient.connect({
+        address: config.temporalAddress,
+        namespace: config.temporalNamespace,
+        taskQueue: config.taskQueue,
+      }).catch((err: unknown) => {
+        connecting = undefined;
+        throw err;
+      });
+      return connecting;
+    },
+    close: async () => {
+      const pending = connecting;
+      connecting = undefined;
+      await (await pending?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/** An MCP server with the sandbox tools, not yet connected to a transport. */
+export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>): McpServer {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
+  registerSandboxTools(server, { sandboxes, actor: () => actorFor(server) });
+  return server;
+}
+
+/**
+ * `sandboxctl mcp`: serves the tools over stdio until stdin closes (the client went
+ * away) or SIGINT/SIGTERM. stdout carries MCP frames only; logs go to stderr.
+ */
+export async function serveMcpOverStdio(config: Config, logger: Logger): Promise<void> {
+  // A stray console.log from any library would corrupt the protocol stream.
+  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+
+  const client = lazySandboxClient(config);
+  const server = createSandboxMcpServer(client.get);
+  const transport = new StdioServerTransport();
+  const ended = new Promise<string>((resolve) => {
+    process.stdin.once('end', () => resolve('stdin closed'));
+    process.stdin.once('close', () => resolve('stdin closed'));
+    transport.onclose = () => resolve('transport closed');
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve(signal));
+  });
+  await server.connect(transport);
+  logger.info(
+    { temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue },
+    'mcp server ready on stdio',
+  );
+  const reason = await ended;
+  logger.info({ reason }, 'mcp server stopping');
+  await server.close();
+  await client.close();
+}

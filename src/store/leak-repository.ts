@@ -1,0 +1,58 @@
+import type { LeakFinding, LeakKind } from '../domain/leaks';
+import type { SqliteDatabase } from './database';
+
+export interface StoredLeak {
+  readonly id: number;
+  readonly kind: LeakKind;
+  readonly subject: string;
+  readonly sandboxId: string | null;
+  readonly detail: string;
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  /** `null` while outstanding; `removed` by a sweep; `gone` when no longer observed. */
+  readonly resolution: 'removed' | 'gone' | null;
+  readonly resolvedAt: string | null;
+}
+
+const SELECT = `SELECT id, kind, subject, sandbox_id AS sandboxId, detail, first_seen AS firstSeen, last_seen AS lastSeen,
+                       resolution, resolved_at AS resolvedAt FROM leaks`;
+
+/** The sweep's findings over time: one row per kind and subject, first and last seen. */
+export class LeakRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /**
+   * Records one sweep's outcome: what it removed, what is still outstanding, and — for
+   * every outstanding leak it no longer sees — that it is gone. A leak seen again
+   * after it was resolved is outstanding again.
+   */
+  recordSweep(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }, now: Date = new Date()): void {
+    const at = now.toISOString();
+    const upsert = this.db.prepare(
+      `INSERT INTO leaks (kind, subject, sandbox_id, detail, first_seen, last_seen, resolution, resolved_at)
+       VALUES (@kind, @subject, @sandboxId, @detail, @at, @at, @resolution, @resolvedAt)
+       ON CONFLICT (kind, subject) DO UPDATE SET detail = excluded.detail, last_seen = excluded.last_seen,
+         resolution = excluded.resolution, resolved_at = excluded.resolved_at`,
+    );
+    this.db
+      .transaction(() => {
+        for (const finding of input.removed) upsert.run({ ...finding, at, resolution: 'removed', resolvedAt: at });
+        for (const finding of input.outstanding) upsert.run({ ...finding, at, resolution: null, resolvedAt: null });
+        const seen = new Set([...input.removed, ...input.outstanding].map((finding) => `${finding.kind}\u0000${finding.subject}`));
+        const gone = this.db.prepare("UPDATE leaks SET resolution = 'gone', resolved_at = ? WHERE id = ?");
+        for (const leak of this.outstanding()) {
+          if (!seen.has(`${leak.kind}\u0000${leak.subject}`)) gone.run(at, leak.id);
+        }
+      })
+      .immediate();
+  }
+
+  outstanding(): StoredLeak[] {
+    return this.db.prepare(`${SELECT} WHERE resolution IS NULL ORDER BY first_seen, id`).all() as StoredLeak[];
+  }
+
+  /** The most recent leaks, resolved or not, newest first. */
+  recent(limit = 100): StoredLeak[] {
+    return this.db.prepare(`${SELECT} ORDER BY last_seen DESC, id DESC LIMIT ?`).all(limit) as StoredLeak[];
+  }
+}

@@ -1,0 +1,264 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { CLEANUP_SCHEDULE_ID, ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
+import { SandboxClient } from '../src/client/sandbox-client';
+import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
+import { SandboxPlaneError } from '../src/domain/errors';
+import type { SweepReport } from '../src/domain/leaks';
+import { DockerContainerBroker, type ContainerBroker } from '../src/docker';
+import { Store } from '../src/store';
+import { ensureSearchAttributes } from '../src/temporal-dev/search-attribute-setup';
+import { runCli, spawnCli, stopChild } from './helpers/cli';
+import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+
+const MIB = 1024 * 1024;
+const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE as string;
+const testImage = process.env.SANDBOXPLANE_TEST_IMAGE ?? 'local/sandboxplane-testhttp:1';
+
+/** A namespace of its own: the schedule id is fixed by contract, so each run needs its own namespace. */
+async function createNamespace(address: string): Promise<string> {
+  const namespace = `sweep-${randomUUID().slice(0, 8)}`;
+  const connection = await Connection.connect({ address });
+  try {
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        break;
+      } catch (err) {
+        if (attempt > 50) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    await ensureSearchAttributes(connection, namespace);
+  } finally {
+    await connection.close();
+  }
+  return namespace;
+}
+
+/** A container that looks like ours (labels, limits) but belongs to no sandbox. */
+async function strayContainer(broker: ContainerBroker, imageId: string, sandboxId: string, extraLabels: Record<string, string> = {}): Promise<string> {
+  const info = await broker.run({
+    image: imageId,
+    labels: { ...extraLabels, ...sandboxContainerLabels(sandboxId, 'moto') },
+    limits: { memoryBytes: 32 * MIB, pidsLimit: 16 },
+  });
+  return info.id;
+}
+
+async function sweepOnce(worker: TestWorker): Promise<SweepReport> {
+  return worker.client.workflow.execute('cleanupSweep', {
+    taskQueue: worker.config.taskQueue,
+    workflowId: `test-sweep-${randomUUID()}`,
+    workflowExecutionTimeout: '2 minutes',
+  });
+}
+
+describe('cleanup sweep on a real dev server and engine', () => {
+  const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
+  let address: string;
+  let namespace: string;
+  let imageId: string;
+  let worker: TestWorker;
+  const strays: string[] = [];
+
+  before(async () => {
+    assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
+    address = await testTemporalAddress();
+    namespace = await createNamespace(address);
+    imageId = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', testImage], { encoding: 'utf8' }).trim();
+    worker = await startTestWorker(address, {
+      env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage },
+    });
+    worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
+  });
+
+  after(async () => {
+    for (const id of strays) await broker.remove(id, { force: true }).catch(() => undefined);
+    for (const container of await broker.list({})) {
+      const sandboxId = container.labels[SANDBOX_ID_LABEL] ?? '';
+      if (sandboxId.startsWith('sweep-')) await broker.remove(container.id, { force: true });
+    }
+    await worker?.stop();
+  });
+
+  test('starting twice leaves exactly one schedule; a changed interval updates it', async () => {
+    const options = { taskQueue: worker.config.taskQueue, intervalSeconds: 3600 };
+    assert.equal(await ensureCleanupSchedule(worker.client, options), 'created');
+    assert.equal(await ensureCleanupSchedule(worker.client, options), 'unchanged');
+    assert.equal(await ensureCleanupSchedule(worker.client, { ...options, intervalSeconds: 1800 }), 'updated');
+    const ids: string[] = [];
+    for await (const schedule of worker.client.schedule.list()) ids.push(schedule.scheduleId);
+    assert.deepEqual(ids, [CLEANUP_SCHEDULE_ID]);
+    const description = await worker.client.schedule.getHandle(CLEANUP_SCHEDULE_ID).describe();
+    assert.equal(description.spec.intervals?.[0]?.every, 1_800_000);
+    assert.equal(description.policies.overlap, 'SKIP');
+  });
+
+  test('an orphan is removed; a live sandbox is untouched; a stranded row is reported, not changed', async () => {
+    const live = await worker.sandboxes.create(
+      { id: 'sweep-live', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 },
+      { wait: 'ready' },
+    );
+    const [liveContainer] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' });
+    assert.ok(liveContainer);
+
+    const orphan = await strayContainer(broker, imageId, 'sweep-ghost');
+    strays.push(orphan);
+    const foreign = await strayContainer(broker, imageId, 'sweep-foreign', { [PLANE_LABEL]: 'elsewhere@10.0.0.1:7233' });
+    strays.push(foreign);
+    const now = new Date().toISOString();
+    worker.store.sandboxes.record(
+      {
+        id: 'sweep-stranded',
+        workflowId: 'sandbox-sweep-stranded',
+        principal: 'agent-1',
+        capability: 'cloud.sandbox',
+        adapter: 'moto',
+        services: ['s3'],
+        state: 'PROVISIONING',
+        purpose: null,
+        labels: {},
+        requestDigest: 'sha256:test',
+        endpoint: null,
+        expiresAt: null,
+        createdAt: now,
+      },
+      { step: 1, action: 'requested', actor: 'test', effect: 'requested', reason: null, summary: {} },
+    );
+
+    const { report } = await triggerSweep(worker.client, { wait: true });
+    assert.ok(report);
+    assert.equal(report.counts.removed, 1);
+    assert.deepEqual(report.removed.map((finding) => [finding.kind, finding.subject, finding.sandboxId]), [['orphan_container', orphan, 'sweep-ghost']]);
+    assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-ghost' }), [], 'the orphan is gone');
+    assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-foreign' })).length, 1, "another plane's container is not ours to judge");
+    assert.ok(![...report.removed, ...report.remaining].some((finding) => finding.subject === foreign));
+    const [liveLabels] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' });
+    assert.equal(liveLabels?.labels[PLANE_LABEL], `${namespace}@${address}`, 'our containers carry our plane');
+
+    assert.deepEqual((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' })).map((c) => c.id), [liveContainer.id], 'live work untouched');
+    assert.equal((await worker.sandboxes.status('sweep-live')).state, 'READY');
+    assert.equal(live.state, 'READY');
+
+    const stranded = report.remaining.find((finding) => finding.subject === 'sweep-stranded');
+    assert.equal(stranded?.kind, 'stranded_sandbox');
+    assert.match(stranded?.detail ?? '', /projection says PROVISIONING but no workflow runs for it/);
+    assert.equal(worker.store.sandboxes.state('sweep-stranded'), 'PROVISIONING', 'reported, not repaired');
+    assert.deepEqual(worker.store.leaks.outstanding().map((leak) => [leak.kind, leak.subject]), [['stranded_sandbox', 'sweep-stranded']]);
+
+    const cliEnv = { ...worker.env, TEMPORAL_NAMESPACE: namespace };
+    const sweep = await runCli(['sweep', '--wait', '--json'], cliEnv);
+    assert.equal(sweep.code, 0, sweep.stderr);
+    const cliReport = JSON.parse(sweep.stdout) as SweepReport;
+    assert.equal(cliReport.counts.removed, 0);
+    assert.equal(cliReport.counts.stranded, 1);
+    assert.ok(cliReport.counts.containers >= 1);
+    const leaks = await runCli(['leaks', '--json'], cliEnv);
+    assert.equal(leaks.code, 0, leaks.stderr);
+    assert.deepEqual(
+      (JSON.parse(leaks.stdout) as { leaks: { subject: string }[] }).leaks.map((leak) => leak.subject),
+      ['sweep-stranded'],
+    );
+    await worker.sandboxes.destroy('sweep-live');
+  });
+
+  test('a container whose removal fails stays an outstanding leak after re-measuring', async () => {
+    const stubborn = await strayContainer(broker, imageId, 'sweep-stubborn');
+    strays.push(stubborn);
+    const refusing: ContainerBroker = {
+      run: (spec) => broker.run(spec),
+      inspect: (id) => broker.inspect(id),
+      list: (labels) => broker.list(labels),
+      ping: () => broker.ping(),
+      stop: async (id, options) => {
+        if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
+        return broker.stop(id, options);
+      },
+      remove: async (id, options) => {
+        if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
+        return broker.remove(id, options);
+      },
+    };
+    const sweeper = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace }, broker: refusing });
+    try {
+      const report = await sweepOnce(sweeper);
+      const kept = report.remaining.find((finding) => finding.subject === stubborn);
+      assert.equal(kept?.kind, 'orphan_container');
+      assert.match(kept?.detail ?? '', /still present after removal/);
+      assert.ok(!report.removed.some((finding) => finding.subject === stubborn), 'never counted as removed');
+      assert.ok(sweeper.store.leaks.outstanding().some((leak) => leak.subject === stubborn));
+      assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-stubborn' })).length, 1);
+    } finally {
+      await sweeper.stop();
+    }
+  });
+
+  test('a worker killed mid-create: the sweep leaves the half-made sandbox alone, and it resumes with one container', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-killed-'));
+    const env = {
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      SANDBOXPLANE_TASK_QUEUE: `killed-${randomUUID()}`,
+      SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite'),
+      SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '1',
+      SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1',
+      SANDBOXPLANE_MOTO_IMAGE: motoImage,
+    };
+    const seed = Store.open(env.SANDBOXPLANE_DB);
+    seed.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
+    seed.close();
+
+    const doomed = spawnCli(['worker'], env);
+    const creating = worker.client.workflow.getHandle('sandbox-sweep-resume');
+    let resumed: TestWorker | undefined;
+    try {
+      const sandboxes = new SandboxClient({ client: worker.client, taskQueue: env.SANDBOXPLANE_TASK_QUEUE });
+      await sandboxes.create({ id: 'sweep-resume', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 });
+      const deadline = Date.now() + 60_000;
+      while ((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-resume' })).length === 0) {
+        if (Date.now() > deadline) assert.fail('the worker never started the container');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      doomed.kill('SIGKILL');
+      await stopChild(doomed);
+
+      resumed = await startTestWorker(address, {
+        env: {
+          TEMPORAL_NAMESPACE: namespace,
+          SANDBOXPLANE_TASK_QUEUE: env.SANDBOXPLANE_TASK_QUEUE,
+          SANDBOXPLANE_DB: env.SANDBOXPLANE_DB,
+          SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1',
+          SANDBOXPLANE_MOTO_IMAGE: motoImage,
+        },
+      });
+      const report = await sweepOnce(resumed);
+      assert.ok(!report.removed.some((finding) => finding.sandboxId === 'sweep-resume'), 'nothing live destroyed');
+      assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-resume' })).length, 1);
+
+      const readyBy = Date.now() + 120_000;
+      for (;;) {
+        const status = await resumed.sandboxes.status('sweep-resume');
+        if (status.state === 'READY') break;
+        if (Date.now() > readyBy) assert.fail(`sandbox is ${status.state}: ${status.waitingFor}`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-resume' })).length, 1, 'no duplicate container');
+      await resumed.sandboxes.destroy('sweep-resume');
+      assert.equal((await creating.describe()).status.name, 'COMPLETED');
+    } finally {
+      await stopChild(doomed, 'SIGKILL');
+      await resumed?.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

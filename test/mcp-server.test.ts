@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { SandboxSummary } from '../src/client/sandbox-client';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import { REPO_ROOT } from './helpers/cli';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './helpers/test-temporal';
+
+interface JsonSchema {
+  type?: string;
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  enum?: string[];
+  additionalProperties?: unknown;
+}
+
+interface ErrorDocument {
+  error: { code: string; message: string; hint: string };
+  status?: SandboxStatus;
+}
+
+const TOOLS = ['create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'get_sandbox', 'list_sandboxes'];
+
+function textOf(result: CallToolResult): string {
+  return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+}
+
+/** The structured document of a successful call, checked against its text rendering. */
+function ok<T>(result: CallToolResult): T {
+  assert.notEqual(result.isError, true, `tool failed: ${textOf(result)}`);
+  assert.ok(result.structuredContent, 'a result carries structured content');
+  assert.deepEqual(JSON.parse(textOf(result)), result.structuredContent, 'the text is the same document');
+  return result.structuredContent as T;
+}
+
+function refused(result: CallToolResult, code: string): ErrorDocument {
+  assert.equal(result.isError, true, `expected ${code}, got: ${textOf(result)}`);
+  const document = result.structuredContent as unknown as ErrorDocument;
+  assert.equal(document.error.code, code, document.error.message);
+  assert.ok(document.error.message.length > 0);
+  assert.ok(document.error.hint.length > 0, 'every refusal carries a hint');
+  return document;
+}
+
+// One MCP server process for the whole file, spoken to through the SDK's own client
+// over stdio, exactly as an agent's host would. The tests build on each other.
+describe('sandboxctl mcp (stdio)', () => {
+  let worker: TestWorker;
+  let client: Client;
+  let stderr = '';
+  // A line on stdout that is not an MCP frame surfaces here (the transport cannot parse it).
+  const protocolErrors: Error[] = [];
+  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+
+  before(async () => {
+    worker = await startTestWorker(await testTemporalAddress());
+    worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', path.join(REPO_ROOT, 'src', 'cli', 'main.ts'), 'mcp'],
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SANDBOXPLANE_LOG_LEVEL: 'info', ...worker.env },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    client = new Client({ name: 'mcp-test', version: '1.0.0' });
+    client.onerror = (error) => protocolErrors.push(error);
+    await client.connect(transport);
+  });
+  after(async () => {
+    await client?.close();
+    await worker?.stop();
+  });
+
+  test('lists the five tools with JSON input schemas derived from the SDK schemas', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), TOOLS);
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+
+    const create = byName.get('create_sandbox')?.inputSchema as JsonSchema;
+    assert.equal(create.type, 'object');
+    assert.deepEqual(create.required?.sort(), ['principal', 'services']);
+    assert.equal(create.properties?.services?.type, 'array');
+    assert.equal(create.properties?.services?.items?.type, 'string');
+    assert.equal(create.properties?.ttlSeconds?.type, 'integer');
+    assert.deepEqual(create.properties?.wait?.enum, ['accepted', 'ready']);
+    assert.deepEqual(create.properties?.adapter?.enum, ['memory', 'moto', 'floci']);
+    assert.equal(create.additionalProperties, false, 'unknown keys are refused, as the SDK refuses them');
+
+    const extend = byName.get('extend_sandbox')?.inputSchema as JsonSchema;
+    assert.deepEqual(extend.required?.sort(), ['id', 'ttlSeconds']);
+    assert.equal(extend.properties?.ttlSeconds?.type, 'integer');
+    assert.equal(extend.properties?.actor, undefined, 'the actor is the MCP client, not an argument');
+
+    const list = byName.get('list_sandboxes')?.inputSchema as JsonSchema;
+    assert.ok(list.properties?.state?.enum?.includes('AWAITING_APPROVAL'));
+    assert.deepEqual(list.required ?? [], []);
+
+    assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
+    assert.deepEqual((byName.get('destroy_sandbox')?.inputSchema as JsonSchema).required, ['id']);
+    assert.match(byName.get('create_sandbox')?.description ?? '', /clientConfig.*AWS SDK v3 client constructor/);
+    assert.equal(byName.get('destroy_sandbox')?.annotations?.destructiveHint, true);
+    assert.equal(byName.get('get_sandbox')?.annotations?.readOnlyHint, true);
+  });
+
+  test('create (wait ready) → READY with endpoint and clientConfig; get; list', async () => {
+    const ready = ok<SandboxStatus>(
+      await call('create_sandbox', { id: 'mcp-one', principal: 'agent-mcp', services: ['S3', 'sqs'], ttlSeconds: 900, wait: 'ready', purpose: 'mcp test' }),
+    );
+    assert.equal(ready.state, 'READY');
+    assert.equal(ready.endpoint, 'memory://mcp-one');
+    assert.equal(ready.clientConfig?.endpoint, 'memory://mcp-one');
+    assert.equal(typeof ready.clientConfig?.region, 'string');
+    assert.equal(ready.clientConfig?.forcePathStyle, true);
+    assert.deepEqual(ready.services, ['s3', 'sqs']);
+    assert.deepEqual(Object.keys(ready.fidelity).sort(), ['s3', 'sqs']);
+    assert.equal(ready.decision?.effect, 'allow');
+    assert.ok(ready.expiresAt !== null && ready.timeLeftSeconds !== null && ready.timeLeftSeconds > 800);
+    assert.equal(typeof ready.waitingFor, 'string');
+
+    const got = ok<SandboxStatus>(await call('get_sandbox', { id: 'mcp-one' }));
+    assert.equal(got.state, 'READY');
+    assert.equal(got.endpoint, ready.endpoint);
+
+    // Visibility lags a moment behind the workflow.
+    let rows: SandboxSummary[] = [];
+    for (let attempt = 0; attempt < 50 && !rows.some((row) => row.id === 'mcp-one' && row.state === 'READY'); attempt += 1) {
+      rows = ok<{ sandboxes: SandboxSummary[] }>(await call('list_sandboxes', { principal: 'agent-mcp', state: 'READY' })).sandboxes;
+      if (!rows.some((row) => row.id === 'mcp-one')) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const row = rows.find((candidate) => candidate.id === 'mcp-one');
+    assert.ok(row, `mcp-one is listed; got ${JSON.stringify(rows)}`);
+    assert.equal(row.principal, 'agent-mcp');
+  });
+
+  test('extend moves the expiry; destroy → DESTROYED, recorded as the MCP client', async () => {
+    const before = ok<SandboxStatus>(await call('get_sandbox', { id: 'mcp-one' }));
+    const extended = ok<SandboxStatus>(await call('extend_sandbox', { id: 'mcp-one', ttlSeconds: 600, reason: 'more tests' }));
+    assert.equal(Date.parse(extended.expiresAt ?? '') - Date.parse(before.expiresAt ?? ''), 600_000);
+
+    const destroyed = ok<SandboxStatus>(await call('destroy_sandbox', { id: 'mcp-one', reason: 'done' }));
+    assert.equal(destroyed.state, 'DESTROYED');
+    assert.equal(destroyed.endpoint, null);
+    assert.ok(!worker.memory.liveSandboxIds().includes('mcp-one'), 'the emulator is gone');
+
+    const actors = worker.store.sandboxes.audit('mcp-one').map((operation) => operation.actor);
+    assert.ok(actors.includes('mcp:mcp-test'), `the audit trail names the MCP client; actors: ${actors.join(', ')}`);
+  });
+
+  test('refusals are tool errors with the code and a hint, never protocol errors', async () => {
+    const denied = refused(await call('create_sandbox', { principal: 'stranger-1', services: ['s3'], wait: 'ready' }), 'POLICY_DENIED');
+    assert.match(denied.error.message, /stranger-1/);
+    assert.match(denied.error.hint, /policy add/);
+    assert.equal(denied.status?.state, 'DENIED', 'the refused sandbox comes along');
+
+    assert.match(refused(await call('get_sandbox', { id: 'no-such-sandbox' }), 'NOT_FOUND').error.hint, /list_sandboxes/);
+    assert.match(refused(await call('extend_sandbox', { id: 'mcp-one', ttlSeconds: 60 }), 'INVALID_STATE').error.hint, /get_sandbox/);
+  });
+
+  test('waiting for READY past timeoutSeconds is WAIT_TIMEOUT with the status; the sandbox goes on', async () => {
+    const request = { id: 'mcp-gated', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 };
+    const timedOut = refused(await call('create_sandbox', { ...request, wait: 'ready', timeoutSeconds: 1 }), 'WAIT_TIMEOUT');
+    assert.equal(timedOut.status?.state, 'AWAITING_APPROVAL');
+    assert.match(timedOut.error.hint, /get_sandbox/);
+
+    const again = ok<SandboxStatus>(await call('create_sandbox', request));
+    assert.equal(again.state, 'AWAITING_APPROVAL', 'the same id and request return the same sandbox');
+    assert.match(again.waitingFor, /approve/);
+
+    const withdrawn = ok<SandboxStatus>(await call('destroy_sandbox', { id: 'mcp-gated', reason: 'not needed' }));
+    assert.equal(withdrawn.state, 'DESTROYED');
+  });
+
+  test('invalid input is refused naming the field, before anything starts', async () => {
+    const empty = (await call('create_sandbox', { principal: 'agent-mcp', services: [] })) as CallToolResult;
+    assert.equal(empty.isError, true);
+    assert.match(textOf(empty), /services/);
+    assert.match(textOf(empty), /name at least one service/);
+
+    const fractional = (await call('extend_sandbox', { id: 'mcp-one', ttlSeconds: 1.5 })) as CallToolResult;
+    assert.equal(fractional.isError, true);
+    assert.match(textOf(fractional), /ttlSeconds/);
+
+    const unknownKey = (await call('get_sandbox', { id: 'mcp-one', verbose: true })) as CallToolResult;
+    assert.equal(unknownKey.isError, true);
+    assert.match(textOf(unknownKey), /verbose/);
+  });
+
+  test('stdout carries MCP frames only (logs go to stderr), and the server ends when stdin closes', async () => {
+    assert.match(stderr, /mcp server ready on stdio/);
+    assert.deepEqual(protocolErrors.map((error) => error.message), []);
+    await client.close();
+    for (let attempt = 0; attempt < 50 && !/mcp server stopping/.test(stderr); attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.match(stderr, /"reason":"stdin closed"|"reason":"transport closed"/);
+  });
+});
