@@ -121,6 +121,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
       {
         id: 'sweep-stranded',
         workflowId: 'sandbox-sweep-stranded',
+        runId: 'run-that-never-was',
         principal: 'agent-1',
         capability: 'cloud.sandbox',
         adapter: 'moto',

@@ -91,6 +91,17 @@ describe('sandboxctl doctor', () => {
     assert.match(store.hint ?? '', /upgrade/);
   });
 
+  test('read commands never create a store: a mistyped SANDBOXPLANE_DB says so', async () => {
+    const typo = path.join(dir, 'typo', 'plane.sqlite');
+    const result = await runCli(['policy', 'list', '--json'], { SANDBOXPLANE_DB: typo });
+    assert.equal(result.code, 1);
+    const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string; hint: string } };
+    assert.equal(error.code, 'STORE_UNAVAILABLE');
+    assert.match(error.message, /no store at .*typo/);
+    assert.match(error.hint, /Start the worker first/);
+    assert.equal(fs.existsSync(typo), false);
+  });
+
   test('passes against `sandboxctl worker`, which drains and exits 0 on SIGTERM', async () => {
     const env = { TEMPORAL_ADDRESS: address, SANDBOXPLANE_DB: storePath, SANDBOXPLANE_TASK_QUEUE: `doctor-${randomUUID()}`, SANDBOXPLANE_LOG_LEVEL: 'info' };
     const worker = spawnCli(['worker'], env);
@@ -102,6 +113,11 @@ describe('sandboxctl doctor', () => {
       assert.equal(result.code, 0, result.stdout + result.stderr);
       assert.equal(parseReport(result.stdout).ok, true);
       assert.equal(checkNamed(parseReport(result.stdout), 'docker').status, 'ok', 'the test run provides an engine');
+      assert.match(checkNamed(parseReport(result.stdout), 'worker').detail, /round trip through/);
+
+      const quick = await runCli(['doctor', '--quick', '--json'], env);
+      assert.equal(quick.code, 0, quick.stdout + quick.stderr);
+      assert.match(checkNamed(parseReport(quick.stdout), 'worker').detail, /poller\(s\) on task queue doctor-.* \(no round trip: --quick\)/);
 
       const withoutDocker = await runCli(['doctor', '--json'], { ...env, DOCKER_HOST: `unix://${dir}/no-engine.sock` });
       assert.equal(withoutDocker.code, 0, 'Docker is reported, not required');

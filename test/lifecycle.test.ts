@@ -121,7 +121,10 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
   test('require_approval: waits visibly, ignores bad and unauthorized signals (audited), then an approver lets it through', async () => {
     const waiting = await worker.sandboxes.create({ id: 'gated-a', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 });
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
-    assert.match(waiting.waitingFor, /send the signal "approve" with the JSON payload \{"approver": "<your name>", "reason": "<why>"\}/);
+    assert.ok(
+      waiting.waitingFor.includes('send the signal `approve` with the JSON payload `{"approver": "<your name>", "reason": "<why>"}`'),
+      waiting.waitingFor,
+    );
     assert.match(waiting.waitingFor, /must not be gated-1/);
 
     const handle = worker.client.workflow.getHandle('sandbox-gated-a');
@@ -233,6 +236,44 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const again = await worker.sandboxes.create(request);
     assert.equal(again.state, 'DESTROYED', 'a finished sandbox is returned, not re-created');
     assert.equal(calls.filter((call) => call === 'provision').length - before, 1);
+  });
+
+  test('an id whose earlier sandbox Temporal has forgotten (the projection still has it) is refused, and its record kept', async () => {
+    // What a new run meets once the earlier workflow's history is gone (retention, a lost
+    // dev database): REJECT_DUPLICATE no longer stops it, so the projection must.
+    const now = new Date().toISOString();
+    worker.store.sandboxes.record(
+      {
+        id: 'reused-1',
+        workflowId: 'sandbox-reused-1',
+        runId: 'an-earlier-run',
+        principal: 'agent-6',
+        capability: 'cloud.sandbox',
+        adapter: 'memory',
+        services: ['s3'],
+        state: 'DESTROYED',
+        purpose: null,
+        labels: {},
+        requestDigest: 'sha256:earlier',
+        endpoint: null,
+        expiresAt: null,
+        createdAt: now,
+      },
+      { step: 1, action: 'requested', actor: 'agent-6', effect: 'requested', reason: null, summary: {} },
+    );
+    const before = worker.store.sandboxes.audit('reused-1');
+    const provisions = calls.filter((call) => call === 'provision').length;
+    await assert.rejects(
+      worker.sandboxes.create({ id: 'reused-1', principal: 'agent-6', services: ['s3', 'sqs'], ttlSeconds: 600 }, { wait: 'ready' }),
+      (err: unknown) => {
+        rejectsWith('IDEMPOTENCY_CONFLICT')(err);
+        assert.match((err as Error).message, /already belongs to an earlier sandbox \(run an-earlier-run\)/);
+        return true;
+      },
+    );
+    assert.equal(calls.filter((call) => call === 'provision').length, provisions, 'nothing provisioned');
+    assert.deepEqual(worker.store.sandboxes.audit('reused-1'), before, 'the earlier audit trail is untouched');
+    assert.equal(worker.store.sandboxes.state('reused-1'), 'DESTROYED');
   });
 
   test('unknown service: SERVICE_UNKNOWN before any adapter call', async () => {

@@ -7,7 +7,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startTestDevServer, TEST_TEMPORAL_ENV } from './helpers/test-temporal';
+import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
 const SCRIPTS_DIR = path.join(TEST_DIR, '..', 'scripts');
@@ -33,6 +33,14 @@ function prepareDocker(): { DOCKER_HOST: string; SANDBOXPLANE_MOTO_IMAGE: string
   return { DOCKER_HOST: match[1], SANDBOXPLANE_MOTO_IMAGE: motoImage };
 }
 
+/** Debian's Chromium, for the test files that drive a browser (they import helpers/browser). */
+function prepareChromium(files: readonly string[]): { SANDBOXPLANE_CHROMIUM: string } | undefined {
+  if (!files.some((file) => fs.readFileSync(file, 'utf8').includes("from './helpers/browser'"))) return undefined;
+  const chromium = lastLine(runScript('install-chromium.sh', process.env));
+  if (!chromium.startsWith('/')) throw new Error(`scripts/install-chromium.sh printed no path (last line: ${chromium})`);
+  return { SANDBOXPLANE_CHROMIUM: chromium };
+}
+
 function testFiles(filters: readonly string[]): string[] {
   const files = (fs.readdirSync(TEST_DIR, { recursive: true }) as string[])
     .filter((file) => file.endsWith('.test.ts'))
@@ -46,6 +54,7 @@ async function run(): Promise<number> {
   if (files.length === 0) throw new Error(`no test file matches ${process.argv.slice(2).join(' ')}`);
 
   const docker = prepareDocker();
+  const chromium = prepareChromium(files);
   process.stdout.write(`test run: Docker engine at ${docker.DOCKER_HOST}, moto image ${docker.SANDBOXPLANE_MOTO_IMAGE}\n`);
   const started = Date.now();
   const temporal = await startTestDevServer();
@@ -54,7 +63,10 @@ async function run(): Promise<number> {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-      { stdio: 'inherit', env: { ...process.env, ...docker, [TEST_TEMPORAL_ENV]: temporal.address } },
+      {
+        stdio: 'inherit',
+        env: { ...process.env, ...docker, ...chromium, [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl },
+      },
     );
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
     process.on('SIGINT', forward);

@@ -86,7 +86,9 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
       step: number;
     }): Promise<{ removed: boolean; error: string | null }> {
       const { finding } = input;
+      const beating = setInterval(() => heartbeat({ removing: finding.subject }), 5_000);
       try {
+        heartbeat({ removing: finding.subject });
         await broker.stop(finding.subject, { timeoutSeconds: 5 }).catch((err: unknown) => {
           if ((err as { code?: unknown }).code !== 'CONTAINER_NOT_FOUND') throw err;
         });
@@ -107,6 +109,8 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
         const message = err instanceof Error ? err.message : String(err);
         log.warn('orphan container could not be removed', { containerId: finding.subject, error: message });
         return { removed: false, error: message };
+      } finally {
+        clearInterval(beating);
       }
     },
 

@@ -1,4 +1,5 @@
-import { sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { createHash } from 'node:crypto';
+import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import type { ContainerBroker, ContainerInfo } from '../docker';
@@ -113,7 +114,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
         hostPort === 0 ? plan.environment : this.options.environment({ sandboxId: plan.sandboxId, labels: plan.labels, baseUrl: `http://127.0.0.1:${hostPort}` });
       try {
         return await broker.run({
-          name: `sandboxplane-${plan.sandboxId}`,
+          name: this.containerName(plan.sandboxId),
           image: this.options.image,
           ...(this.options.command !== undefined ? { command: [...this.options.command] } : {}),
           env: { ...environment },
@@ -146,7 +147,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   async destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport> {
     const { broker } = this.options;
     const removed: string[] = [];
-    for (const container of await broker.list({ [SANDBOX_ID_LABEL]: sandboxId })) {
+    for (const container of await broker.list(this.ownLabels(sandboxId))) {
       context.heartbeat({ step: 'removing', containerId: container.id });
       await broker.stop(container.id, { timeoutSeconds: 5 }).catch((err: unknown) => {
         if (!(err instanceof SandboxPlaneError && err.code === 'CONTAINER_NOT_FOUND')) throw err;
@@ -154,12 +155,26 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       await broker.remove(container.id, { force: true });
       removed.push(container.id);
     }
-    const remaining = (await broker.list({ [SANDBOX_ID_LABEL]: sandboxId })).map((container) => container.id);
+    const remaining = (await broker.list(this.ownLabels(sandboxId))).map((container) => container.id);
     return { removed, remaining };
   }
 
+  /**
+   * The labels that make a container this worker's for `sandboxId`: the sandbox id and
+   * the plane, so that a plane sharing the engine never touches another's containers.
+   */
+  private ownLabels(sandboxId: string): Record<string, string> {
+    return { ...this.options.extraLabels, [SANDBOX_ID_LABEL]: sandboxId };
+  }
+
+  /** Unique per plane as well: a retried run adopts its own container, never another plane's. */
+  private containerName(sandboxId: string): string {
+    const plane = this.options.extraLabels?.[PLANE_LABEL];
+    return plane === undefined ? `sandboxplane-${sandboxId}` : `sandboxplane-${createHash('sha256').update(plane).digest('hex').slice(0, 8)}-${sandboxId}`;
+  }
+
   private async containers(sandboxId: string): Promise<ContainerInfo[]> {
-    const summaries = await this.options.broker.list({ [SANDBOX_ID_LABEL]: sandboxId });
+    const summaries = await this.options.broker.list(this.ownLabels(sandboxId));
     const running = summaries.filter((summary) => summary.state === 'running');
     return Promise.all(running.map((summary) => this.options.broker.inspect(summary.id)));
   }

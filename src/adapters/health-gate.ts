@@ -15,11 +15,13 @@ export interface HealthGateOptions {
 
 function pause(ms: number, cancelled: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    cancelled?.addEventListener('abort', () => {
+    const wake = () => {
       clearTimeout(timer);
+      cancelled?.removeEventListener('abort', wake);
       resolve();
-    });
+    };
+    const timer = setTimeout(wake, ms);
+    cancelled?.addEventListener('abort', wake, { once: true });
   });
 }
 

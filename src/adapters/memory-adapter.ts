@@ -1,3 +1,4 @@
+import { SandboxPlaneError } from '../domain/errors';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type {
   CloudEmulatorAdapter,
@@ -51,7 +52,11 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
   }
 
   async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]> {
-    return (this.sandboxes.get(sandboxId)?.resources ?? []).filter((resource) => services.includes(resource.service));
+    const sandbox = this.sandboxes.get(sandboxId);
+    if (sandbox === undefined) {
+      throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `this worker holds no memory sandbox ${sandboxId} (memory sandboxes do not survive a restart)`);
+    }
+    return sandbox.resources.filter((resource) => services.includes(resource.service));
   }
 
   async destroy(sandboxId: string): Promise<DestroyReport> {

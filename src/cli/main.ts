@@ -79,13 +79,14 @@ export function buildProgram(): Command {
   program
     .command('doctor')
     .description('check every dependency and say what to fix; exit 0 only when all required checks pass')
+    .option('--quick', 'prove the worker by its poll on the task queue instead of a round-trip workflow (for healthchecks)')
     .addOption(jsonOption())
     .action(
       action(async (options) => {
         const config = loadConfig();
         const { doctorPassed, runDoctorChecks } = await import('./doctor-checks.js');
         const { formatDoctorReport } = await import('./doctor-report.js');
-        const checks = await runDoctorChecks(config);
+        const checks = await runDoctorChecks(config, { roundTrip: options.quick !== true });
         const ok = doctorPassed(checks);
         printResult({ json: options.json === true }, { ok, checks }, formatDoctorReport(checks, ok));
         return ok ? 0 : 1;
@@ -95,6 +96,8 @@ export function buildProgram(): Command {
   program
     .command('mcp')
     .description('serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox and destroy_sandbox to an MCP client over stdio, until stdin closes')
+    // Accepted like everywhere; MCP answers are JSON frames already, so it changes nothing.
+    .addOption(jsonOption())
     .action(
       action(async () => {
         const config = loadConfig();

@@ -78,8 +78,11 @@ export async function triggerSweep(client: Client, options: { wait: boolean; tim
   const known = new Set(
     [...before.info.recentActions.map((result) => result.action), ...before.info.runningActions].map((started) => started.workflow.workflowId),
   );
-  await handle.trigger();
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  // SKIP, like the schedule: a sweep already running is the one to wait for, never a second beside it.
+  const running = before.info.runningActions[0]?.workflow.workflowId;
+  if (running !== undefined) return options.wait ? { workflowId: running, report: await resultBy(client, running, deadline) } : { workflowId: running };
+  await handle.trigger(ScheduleOverlapPolicy.SKIP);
   let workflowId: string | undefined;
   while (workflowId === undefined) {
     const now = await handle.describe();
@@ -90,6 +93,20 @@ export async function triggerSweep(client: Client, options: { wait: boolean; tim
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   if (!options.wait) return { workflowId };
-  const report = (await client.workflow.getHandle(workflowId).result()) as SweepReport;
-  return { workflowId, report };
+  return { workflowId, report: await resultBy(client, workflowId, deadline) };
+}
+
+async function resultBy(client: Client, workflowId: string, deadline: number): Promise<SweepReport> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new SandboxPlaneError('WAIT_TIMEOUT', `sweep ${workflowId} has not finished yet; its result will be in the Temporal UI`)),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  try {
+    return await Promise.race([client.workflow.getHandle(workflowId).result() as Promise<SweepReport>, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import type { ApprovalAttempt, SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
@@ -246,11 +247,12 @@ export class SandboxClient {
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     try {
-      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
-      return withTimeLeft(status);
+      await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
     } catch (err) {
       throw await this.explainClosed(err, sandboxId);
     }
+    // The update's own result leaves the client config out (it is kept in history).
+    return this.status(sandboxId);
   }
 
   /**
@@ -322,7 +324,8 @@ export class SandboxClient {
     for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
       const status = await this.status(id);
       if (['DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'].includes(status.state)) {
-        const code = status.error?.code ?? status.decision?.code ?? 'INTERNAL';
+        const reported = status.error?.code ?? status.decision?.code;
+        const code = isErrorCode(reported) ? reported : 'INTERNAL';
         throw new SandboxPlaneError(code, `sandbox ${id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
           details: { status },
         });

@@ -79,16 +79,22 @@ const identifier = (example: string) =>
 
 const dockerHost = z
   .string()
-  .regex(/^(unix|tcp|npipe|ssh):\/\/\S+$/, 'must be a URL such as unix:///var/run/docker.sock or tcp://127.0.0.1:2375');
+  .regex(/^(unix|tcp):\/\/\S+$/, 'must be a URL such as unix:///var/run/docker.sock or tcp://127.0.0.1:2375');
 
 const nonEmptyPath = z.string().trim().min(1, 'must not be empty when set');
 
-/** A duration such as 90s, 30m, 2h or 1d, as seconds. */
+const MAX_DURATION_SECONDS = 365 * 86_400;
+
+/** A duration such as 90s, 30m, 2h or 1d, as seconds (at most a year: dates past that stop being dates). */
 const duration = (fallbackSeconds: number) =>
   z
     .string()
     .transform((text, ctx) => {
       const seconds = parseDuration(text);
+      if (seconds !== undefined && seconds > MAX_DURATION_SECONDS) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be at most 365d, got '${text}'` });
+        return z.NEVER;
+      }
       if (seconds === undefined) {
         ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a duration such as 90s, 30m, 2h or 1d, got '${text}'` });
         return z.NEVER;

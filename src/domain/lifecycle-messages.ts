@@ -15,7 +15,7 @@ export type ApprovalPayload = z.input<typeof approvalPayloadSchema>;
 
 /** Payload of the `extend` update: add `ttlSeconds` to the current expiry. */
 export const extendPayloadSchema = z.object({
-  ttlSeconds: z.number().int('must be whole seconds').positive('must be positive'),
+  ttlSeconds: z.number().int('must be whole seconds').positive('must be positive').max(31_536_000, 'must be at most a year (31536000)'),
   reason: z.string().max(1000).optional(),
   /** Who asks; recorded in the audit trail. */
   actor: z.string().max(200).optional(),

@@ -76,6 +76,11 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ) STRICT;
   CREATE INDEX leaks_outstanding ON leaks (resolution, last_seen);
   `,
+  // 3: the workflow run that owns a sandbox row: an id reused after its history is gone
+  // must not inherit (or overwrite) the earlier sandbox's record.
+  `
+  ALTER TABLE sandboxes ADD COLUMN run_id TEXT;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,3 +1,4 @@
+import { SandboxPlaneError } from '../domain/errors';
 import { LIVE_STATES, type SandboxState } from '../domain/sandbox-states';
 import type { SqliteDatabase } from './database';
 
@@ -5,6 +6,8 @@ import type { SqliteDatabase } from './database';
 export interface SandboxSnapshot {
   readonly id: string;
   readonly workflowId: string;
+  /** The lifecycle run that owns the row (its first run id). */
+  readonly runId: string;
   readonly principal: string;
   readonly capability: string;
   readonly adapter: string;
@@ -78,14 +81,25 @@ export class SandboxRepository {
     return this.db
       .transaction(() => {
         const at = now.toISOString();
+        const owner = this.db.prepare('SELECT run_id AS runId FROM sandboxes WHERE id = ?').get(snapshot.id) as
+          | { runId: string | null }
+          | undefined;
+        if (owner?.runId != null && owner.runId !== snapshot.runId) {
+          throw new SandboxPlaneError(
+            'IDEMPOTENCY_CONFLICT',
+            `sandbox id ${snapshot.id} already belongs to an earlier sandbox (run ${owner.runId}) whose workflow history is gone`,
+            { details: { sandboxId: snapshot.id } },
+          );
+        }
         this.db
           .prepare(
-            `INSERT INTO sandboxes (id, workflow_id, principal, capability, adapter, services, state, purpose, labels,
+            `INSERT INTO sandboxes (id, workflow_id, run_id, principal, capability, adapter, services, state, purpose, labels,
                                     request_digest, endpoint, expires_at, last_step, created_at, updated_at)
-             VALUES (@id, @workflowId, @principal, @capability, @adapter, @services, @state, @purpose, @labels,
+             VALUES (@id, @workflowId, @runId, @principal, @capability, @adapter, @services, @state, @purpose, @labels,
                      @requestDigest, @endpoint, @expiresAt, @step, @createdAt, @at)
              ON CONFLICT (id) DO UPDATE SET state = excluded.state, endpoint = excluded.endpoint,
-               expires_at = excluded.expires_at, last_step = excluded.last_step, updated_at = excluded.updated_at
+               expires_at = excluded.expires_at, last_step = excluded.last_step, updated_at = excluded.updated_at,
+               run_id = COALESCE(sandboxes.run_id, excluded.run_id)
              WHERE excluded.last_step > sandboxes.last_step`,
           )
           .run({

@@ -137,6 +137,15 @@ export class DevServer {
     }
   }
 
+  /**
+   * Lets this process exit while the server still runs (its `exit` handler then kills
+   * it): for a server that lives as long as the process, like a test file's own.
+   */
+  unrefProcess(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdout, this.child.stderr]) (stream as { unref?: () => void } | null)?.unref?.();
+  }
+
   /** Last-resort, synchronous kill for `process.on('exit')`, where nothing can be awaited. */
   killNow(): void {
     if (this.running) this.child.kill('SIGKILL');

@@ -52,7 +52,10 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
     }));
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const clientConnection = await Connection.connect({ address: config.temporalAddress });
+  const clientConnection = await Connection.connect({ address: config.temporalAddress }).catch(async (err: unknown) => {
+    await connection.close();
+    throw err;
+  });
   const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
   try {
     const worker = await Worker.create({

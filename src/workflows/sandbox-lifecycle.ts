@@ -7,6 +7,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -14,7 +15,7 @@ import type { Activities } from '../activities';
 import type { ProvisionedSandbox } from '../adapters/cloud-emulator-adapter';
 import { clientConfigFor } from '../domain/client-config';
 import type { ErrorCode } from '../domain/error-codes';
-import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
+import { isErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { formatDuration } from '../domain/duration';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import {
@@ -41,9 +42,11 @@ import {
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
 
+// No attempt cap: giving up on the projection would end the workflow, and with it the
+// TTL timer that tears the sandbox down. Non-retryable taxonomy codes still stop at once.
 const projection = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 10, nonRetryableErrorTypes },
+  retry: { maximumInterval: '1 minute', nonRetryableErrorTypes },
 });
 
 const runtime = proxyActivities<Activities>({
@@ -67,12 +70,18 @@ interface Operation {
 
 const APPROVAL_EXAMPLE = '{"approver": "<your name>", "reason": "<why>"}';
 
-function failureCode(err: unknown): { code: ErrorCode; message: string } {
+/** The taxonomy code of a failed activity; anything outside the taxonomy gets `fallback`. */
+function failureCode(err: unknown, fallback: ErrorCode): { code: ErrorCode; message: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && typeof cause.type === 'string') {
-    return { code: cause.type as ErrorCode, message: cause.message };
-  }
-  return { code: 'INTERNAL', message: err instanceof Error ? err.message : String(err) };
+  if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, message: cause.message };
+  if (cause instanceof TimeoutFailure) return { code: fallback, message: `the activity timed out (${cause.timeoutType})` };
+  const message = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+  return { code: fallback, message };
+}
+
+/** Update results are kept in the history, so they never carry the client config. */
+function withoutCredentials(status: SandboxStatus): SandboxStatus {
+  return { ...status, clientConfig: null };
 }
 
 function iso(ms: number | null): string | null {
@@ -88,10 +97,12 @@ function iso(ms: number | null): string | null {
  */
 export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxStatus> {
   const { request } = input;
-  const workflowId = workflowInfo().workflowId;
+  const { workflowId, firstExecutionRunId: runId } = workflowInfo();
   const createdAtMs = Date.now();
 
   let state: SandboxState = 'REQUESTED';
+  /** Set while a transition is being recorded: validators judge by where the sandbox is going. */
+  let leavingFor: SandboxState | undefined;
   let step = 0;
   let waitingFor = 'Screening the request against flags, policy, catalog, TTL rules and quota.';
   let decision: Decision | null = null;
@@ -133,6 +144,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   const snapshot = (stateNow: SandboxState = state) => ({
     id: request.id,
     workflowId,
+    runId,
     principal: request.principal,
     capability: request.capability,
     adapter: request.adapter,
@@ -172,7 +184,9 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
    * status, the UI or a search also finds it in the audit trail.
    */
   const enter = async (next: SandboxState, details: string, operation: Operation) => {
+    leavingFor = next;
     await record(operation, next);
+    leavingFor = undefined;
     state = next;
     reflectState();
     explain(details);
@@ -202,14 +216,15 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
         reason: reason ?? null,
         summary: { bySeconds: ttlSeconds, from: iso(previous), to: iso(expiresAtMs) },
       });
-      return status();
+      return withoutCredentials(status());
     },
     {
       validator: (payload) => {
         const parsed = extendPayloadSchema.safeParse(payload);
         if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_INPUT', message: `invalid extend payload: ${describeIssues(parsed.error.issues)}`, nonRetryable: true });
-        if (state !== 'READY' || destroyRequest !== undefined || expiresAtMs === null || settings === null || decision === null) {
-          throw ApplicationFailure.create({ type: 'INVALID_STATE', message: `only a READY sandbox can be extended; this one is ${state}`, nonRetryable: true });
+        const current = leavingFor ?? state;
+        if (current !== 'READY' || destroyRequest !== undefined || expiresAtMs === null || settings === null || decision === null) {
+          throw ApplicationFailure.create({ type: 'INVALID_STATE', message: `only a READY sandbox can be extended; this one is ${current}`, nonRetryable: true });
         }
         const verdict = checkExtension({
           nowMs: Date.now(),
@@ -229,8 +244,9 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     () => runtime.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services }),
     {
       validator: () => {
-        if (state !== 'READY') {
-          throw ApplicationFailure.create({ type: 'INVALID_STATE', message: `only a READY sandbox can list resources; this one is ${state}`, nonRetryable: true });
+        const current = leavingFor ?? state;
+        if (current !== 'READY') {
+          throw ApplicationFailure.create({ type: 'INVALID_STATE', message: `only a READY sandbox can list resources; this one is ${current}`, nonRetryable: true });
         }
       },
     },
@@ -242,7 +258,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
       const { reason, actor } = destroyPayloadSchema.parse(payload);
       destroyRequest ??= { reason: reason ?? 'destroy requested', actor: actor ?? 'api' };
       await condition(() => isTerminal(state));
-      return status();
+      return withoutCredentials(status());
     },
     {
       validator: (payload) => {
@@ -263,7 +279,16 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   // REQUESTED: visible in the projection before anything else happens.
   reflectState();
   explain(waitingFor);
-  await record({ action: 'requested', actor: request.principal, effect: 'requested', reason: request.purpose ?? null, summary: { services: request.services, adapter: request.adapter, capability: request.capability } });
+  try {
+    await record({ action: 'requested', actor: request.principal, effect: 'requested', reason: request.purpose ?? null, summary: { services: request.services, adapter: request.adapter, capability: request.capability } });
+  } catch (err) {
+    // The projection refuses a reused id (IDEMPOTENCY_CONFLICT): end here, having touched nothing.
+    error = failureCode(err, 'INTERNAL');
+    state = 'DENIED';
+    reflectState();
+    explain(`Refused before screening (${error.code}): ${error.message}. Nothing was recorded or provisioned.`);
+    return finish();
+  }
 
   // Screening: flags, policy, catalog, TTL, quota; recorded by the activity itself.
   step += 1;
@@ -282,9 +307,11 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   if (decision.effect === 'require_approval') {
     const deadlineMs = Date.now() + settings.approvalTimeoutSeconds * 1000;
     explain(
+      // The Temporal UI renders this as Markdown in a small frame: code spans keep the payload
+      // copyable (no tags eaten, no curly quotes), and the reasons stay in status.decision.
       `Waiting for a human's approval until ${iso(deadlineMs)} (${formatDuration(settings.approvalTimeoutSeconds)}). ` +
-        `To approve, send the signal "approve" with the JSON payload ${APPROVAL_EXAMPLE}; to refuse, send "deny" with the same payload. ` +
-        `The approver must be on the approvers list and must not be ${request.principal}. Why approval is needed: ${decision.reasons.join('; ')}.`,
+        `To approve, send the signal \`approve\` with the JSON payload \`${APPROVAL_EXAMPLE}\`; to refuse, send \`deny\` with the same payload. ` +
+        `The approver must be on the approvers list and must not be ${request.principal}.`,
     );
     const approvedBy = await awaitApproval(deadlineMs);
     if (approvedBy === undefined) return finish();
@@ -311,27 +338,33 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   try {
     provisioned = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
   } catch (err) {
-    error = failureCode(err);
-    await compensate();
-    await enter('FAILED', `Provisioning failed (${error.code}): ${error.message}. Whatever was created was torn down.`, {
+    error = failureCode(err, 'PROVISION_FAILED');
+    const leftovers = await compensate();
+    const teardown = leftovers.length === 0 ? 'Whatever was created was torn down.' : `Teardown left ${leftovers.join(', ')}; the cleanup sweep will find it.`;
+    await enter('FAILED', `Provisioning failed (${error.code}): ${error.message}. ${teardown}`, {
       action: 'provision_failed',
       actor: 'worker',
       effect: 'failed',
       reason: error.message,
-      summary: { code: error.code },
+      summary: { code: error.code, leftovers },
     });
     return finish();
   }
 
   expiresAtMs = Date.now() + decision.ttlSeconds * 1000;
-  await enter('READY', readyDetails(), {
-    action: 'ready',
-    actor: 'worker',
-    effect: 'ready',
-    summary: { endpoint: provisioned.endpoint, runtimeIds: provisioned.runtimeIds, expiresAt: iso(expiresAtMs) },
-  });
-
-  const ending = await awaitExpiryOrDestroy(settings.expiryWarningSeconds);
+  let ending: { reason: string; actor: string };
+  try {
+    await enter('READY', readyDetails(), {
+      action: 'ready',
+      actor: 'worker',
+      effect: 'ready',
+      summary: { endpoint: provisioned.endpoint, runtimeIds: provisioned.runtimeIds, expiresAt: iso(expiresAtMs) },
+    });
+    ending = await awaitExpiryOrDestroy(settings.expiryWarningSeconds);
+  } catch (err) {
+    // Something provisioned must never outlive its workflow: tear down whatever went wrong.
+    ending = { reason: `unexpected failure while READY: ${failureCode(err, 'INTERNAL').message}`, actor: 'worker' };
+  }
 
   await enter('DESTROYING', `Tearing down (${ending.reason}).`, { action: 'destroying', actor: ending.actor, effect: 'destroy', reason: ending.reason });
   try {
@@ -343,7 +376,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
       return finish();
     }
   } catch (err) {
-    error = failureCode(err);
+    error = failureCode(err, 'DESTROY_FAILED');
   }
   await enter('DESTROY_FAILED', `Teardown failed (${error.code}): ${error.message}. The leak is recorded; the cleanup sweep retries it.`, {
     action: 'destroy_failed',
@@ -440,12 +473,14 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     }
   }
 
-  /** Best effort after a failed provision: the adapter's destroy is idempotent. */
-  async function compensate(): Promise<void> {
+  /** Best effort after a failed provision (the adapter's destroy is idempotent); returns what stayed. */
+  async function compensate(): Promise<string[]> {
     try {
-      await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter });
+      return [...(await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter })).remaining];
     } catch (err) {
-      log.error('compensation after a failed provision failed; the sweep will find the leftovers', { error: failureCode(err) });
+      const failure = failureCode(err, 'DESTROY_FAILED');
+      log.error('compensation after a failed provision failed; the sweep will find the leftovers', { error: failure });
+      return [`unknown (teardown failed: ${failure.message})`];
     }
   }
 }

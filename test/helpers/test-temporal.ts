@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after } from 'node:test';
 import { DevServer } from '../../src/temporal-dev/dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-dev/search-attribute-setup';
 import { locateTemporalCli } from '../../src/temporal-dev/temporal-cli';
@@ -9,11 +8,17 @@ import { freePort } from './free-port';
 
 /** Set by test/run-tests.ts for the test files it runs: the address of its dev server. */
 export const TEST_TEMPORAL_ENV = 'SANDBOXPLANE_TEST_TEMPORAL_ADDRESS';
+/** Set by test/run-tests.ts next to TEST_TEMPORAL_ENV: the Web UI of the same dev server. */
+export const TEST_TEMPORAL_UI_ENV = 'SANDBOXPLANE_TEST_TEMPORAL_UI_URL';
 
 export interface TestDevServer {
   readonly address: string;
   readonly uiUrl: string;
   stop(): Promise<void>;
+  /** Synchronous, for `process.on('exit')`. */
+  killNow(): void;
+  /** Lets the test process exit with the server still up (its exit handler kills it). */
+  unrefProcess(): void;
 }
 
 /**
@@ -45,17 +50,42 @@ export async function startTestDevServer(): Promise<TestDevServer> {
       await server.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
+    killNow: () => server.killNow(),
+    unrefProcess: () => server.unrefProcess(),
   };
 }
 
+let ownServer: Promise<TestDevServer> | undefined;
+
 /**
  * The dev server of this test run: the runner's when it set one, otherwise one this
- * file starts for itself (running a single file by hand) and stops when it ends.
+ * process starts once (running a single file by hand) and kills when it exits. (An
+ * `after` hook registered from inside a `before` hook would run as soon as that hook
+ * ends, so the process's exit is the moment to stop it.)
  */
 export async function testTemporalAddress(): Promise<string> {
   const shared = process.env[TEST_TEMPORAL_ENV];
   if (shared !== undefined && shared !== '') return shared;
-  const own = await startTestDevServer();
-  after(() => own.stop());
-  return own.address;
+  ownServer ??= startTestDevServer().then((server) => {
+    server.unrefProcess();
+    process.once('exit', () => server.killNow());
+    return server;
+  });
+  return (await ownServer).address;
+}
+
+/**
+ * The dev server of this test run with its Web UI: the runner's when it set both
+ * variables (then `stop` does nothing), otherwise one started for this file alone. The
+ * caller stops it in its own `after` hook, after whatever uses it: an `after` registered
+ * from inside a `before` hook (as testTemporalAddress does) runs as soon as that hook ends.
+ */
+export async function testTemporalUi(): Promise<{ address: string; uiUrl: string; stop(): Promise<void> }> {
+  const address = process.env[TEST_TEMPORAL_ENV];
+  const uiUrl = process.env[TEST_TEMPORAL_UI_ENV];
+  if (address !== undefined && address !== '' && uiUrl !== undefined && uiUrl !== '') {
+    return { address, uiUrl, stop: () => Promise.resolve() };
+  }
+  const server = await startTestDevServer();
+  return { address: server.address, uiUrl: server.uiUrl, stop: () => server.stop() };
 }

@@ -6,7 +6,7 @@ import { parseCliArgument } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatApproverList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStore } from '../store-session';
+import { withStore, withStoreReadOnly } from '../store-session';
 
 /** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
 const approverNameSchema = approvalPayloadSchema.shape.approver;
@@ -36,7 +36,7 @@ export function registerApproverCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const list = withStore(loadConfig(), (store) => store.approvers.list());
+        const list = withStoreReadOnly(loadConfig(), (store) => store.approvers.list());
         printResult({ json: raw.json === true }, { approvers: list }, formatApproverList(list));
       }),
     );

@@ -8,7 +8,7 @@ import { durationSchema, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withStore } from '../store-session';
+import { withStoreReadOnly } from '../store-session';
 
 const sweepOptionsSchema = z.object({
   wait: z.boolean().default(false),
@@ -82,7 +82,7 @@ export function registerCleanupCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const leaks = withStore(loadConfig(), (store) => store.leaks.outstanding());
+        const leaks = withStoreReadOnly(loadConfig(), (store) => store.leaks.outstanding());
         printResult({ json: raw.json === true }, { leaks }, formatLeaks(leaks));
       }),
     );

@@ -8,7 +8,7 @@ import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptio
 import { action, jsonOption } from '../command-action';
 import { formatPolicy, formatPolicyList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStore } from '../store-session';
+import { withStore, withStoreReadOnly } from '../store-session';
 
 /** A principal name, or a glob where `*` stands for any run of characters. */
 const principalPatternSchema = z
@@ -70,7 +70,7 @@ export function registerPolicyCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const policies = withStore(loadConfig(), (store) => store.policies.list());
+        const policies = withStoreReadOnly(loadConfig(), (store) => store.policies.list());
         printResult({ json: raw.json === true }, { policies }, formatPolicyList(policies));
       }),
     );

@@ -12,7 +12,7 @@ import { action, jsonOption } from '../command-action';
 import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
 import { printResult } from '../output';
 import { withSandboxClient } from '../sandbox-session';
-import { withStore } from '../store-session';
+import { withStoreReadOnly } from '../store-session';
 
 const request = sandboxRequestSchema.shape;
 
@@ -187,7 +187,7 @@ export function registerSandboxCommands(program: Command): void {
     .action(
       action(async (raw, args) => {
         const id = sandboxId(args);
-        const operations = withStore(loadConfig(), (store) => {
+        const operations = withStoreReadOnly(loadConfig(), (store) => {
           if (!store.sandboxes.exists(id)) {
             throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${id} in the projection`, {
               hint: 'Check the id (`sandboxctl list`) and that SANDBOXPLANE_DB is the worker\'s database.',
