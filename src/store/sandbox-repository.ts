@@ -109,23 +109,7 @@ export class SandboxRepository {
             step: operation.step,
             at,
           });
-        const inserted = this.db
-          .prepare(
-            `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, step, action, actor, effect, reason, summary, at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            snapshot.id,
-            snapshot.workflowId,
-            operation.step,
-            operation.action,
-            operation.actor,
-            operation.effect,
-            operation.reason,
-            JSON.stringify(operation.summary),
-            at,
-          );
-        return inserted.changes === 1;
+        return this.appendOperation(snapshot.id, snapshot.workflowId, operation, at);
       })
       .immediate();
   }
@@ -179,23 +163,17 @@ export class SandboxRepository {
 
   /** An audit row from outside the sandbox's own workflow (the sweep); ignored if already written. */
   appendAudit(sandboxId: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
-    if (!this.exists(sandboxId)) return false;
+    return this.exists(sandboxId) && this.appendOperation(sandboxId, workflowId, operation, now.toISOString());
+  }
+
+  /** One audit row, keyed by workflow id and step: `false` when that step is already there. */
+  private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
     const result = this.db
       .prepare(
         `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, step, action, actor, effect, reason, summary, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(
-        sandboxId,
-        workflowId,
-        operation.step,
-        operation.action,
-        operation.actor,
-        operation.effect,
-        operation.reason,
-        JSON.stringify(operation.summary),
-        now.toISOString(),
-      );
+      .run(sandboxId, workflowId, operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
     return result.changes === 1;
   }
 
