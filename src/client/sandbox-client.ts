@@ -321,7 +321,8 @@ export class SandboxClient {
 
   private async waitFor(id: string, wait: CreateWait, timeoutMs: number): Promise<SandboxStatus> {
     const deadline = Date.now() + timeoutMs;
-    for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
+    // Short pauses: screening and a memory provision take a few hundred ms; a long backoff would dominate.
+    for (let pause = 50; ; pause = Math.min(pause * 2, 250)) {
       const status = await this.status(id);
       if (['DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'].includes(status.state)) {
         const reported = status.error?.code ?? status.decision?.code;
