@@ -17,6 +17,7 @@ import { Store } from '../src/store';
 import { ensureSearchAttributes } from '../src/temporal-dev/search-attribute-setup';
 import { runCli, spawnCli, stopChild } from './helpers/cli';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { projectionSnapshot } from './helpers/projection-row';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 const MIB = 1024 * 1024;
@@ -116,24 +117,8 @@ describe('cleanup sweep on a real dev server and engine', () => {
     strays.push(orphan);
     const foreign = await strayContainer(broker, imageId, 'sweep-foreign', { [PLANE_LABEL]: 'elsewhere@10.0.0.1:7233' });
     strays.push(foreign);
-    const now = new Date().toISOString();
     worker.store.sandboxes.record(
-      {
-        id: 'sweep-stranded',
-        workflowId: 'sandbox-sweep-stranded',
-        runId: 'run-that-never-was',
-        principal: 'agent-1',
-        capability: 'cloud.sandbox',
-        adapter: 'moto',
-        services: ['s3'],
-        state: 'PROVISIONING',
-        purpose: null,
-        labels: {},
-        requestDigest: 'sha256:test',
-        endpoint: null,
-        expiresAt: null,
-        createdAt: now,
-      },
+      projectionSnapshot({ id: 'sweep-stranded', runId: 'run-that-never-was', adapter: 'moto' }),
       { step: 1, action: 'requested', actor: 'test', effect: 'requested', reason: null, summary: {} },
     );
 

@@ -6,6 +6,7 @@ import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapte
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import { projectionSnapshot } from './helpers/projection-row';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
@@ -241,24 +242,8 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
   test('an id whose earlier sandbox Temporal has forgotten (the projection still has it) is refused, and its record kept', async () => {
     // What a new run meets once the earlier workflow's history is gone (retention, a lost
     // dev database): REJECT_DUPLICATE no longer stops it, so the projection must.
-    const now = new Date().toISOString();
     worker.store.sandboxes.record(
-      {
-        id: 'reused-1',
-        workflowId: 'sandbox-reused-1',
-        runId: 'an-earlier-run',
-        principal: 'agent-6',
-        capability: 'cloud.sandbox',
-        adapter: 'memory',
-        services: ['s3'],
-        state: 'DESTROYED',
-        purpose: null,
-        labels: {},
-        requestDigest: 'sha256:earlier',
-        endpoint: null,
-        expiresAt: null,
-        createdAt: now,
-      },
+      projectionSnapshot({ id: 'reused-1', runId: 'an-earlier-run', principal: 'agent-6', state: 'DESTROYED', requestDigest: 'sha256:earlier' }),
       { step: 1, action: 'requested', actor: 'agent-6', effect: 'requested', reason: null, summary: {} },
     );
     const before = worker.store.sandboxes.audit('reused-1');

@@ -137,3 +137,31 @@ describe('Store', () => {
     }
   });
 });
+
+describe('LeakRepository', () => {
+  const finding = (subject: string) => ({ kind: 'orphan_container' as const, subject, sandboxId: null, detail: `container ${subject}` });
+
+  test('a leak no longer seen is gone, one seen again is outstanding again, a removed one is resolved', () => {
+    const store = Store.open(freshFile());
+    try {
+      store.leaks.recordSweep({ outstanding: [finding('a'), finding('b')], removed: [] }, new Date('2026-01-01T00:00:00Z'));
+      assert.deepEqual(store.leaks.outstanding().map((leak) => leak.subject), ['a', 'b']);
+
+      store.leaks.recordSweep({ outstanding: [finding('a')], removed: [finding('c')] }, new Date('2026-01-01T00:05:00Z'));
+      assert.deepEqual(store.leaks.outstanding().map((leak) => [leak.subject, leak.firstSeen, leak.lastSeen]), [
+        ['a', '2026-01-01T00:00:00.000Z', '2026-01-01T00:05:00.000Z'],
+      ]);
+      const bySubject = new Map(store.leaks.recent().map((leak) => [leak.subject, leak]));
+      assert.equal(bySubject.get('b')?.resolution, 'gone');
+      assert.equal(bySubject.get('c')?.resolution, 'removed');
+
+      store.leaks.recordSweep({ outstanding: [finding('a'), finding('b')], removed: [] }, new Date('2026-01-01T00:10:00Z'));
+      const reopened = store.leaks.outstanding().find((leak) => leak.subject === 'b');
+      assert.equal(reopened?.resolution, null);
+      assert.equal(reopened?.resolvedAt, null);
+      assert.equal(reopened?.firstSeen, '2026-01-01T00:00:00.000Z', 'the first sighting is kept');
+    } finally {
+      store.close();
+    }
+  });
+});

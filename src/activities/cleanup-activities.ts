@@ -1,6 +1,6 @@
 import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import type { LeakFinding, ManagedContainer } from '../domain/leaks';
 import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/sandbox-request';
 import type { SandboxState } from '../domain/sandbox-states';
@@ -40,7 +40,7 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
      */
     async listManagedContainers(): Promise<ManagedContainer[]> {
       return withTaxonomy(async () =>
-        (await broker.list({ [MANAGED_BY_LABEL]: MANAGED_BY_VALUE }))
+        (await broker.list(managedContainersFilter()))
           .filter((container) => (container.labels[PLANE_LABEL] ?? deps.plane) === deps.plane)
           .map((container) => ({
           id: container.id,

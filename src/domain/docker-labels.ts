@@ -3,9 +3,6 @@
  * and teardown find containers by them, never by name.
  */
 
-/** The namespace every label of ours lives in. */
-export const LABEL_NAMESPACE = 'io.sandboxplane.';
-
 /** Marks a container as ours; its value is always {@link MANAGED_BY_VALUE}. */
 export const MANAGED_BY_LABEL = 'io.sandboxplane.managed-by';
 export const MANAGED_BY_VALUE = 'cloud-sandbox-plane';
@@ -25,9 +22,6 @@ export const PLANE_LABEL = 'io.sandboxplane.plane';
 export function planeIdentity(namespace: string, temporalAddress: string): string {
   return `${namespace}@${temporalAddress}`;
 }
-
-/** Labels required on every container, in the order messages list them. */
-export const REQUIRED_LABELS = Object.freeze([MANAGED_BY_LABEL, SANDBOX_ID_LABEL, ADAPTER_LABEL] as const);
 
 /** The label set for one sandbox's container. */
 export function sandboxContainerLabels(sandboxId: string, adapter: string): Readonly<Record<string, string>> {
