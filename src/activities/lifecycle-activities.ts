@@ -4,12 +4,13 @@ import type {
   AdapterRegistry,
   CloudEmulatorAdapter,
   DestroyReport,
-  ProvisionedSandbox,
   ResourceRef,
 } from '../adapters/cloud-emulator-adapter';
 import { SandboxPlaneError } from '../domain/errors';
 import type { FeatureFlags } from '../domain/feature-flags';
+import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
+import type { PolicyEffect } from '../domain/policy';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import type { SandboxState } from '../domain/sandbox-states';
 import { screenRequest, type Decision } from '../domain/screening';
@@ -31,7 +32,8 @@ export interface ScreeningResult {
   readonly state: SandboxState;
 }
 
-const STATE_AFTER_SCREENING: Readonly<Record<Decision['effect'], SandboxState>> = {
+/** What version-1 lifecycles (started before the state machine) expect; current runs send `nextStates`. */
+const V1_STATE_AFTER_SCREENING: Readonly<Record<PolicyEffect, SandboxState>> = {
   deny: 'DENIED',
   require_approval: 'AWAITING_APPROVAL',
   allow: 'PROVISIONING',
@@ -68,13 +70,20 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
      * two requests racing for the last quota slot cannot both win. A retry returns the
      * verdict recorded the first time.
      */
-    async screenRequest(input: { snapshot: SandboxSnapshot; request: IdentifiedRequest; step: number }): Promise<ScreeningResult> {
+    async screenRequest(input: {
+      snapshot: SandboxSnapshot;
+      request: IdentifiedRequest;
+      step: number;
+      /** The state the workflow moves to for each effect; the row is written in it, atomically with the quota count. */
+      nextStates?: Readonly<Record<PolicyEffect, SandboxState>>;
+    }): Promise<ScreeningResult> {
+      const nextStates = input.nextStates ?? V1_STATE_AFTER_SCREENING;
       return withTaxonomy(() =>
         store.sandboxes.atomically(() => {
           const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step);
           if (earlier !== undefined) {
             const decision = earlier.summary.decision as Decision;
-            return { decision, settings: deps.lifecycle, state: STATE_AFTER_SCREENING[decision.effect] };
+            return { decision, settings: deps.lifecycle, state: nextStates[decision.effect] };
           }
           const decision = screenRequest({
             request: input.request,
@@ -84,7 +93,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
             availableAdapters,
             ttl: deps.lifecycle,
           });
-          const state = STATE_AFTER_SCREENING[decision.effect];
+          const state = nextStates[decision.effect];
           store.sandboxes.record(
             { ...input.snapshot, state },
             {
@@ -113,7 +122,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       adapter: AdapterName;
       services: readonly string[];
       labels: Readonly<Record<string, string>>;
-    }): Promise<ProvisionedSandbox> {
+    }): Promise<RuntimeHandle> {
       return withTaxonomy(async () => {
         const adapter = adapterFor(deps.adapters, input.adapter);
         const plan = adapter.launchPlan({ sandboxId: input.sandboxId, services: input.services, labels: input.labels });

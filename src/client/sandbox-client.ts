@@ -1,38 +1,47 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+import {
+  Client,
+  Connection,
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
-import type { ApprovalAttempt, SandboxStatus } from '../domain/lifecycle-messages';
+import { hasReached, type ApprovalAttempt, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
 import {
-  canonicalRequestText,
-  sandboxIdFromWorkflowId,
+  requestDigestOf,
   sandboxIdSchema,
   sandboxRequestSchema,
-  workflowIdFor,
   type IdentifiedRequest,
   type SandboxRequestInput,
 } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
-import { SANDBOX_STATES, isTerminal, type SandboxState } from '../domain/sandbox-states';
+import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
 import {
-  approveSignal,
-  denySignal,
+  awaitStateUpdate,
+  decideUpdate,
   destroyUpdate,
   extendUpdate,
   resourcesUpdate,
-  SANDBOX_LIFECYCLE_WORKFLOW,
   statusQuery,
   type LifecycleInput,
 } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
 
-/** How long `create` waits: until the request is screened, or until the sandbox is READY. */
-export type CreateWait = 'accepted' | 'ready';
+/** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
+export type CreateWait = 'accepted' | 'ready' | 'ended';
 
 export interface CreateOptions {
-  /** `accepted` (default): return once screened. `ready`: return once READY (through approval, if needed). */
+  /**
+   * `accepted` (default): return once screened. `ready`: return once READY (through
+   * approval, if needed). `ended`: return once the sandbox has ended (DESTROYED after its TTL).
+   * The wait happens inside Temporal (an update sent with the start), not by polling.
+   */
   readonly wait?: CreateWait;
   /** Give up waiting after this long with WAIT_TIMEOUT; the sandbox itself goes on. Default 10 minutes. */
   readonly timeoutMs?: number;
@@ -58,7 +67,7 @@ export interface ListFilter {
   readonly limit?: number;
 }
 
-/** The result of an approve or deny signal, as the workflow judged it. */
+/** The result of an approve or deny, as the workflow judged it. */
 export interface ApprovalOutcome {
   readonly attempt: ApprovalAttempt;
   readonly status: SandboxStatus;
@@ -78,11 +87,12 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
-const SIGNAL_VERDICT_TIMEOUT_MS = 15_000;
+
+const AWAIT_TARGET: Readonly<Record<CreateWait, AwaitStateTarget>> = { accepted: 'screened', ready: 'ready', ended: 'ended' };
 
 /** sha256 of the canonical request text: a repeated id must repeat the same request. */
 export function requestDigest(request: IdentifiedRequest): string {
-  return `sha256:${createHash('sha256').update(canonicalRequestText(request)).digest('hex')}`;
+  return requestDigestOf(request);
 }
 
 /** A fresh sandbox id for a request that names none (no idempotency then). */
@@ -97,10 +107,6 @@ export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()):
     ...status,
     timeLeftSeconds: live ? Math.max(0, Math.round((Date.parse(status.expiresAt as string) - nowMs) / 1000)) : null,
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Quote a value for a visibility query. */
@@ -160,29 +166,40 @@ export class SandboxClient {
     const request: IdentifiedRequest = { ...parsed, id: parsed.id ?? generateSandboxId() };
     const digest = requestDigest(request);
     const workflowId = workflowIdFor(request.id);
+    const until = AWAIT_TARGET[options.wait ?? 'accepted'];
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS;
     const lifecycleInput: LifecycleInput = { request, requestDigest: digest };
-    let handle: WorkflowHandle;
+    const startOperation = new WithStartWorkflowOperation(SANDBOX_LIFECYCLE_WORKFLOW, {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [lifecycleInput],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SandboxStateKey, value: 'REQUESTED' },
+        { key: SandboxPrincipal, value: request.principal },
+        { key: SandboxCapability, value: request.capability },
+      ],
+      staticSummary: `sandbox ${request.id} for ${request.principal}: ${request.services.join(', ')}`,
+    });
+    let status: SandboxStatus;
     try {
-      handle = await this.client.workflow.start(SANDBOX_LIFECYCLE_WORKFLOW, {
-        taskQueue: this.taskQueue,
-        workflowId,
-        args: [lifecycleInput],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        memo: { requestDigest: digest },
-        typedSearchAttributes: [
-          { key: SandboxStateKey, value: 'REQUESTED' },
-          { key: SandboxPrincipal, value: request.principal },
-          { key: SandboxCapability, value: request.capability },
-        ],
-        staticSummary: `sandbox ${request.id} for ${request.principal}: ${request.services.join(', ')}`,
+      // One call: starts the lifecycle (or joins the running one) and waits inside it.
+      status = await this.client.workflow.executeUpdateWithStart(awaitStateUpdate, {
+        args: [{ until, requestDigest: digest, timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)) }],
+        startWorkflowOperation: startOperation,
       });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw toSandboxError(err, request.id);
-      handle = this.client.workflow.getHandle(workflowId);
+      // The id belongs to a lifecycle that has ended: answer with how it ended, if it was this request.
+      status = await this.finalStatus(request.id);
+      if (status.requestDigest !== digest) {
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox ${request.id} exists for a different request (its digest is ${status.requestDigest}, this one is ${digest})`, {
+          details: { sandboxId: request.id },
+        });
+      }
     }
-    await this.refuseConflictingRequest(handle, request.id, digest);
-    return this.waitFor(request.id, options.wait ?? 'accepted', options.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
+    return this.settle(status, until, timeoutMs);
   }
 
   /** The sandbox's status, or `undefined` when there is no sandbox with this id. */
@@ -275,105 +292,76 @@ export class SandboxClient {
    */
   async destroy(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
-    const before = await this.status(sandboxId);
-    if (isTerminal(before.state)) return before;
     try {
       const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(destroyUpdate, { args: [options] });
       return withTimeLeft(status);
     } catch (err) {
       const mapped = await this.explainClosed(err, sandboxId);
-      if (mapped.code === 'INVALID_STATE') return this.status(sandboxId);
+      if (mapped.code === 'INVALID_STATE') return this.finalStatus(sandboxId);
       throw mapped;
     }
   }
 
   /**
-   * Sends the `approve` signal (what a reviewer does in the UI) and waits for the
-   * workflow's verdict. An unlisted approver or the requester themself is refused
-   * with APPROVER_NOT_ALLOWED; the attempt is in the audit trail either way.
+   * Approves a sandbox AWAITING_APPROVAL and returns the workflow's verdict (the `decide`
+   * update, judged exactly like the UI's `approve` signal). An unlisted approver or the
+   * requester themself is refused with APPROVER_NOT_ALLOWED; INVALID_STATE when the
+   * sandbox is not awaiting approval. The attempt is in the audit trail either way.
    */
   async approve(id: string, approval: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
-    return this.signalApproval(id, 'approve', approval);
+    return this.decide(id, 'approve', approval);
   }
 
-  /** Sends the `deny` signal and waits for the verdict; see {@link approve}. */
+  /** Denies a sandbox AWAITING_APPROVAL (it ends DENIED) and returns the verdict; see {@link approve}. */
   async deny(id: string, denial: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
-    return this.signalApproval(id, 'deny', denial);
+    return this.decide(id, 'deny', denial);
   }
 
   private checkId(id: string): string {
     return parseOrThrow(sandboxIdSchema, id, 'sandbox id');
   }
 
-  private async refuseConflictingRequest(handle: WorkflowHandle, id: string, digest: string): Promise<void> {
-    let existing: unknown;
-    try {
-      existing = (await handle.describe()).memo?.requestDigest;
-    } catch (err) {
-      throw toSandboxError(err, id);
-    }
-    if (existing !== digest) {
-      throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox ${id} exists for a different request (its digest is ${String(existing)}, this one is ${digest})`, {
-        details: { sandboxId: id },
+  /**
+   * What `create` returns: a refusal or failure as an error carrying its code, a wait
+   * that ran out as WAIT_TIMEOUT, and a READY sandbox with its client settings (asked of
+   * the workflow once, since update results are kept in history and never carry them).
+   */
+  private async settle(status: SandboxStatus, until: AwaitStateTarget, timeoutMs: number): Promise<SandboxStatus> {
+    if (UNSUCCESSFUL_END_STATES.has(status.state)) {
+      const reported = status.error?.code ?? status.decision?.code;
+      const code = isErrorCode(reported) ? reported : 'INTERNAL';
+      throw new SandboxPlaneError(code, `sandbox ${status.id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
+        details: { status },
       });
     }
+    if (!hasReached(until, status.state)) {
+      throw new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${status.id} is still ${status.state} after ${Math.round(timeoutMs / 1000)} s: ${status.waitingFor}`, {
+        details: { status },
+      });
+    }
+    return status.state === 'READY' ? this.status(status.id) : withTimeLeft(status);
   }
 
-  private async waitFor(id: string, wait: CreateWait, timeoutMs: number): Promise<SandboxStatus> {
-    const deadline = Date.now() + timeoutMs;
-    // Short pauses: screening and a memory provision take a few hundred ms; a long backoff would dominate.
-    for (let pause = 50; ; pause = Math.min(pause * 2, 250)) {
-      const status = await this.status(id);
-      if (['DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'].includes(status.state)) {
-        const reported = status.error?.code ?? status.decision?.code;
-        const code = isErrorCode(reported) ? reported : 'INTERNAL';
-        throw new SandboxPlaneError(code, `sandbox ${id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
-          details: { status },
-        });
-      }
-      const done = wait === 'accepted' ? status.state !== 'REQUESTED' : status.state === 'READY' || isTerminal(status.state);
-      if (done) return status;
-      if (Date.now() + pause > deadline) {
-        throw new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${id} is still ${status.state} after ${Math.round(timeoutMs / 1000)} s: ${status.waitingFor}`, {
-          details: { status },
-        });
-      }
-      await sleep(pause);
-    }
-  }
-
-  private async signalApproval(
-    id: string,
-    signal: 'approve' | 'deny',
-    payload: { approver: string; reason?: string },
-  ): Promise<ApprovalOutcome> {
-    const before = await this.status(id);
-    if (before.state !== 'AWAITING_APPROVAL') {
-      throw new SandboxPlaneError('INVALID_STATE', `sandbox ${id} is ${before.state}, not AWAITING_APPROVAL`, { details: { status: before } });
-    }
-    const handle = this.client.workflow.getHandle(workflowIdFor(before.id));
+  /** How an ended lifecycle ended: its result, or (for a run that was terminated or failed) its last status. */
+  private async finalStatus(id: string): Promise<SandboxStatus> {
+    const handle = this.client.workflow.getHandle<(input: LifecycleInput) => Promise<SandboxStatus>>(workflowIdFor(id));
     try {
-      await handle.signal(signal === 'approve' ? approveSignal : denySignal, { approver: payload.approver, reason: payload.reason ?? '' });
+      return withTimeLeft(await handle.result());
     } catch (err) {
-      throw toSandboxError(err, before.id);
+      if (err instanceof WorkflowNotFoundError) throw toSandboxError(err, id);
+      return this.status(id);
     }
-    const deadline = Date.now() + SIGNAL_VERDICT_TIMEOUT_MS;
-    for (;;) {
-      const status = await this.status(id);
-      // Ours is the first new attempt by this approver with this signal (others may signal too).
-      const attempt = status.approvalAttempts
-        .slice(before.approvalAttempts.length)
-        .find((candidate) => candidate.signal === signal && candidate.approver === payload.approver.trim());
-      if (attempt !== undefined) {
-        if (attempt.verdict === 'ignored') {
-          throw new SandboxPlaneError('APPROVER_NOT_ALLOWED', `the ${signal} signal was ignored: ${attempt.reason}`, { details: { status } });
-        }
-        return { attempt, status };
-      }
-      if (Date.now() > deadline) {
-        throw new SandboxPlaneError('WAIT_TIMEOUT', `the ${signal} signal was sent, but sandbox ${id} has not judged it yet`, { details: { status } });
-      }
-      await sleep(200);
+  }
+
+  private async decide(id: string, decision: 'approve' | 'deny', payload: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+    const sandboxId = this.checkId(id);
+    try {
+      const outcome = await this.client.workflow
+        .getHandle(workflowIdFor(sandboxId))
+        .executeUpdate(decideUpdate, { args: [{ decision, approver: payload.approver, reason: payload.reason ?? '' }] });
+      return { attempt: outcome.attempt, status: withTimeLeft(outcome.status) };
+    } catch (err) {
+      throw await this.explainClosed(err, sandboxId);
     }
   }
 

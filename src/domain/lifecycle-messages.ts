@@ -3,7 +3,8 @@ import type { Capability } from './capabilities';
 import type { ClientConfig } from './client-config';
 import type { ErrorCode } from './error-codes';
 import type { PolicyEffect } from './policy';
-import type { SandboxState } from './sandbox-states';
+import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
+import { isTerminal, type SandboxState } from './sandbox-states';
 import type { AdapterName, Fidelity } from './service-catalog';
 
 /** Payload of the `approve` and `deny` signals, as a person types it in the Temporal UI. */
@@ -31,6 +32,48 @@ export const destroyPayloadSchema = z
   .default({});
 export type DestroyPayload = z.input<typeof destroyPayloadSchema>;
 
+/**
+ * How far `create` waits (the `awaitState` update): `screened` returns once policy has
+ * answered (PROVISIONING, AWAITING_APPROVAL, or a refusal), `ready` once READY or ended,
+ * `ended` once the sandbox has ended.
+ */
+export const AWAIT_STATE_TARGETS = ['screened', 'ready', 'ended'] as const;
+export type AwaitStateTarget = (typeof AWAIT_STATE_TARGETS)[number];
+
+/** Whether a sandbox in `state` has got as far as `until` (or past it: a refusal ends every wait). */
+export function hasReached(until: AwaitStateTarget, state: SandboxState): boolean {
+  if (isTerminal(state)) return true;
+  if (until === 'screened') return state !== 'REQUESTED';
+  if (until === 'ready') return state === 'READY' || state === 'DESTROYING';
+  return false;
+}
+
+/** Payload of the `awaitState` update, which `create` sends with the start (update-with-start). */
+export const awaitStatePayloadSchema = z
+  .object({
+    until: z.enum(AWAIT_STATE_TARGETS),
+    /** The digest of the caller's request: a different request under the same id is refused. */
+    requestDigest: z.string().max(200).optional(),
+    /** Answer with the status as it is after this long, whatever the state. */
+    timeoutSeconds: z.number().int().positive().max(86_400).optional(),
+  })
+  .strict();
+export type AwaitStatePayload = z.input<typeof awaitStatePayloadSchema>;
+
+/** Payload of the `decide` update: approve or deny from a program, judged like the signals. */
+export const decidePayloadSchema = approvalPayloadSchema.extend({ decision: z.enum(['approve', 'deny']) });
+export type DecidePayload = z.input<typeof decidePayloadSchema>;
+
+/**
+ * Input of the lifecycle workflow, re-validated by the workflow itself with the schema
+ * the SDK uses: a run started by hand (UI, `temporal workflow start`) is not trusted.
+ */
+export const lifecycleInputSchema = z.object({
+  request: sandboxRequestSchema.extend({ id: sandboxIdSchema }),
+  /** Ignored since the workflow computes its own; accepted so older clients still start runs. */
+  requestDigest: z.string().optional(),
+});
+
 /** A signal the workflow received while waiting for approval, and what it made of it. */
 export interface ApprovalAttempt {
   readonly signal: 'approve' | 'deny';
@@ -38,6 +81,12 @@ export interface ApprovalAttempt {
   readonly verdict: 'accepted' | 'ignored';
   readonly reason: string;
   readonly at: string;
+}
+
+/** What the `decide` update answers: the verdict on this attempt, and the status after it. */
+export interface DecideResult {
+  readonly attempt: ApprovalAttempt;
+  readonly status: SandboxStatus;
 }
 
 /** What the `status` query answers (DESIGN §11 lists the fields agents rely on). */

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { CAPABILITIES } from './capabilities';
+import { sandboxIdSchema } from './sandbox-id';
 import { ADAPTER_NAMES } from './service-catalog';
+import { sha256Hex } from './sha256';
 
-/** Sandbox ids become workflow ids (`sandbox-<id>`), container labels and file names. */
-export const SANDBOX_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
-export const sandboxIdSchema = z
-  .string()
-  .regex(SANDBOX_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');
+// The SDK, CLI and MCP tools take every request rule, the id's included, from this module.
+export { sandboxIdSchema } from './sandbox-id';
 
 export const principalSchema = z
   .string()
@@ -51,13 +50,7 @@ export type SandboxRequest = z.output<typeof sandboxRequestSchema>;
 /** A request with its id settled: what the lifecycle workflow receives. */
 export type IdentifiedRequest = SandboxRequest & { readonly id: string };
 
-export function workflowIdFor(sandboxId: string): string {
-  return `sandbox-${sandboxId}`;
-}
-
-export function sandboxIdFromWorkflowId(workflowId: string): string | undefined {
-  return workflowId.startsWith('sandbox-') ? workflowId.slice('sandbox-'.length) : undefined;
-}
+export { sandboxIdFromWorkflowId, workflowIdFor } from './contract-names';
 
 /**
  * The request without its id, with keys sorted at every level: two requests with the
@@ -66,6 +59,14 @@ export function sandboxIdFromWorkflowId(workflowId: string): string | undefined 
 export function canonicalRequestText(request: SandboxRequest): string {
   const { id: _id, ...rest } = request;
   return JSON.stringify(sortKeys(rest));
+}
+
+/**
+ * `sha256:<hex>` of the canonical request text: a repeated id must repeat the same
+ * request. The workflow computes it from its own input, so a caller cannot claim one.
+ */
+export function requestDigestOf(request: SandboxRequest): string {
+  return `sha256:${sha256Hex(canonicalRequestText(request))}`;
 }
 
 function sortKeys(value: unknown): unknown {

@@ -14,8 +14,16 @@ export const SANDBOX_STATES = [
 
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 
+const TERMINAL = ['DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'] as const satisfies readonly SandboxState[];
+
+/** A state a sandbox never leaves. */
+export type TerminalState = (typeof TERMINAL)[number];
+
 /** States a sandbox never leaves. */
-export const TERMINAL_STATES: ReadonlySet<SandboxState> = new Set(['DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED']);
+export const TERMINAL_STATES: ReadonlySet<SandboxState> = new Set(TERMINAL);
+
+/** End states that are not a success: a caller waiting for the sandbox gets an error with the reason. */
+export const UNSUCCESSFUL_END_STATES: ReadonlySet<SandboxState> = new Set(TERMINAL.filter((state) => state !== 'DESTROYED'));
 
 /**
  * States that count against a principal's concurrency quota: everything that holds

@@ -1,25 +1,9 @@
 import { SandboxPlaneError } from '../domain/errors';
-import { LIVE_STATES, type SandboxState } from '../domain/sandbox-states';
+import { LIVE_STATES, TERMINAL_STATES, type SandboxState } from '../domain/sandbox-states';
+import type { SandboxSnapshot } from '../domain/lifecycle-record';
 import type { SqliteDatabase } from './database';
 
-/** What the projection keeps of one sandbox; never credentials. */
-export interface SandboxSnapshot {
-  readonly id: string;
-  readonly workflowId: string;
-  /** The lifecycle run that owns the row (its first run id). */
-  readonly runId: string;
-  readonly principal: string;
-  readonly capability: string;
-  readonly adapter: string;
-  readonly services: readonly string[];
-  readonly state: SandboxState;
-  readonly purpose: string | null;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly requestDigest: string;
-  readonly endpoint: string | null;
-  readonly expiresAt: string | null;
-  readonly createdAt: string;
-}
+export type { SandboxSnapshot } from '../domain/lifecycle-record';
 
 /** One audit row. `summary` is already redacted by the caller. */
 export interface OperationRecord {
@@ -150,8 +134,8 @@ export class SandboxRepository {
   inventoryStates(alsoIds: readonly string[]): Record<string, SandboxState> {
     const states: Record<string, SandboxState> = {};
     const unfinished = this.db
-      .prepare("SELECT id, state FROM sandboxes WHERE state NOT IN ('DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED')")
-      .all() as { id: string; state: SandboxState }[];
+      .prepare(`SELECT id, state FROM sandboxes WHERE state NOT IN (${[...TERMINAL_STATES].map(() => '?').join(', ')})`)
+      .all(...TERMINAL_STATES) as { id: string; state: SandboxState }[];
     for (const row of unfinished) states[row.id] = row.state;
     const one = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?');
     for (const id of alsoIds) {

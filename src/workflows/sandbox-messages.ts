@@ -1,26 +1,40 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalPayload, DestroyPayload, ExtendPayload, SandboxStatus } from '../domain/lifecycle-messages';
+import { LIFECYCLE_MESSAGES } from '../domain/contract-names';
+import type {
+  ApprovalPayload,
+  AwaitStatePayload,
+  DecidePayload,
+  DecideResult,
+  DestroyPayload,
+  ExtendPayload,
+  SandboxStatus,
+} from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 
-/** Workflow type name (DESIGN §11). */
-export const SANDBOX_LIFECYCLE_WORKFLOW = 'sandboxLifecycle';
+export { SANDBOX_LIFECYCLE_WORKFLOW } from '../domain/contract-names';
 
 /** Signals for people in the Temporal UI: the payload is checked inside the workflow. */
-export const approveSignal = defineSignal<[ApprovalPayload]>('approve');
-export const denySignal = defineSignal<[ApprovalPayload]>('deny');
+export const approveSignal = defineSignal<[ApprovalPayload]>(LIFECYCLE_MESSAGES.approveSignal);
+export const denySignal = defineSignal<[ApprovalPayload]>(LIFECYCLE_MESSAGES.denySignal);
 
 /** Updates for programs: the caller hears accept or reject at once. */
-export const extendUpdate = defineUpdate<SandboxStatus, [ExtendPayload]>('extend');
-export const destroyUpdate = defineUpdate<SandboxStatus, [DestroyPayload]>('destroy');
+export const extendUpdate = defineUpdate<SandboxStatus, [ExtendPayload]>(LIFECYCLE_MESSAGES.extendUpdate);
+export const destroyUpdate = defineUpdate<SandboxStatus, [DestroyPayload]>(LIFECYCLE_MESSAGES.destroyUpdate);
 
 /** Lists what the sandbox holds, through its adapter (READY only). */
-export const resourcesUpdate = defineUpdate<ResourceRef[], []>('listResources');
+export const resourcesUpdate = defineUpdate<ResourceRef[], []>(LIFECYCLE_MESSAGES.listResourcesUpdate);
 
-export const statusQuery = defineQuery<SandboxStatus>('status');
+/** Waits inside the workflow until the sandbox is screened, READY or ended; `create` sends it with the start. */
+export const awaitStateUpdate = defineUpdate<SandboxStatus, [AwaitStatePayload]>(LIFECYCLE_MESSAGES.awaitStateUpdate);
+
+/** Approve or deny from a program: judged like the signals, and the verdict is the result. */
+export const decideUpdate = defineUpdate<DecideResult, [DecidePayload]>(LIFECYCLE_MESSAGES.decideUpdate);
+
+export const statusQuery = defineQuery<SandboxStatus>(LIFECYCLE_MESSAGES.statusQuery);
 
 export interface LifecycleInput {
   readonly request: IdentifiedRequest;
-  /** sha256 of the canonical request text; a repeated id must repeat it. */
-  readonly requestDigest: string;
+  /** Ignored by current runs (the workflow computes the digest); kept for version-1 runs. */
+  readonly requestDigest?: string;
 }

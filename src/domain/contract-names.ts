@@ -1,0 +1,46 @@
+/**
+ * The names other programs rely on (DESIGN §11): workflow types, workflow ids, message
+ * names and the schedule id. One home, so a rename is one edit that review cannot miss.
+ */
+
+/** Workflow type of one sandbox's lifecycle. */
+export const SANDBOX_LIFECYCLE_WORKFLOW = 'sandboxLifecycle';
+/** Workflow type of one cleanup pass. */
+export const CLEANUP_WORKFLOW = 'cleanupSweep';
+/** Workflow type of the probe that proves a worker serves a task queue. */
+export const ROUND_TRIP_WORKFLOW = 'roundTrip';
+
+/** The Temporal Schedule that runs {@link CLEANUP_WORKFLOW}. */
+export const CLEANUP_SCHEDULE_ID = 'sandboxplane-cleanup';
+/** Workflow id of the sweep the schedule (or `sandboxctl sweep`) starts. */
+export const CLEANUP_SWEEP_WORKFLOW_ID = 'sandboxplane-cleanup-sweep';
+
+/** Prefix of every lifecycle workflow id: `sandbox-<id>`. */
+export const SANDBOX_WORKFLOW_ID_PREFIX = 'sandbox-';
+
+/** Message names of the lifecycle workflow. */
+export const LIFECYCLE_MESSAGES = {
+  /** Signals, for people in the Temporal UI. */
+  approveSignal: 'approve',
+  denySignal: 'deny',
+  /** Updates, for programs. */
+  extendUpdate: 'extend',
+  destroyUpdate: 'destroy',
+  listResourcesUpdate: 'listResources',
+  /** Update-with-start target of `create`: returns once screened, READY or ended. */
+  awaitStateUpdate: 'awaitState',
+  /** Approve/deny for programs: the same judging as the signals, with the verdict returned. */
+  decideUpdate: 'decide',
+  statusQuery: 'status',
+} as const;
+
+export function workflowIdFor(sandboxId: string): string {
+  return `${SANDBOX_WORKFLOW_ID_PREFIX}${sandboxId}`;
+}
+
+export function sandboxIdFromWorkflowId(workflowId: string): string | undefined {
+  return workflowId.startsWith(SANDBOX_WORKFLOW_ID_PREFIX) ? workflowId.slice(SANDBOX_WORKFLOW_ID_PREFIX.length) : undefined;
+}
+
+/** Visibility query for every lifecycle workflow that is still open. */
+export const OPEN_LIFECYCLES_QUERY = `WorkflowType = '${SANDBOX_LIFECYCLE_WORKFLOW}' AND ExecutionStatus = 'Running'`;

@@ -1,0 +1,191 @@
+import { clientConfigFor } from './client-config';
+import type { ErrorCode } from './error-codes';
+import type { LifecycleSettings } from './lifecycle-settings';
+import type { ApprovalAttempt, SandboxStatus } from './lifecycle-messages';
+import type { IdentifiedRequest } from './sandbox-request';
+import type { SandboxState, TerminalState } from './sandbox-states';
+import type { Decision } from './screening';
+
+/** Where a provisioned sandbox runs; credentials are not part of it (see client-config.ts). */
+export interface RuntimeHandle {
+  readonly endpoint: string;
+  readonly region: string;
+  /** Runtime handles (container ids), for audit and teardown checks. */
+  readonly runtimeIds: readonly string[];
+}
+
+/** The verdict of screening and the operator settings it was made under. */
+export interface Screening {
+  readonly decision: Decision;
+  readonly settings: LifecycleSettings;
+}
+
+export interface Approval {
+  readonly approver: string;
+  readonly reason: string;
+  readonly at: string;
+}
+
+export interface LifecycleError {
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
+/** A state a sandbox never leaves. */
+export type EndState = TerminalState;
+
+/**
+ * The phases of DESIGN §2, each with the data it owns: what exists only once screened
+ * (the decision), once provisioned (the runtime) or once ending (why) lives in the
+ * phases that have it, so no field is "null until later".
+ */
+export type Phase =
+  | { readonly name: 'requested' }
+  | { readonly name: 'awaiting_approval'; readonly screening: Screening; readonly deadlineMs: number }
+  | { readonly name: 'provisioning'; readonly screening: Screening }
+  | {
+      readonly name: 'ready';
+      readonly screening: Screening;
+      readonly runtime: RuntimeHandle;
+      readonly expiresAtMs: number;
+      /** The "expiring" event was recorded for the current expiry. */
+      readonly expiringRecorded: boolean;
+    }
+  | {
+      readonly name: 'ending';
+      readonly screening: Screening;
+      readonly runtime: RuntimeHandle;
+      readonly expiresAtMs: number;
+      readonly reason: string;
+      readonly actor: string;
+    }
+  | {
+      readonly name: 'ended';
+      readonly state: EndState;
+      readonly screening: Screening | null;
+      readonly runtime: RuntimeHandle | null;
+      readonly expiresAtMs: number | null;
+      readonly error: LifecycleError | null;
+    };
+
+export type PhaseName = Phase['name'];
+export type PhaseNamed<N extends PhaseName> = Extract<Phase, { name: N }>;
+
+/** Everything the lifecycle knows: `status` and the projection snapshot are both derived from it. */
+export interface SandboxRecord {
+  readonly workflowId: string;
+  /** The first run of the workflow: the projection row's owner. */
+  readonly runId: string;
+  readonly request: IdentifiedRequest;
+  readonly requestDigest: string;
+  readonly createdAtMs: number;
+  readonly phase: Phase;
+  /** What the sandbox is waiting for, in plain words (also the UI's current details). */
+  readonly waitingFor: string;
+  readonly approval: Approval | null;
+  readonly approvalAttempts: readonly ApprovalAttempt[];
+}
+
+/** What the projection keeps of one sandbox; never credentials. */
+export interface SandboxSnapshot {
+  readonly id: string;
+  readonly workflowId: string;
+  /** The lifecycle run that owns the row (its first run id). */
+  readonly runId: string;
+  readonly principal: string;
+  readonly capability: string;
+  readonly adapter: string;
+  readonly services: readonly string[];
+  readonly state: SandboxState;
+  readonly purpose: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly requestDigest: string;
+  readonly endpoint: string | null;
+  readonly expiresAt: string | null;
+  readonly createdAt: string;
+}
+
+const STATE_OF_PHASE: Readonly<Record<Exclude<PhaseName, 'ended'>, SandboxState>> = {
+  requested: 'REQUESTED',
+  awaiting_approval: 'AWAITING_APPROVAL',
+  provisioning: 'PROVISIONING',
+  ready: 'READY',
+  ending: 'DESTROYING',
+};
+
+export function stateOf(phase: Phase): SandboxState {
+  return phase.name === 'ended' ? phase.state : STATE_OF_PHASE[phase.name];
+}
+
+function screeningOf(phase: Phase): Screening | null {
+  return phase.name === 'requested' ? null : phase.screening;
+}
+
+function runtimeOf(phase: Phase): RuntimeHandle | null {
+  return phase.name === 'ready' || phase.name === 'ending' || phase.name === 'ended' ? phase.runtime : null;
+}
+
+export function expiresAtMsOf(phase: Phase): number | null {
+  return phase.name === 'ready' || phase.name === 'ending' || phase.name === 'ended' ? phase.expiresAtMs : null;
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** The `status` query's answer. The client config (credentials) appears only while READY. */
+export function statusOf(record: SandboxRecord): SandboxStatus {
+  const { request, phase } = record;
+  const decision = screeningOf(phase)?.decision ?? null;
+  const runtime = phase.name === 'ready' ? phase.runtime : null;
+  return {
+    id: request.id,
+    workflowId: record.workflowId,
+    state: stateOf(phase),
+    principal: request.principal,
+    capability: request.capability,
+    adapter: request.adapter,
+    services: request.services,
+    purpose: request.purpose ?? null,
+    labels: request.labels,
+    createdAt: new Date(record.createdAtMs).toISOString(),
+    expiresAt: iso(expiresAtMsOf(phase)),
+    timeLeftSeconds: null,
+    endpoint: runtime?.endpoint ?? null,
+    clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region),
+    fidelity: decision?.fidelity ?? {},
+    decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
+    waitingFor: record.waitingFor,
+    approval: record.approval,
+    approvalAttempts: record.approvalAttempts,
+    expiring: phase.name === 'ready' && phase.expiringRecorded,
+    error: phase.name === 'ended' ? phase.error : null,
+    requestDigest: record.requestDigest,
+  };
+}
+
+/** What update results carry: they are kept in the history, so never the client config. */
+export function statusWithoutCredentials(record: SandboxRecord): SandboxStatus {
+  return { ...statusOf(record), clientConfig: null };
+}
+
+/** The projection row for the record, in its current state. */
+export function snapshotOf(record: SandboxRecord): SandboxSnapshot {
+  const { request, phase } = record;
+  return {
+    id: request.id,
+    workflowId: record.workflowId,
+    runId: record.runId,
+    principal: request.principal,
+    capability: request.capability,
+    adapter: request.adapter,
+    services: request.services,
+    state: stateOf(phase),
+    purpose: request.purpose ?? null,
+    labels: request.labels,
+    requestDigest: record.requestDigest,
+    endpoint: runtimeOf(phase)?.endpoint ?? null,
+    expiresAt: iso(expiresAtMsOf(phase)),
+    createdAt: new Date(record.createdAtMs).toISOString(),
+  };
+}
