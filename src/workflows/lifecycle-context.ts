@@ -44,6 +44,8 @@ export interface PendingApproval {
   readonly payload: unknown;
   /** Set once judged; the `decide` update waits for it. */
   verdict?: ApprovalAttempt;
+  /** Set when the sandbox stopped awaiting approval before this one was judged. */
+  tooLate?: boolean;
 }
 
 /** Who asked for the sandbox to end early, and why. */
@@ -160,6 +162,7 @@ export class LifecycleContext {
   closeInbox(): void {
     const state = stateOf(this.current.phase);
     for (const pending of this.inbox.splice(0)) {
+      pending.tooLate = true;
       pending.verdict = {
         signal: pending.signal,
         approver: null,

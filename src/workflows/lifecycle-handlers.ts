@@ -79,6 +79,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       if (!ctx.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
       await condition(() => pending.verdict !== undefined);
       const attempt = pending.verdict as NonNullable<PendingApproval['verdict']>;
+      if (pending.tooLate === true) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}, not AWAITING_APPROVAL`);
       if (attempt.verdict === 'ignored') throw refusal('APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
       return { attempt, status: ctx.statusForHistory() };
     },
