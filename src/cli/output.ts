@@ -1,5 +1,5 @@
 import { ERROR_CODES, EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
-import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
+import { toSandboxError } from '../client/client-errors';
 
 export interface OutputOptions {
   readonly json: boolean;
@@ -11,19 +11,12 @@ export function printResult(options: OutputOptions, document: unknown, human: st
   else process.stdout.write(human.endsWith('\n') ? human : `${human}\n`);
 }
 
-export function toPlaneError(err: unknown): SandboxPlaneError {
-  if (err instanceof SandboxPlaneError) return err;
-  if (isSandboxPlaneError(err)) return new SandboxPlaneError(err.code, err.message, { hint: err.hint, cause: err });
-  const message = err instanceof Error ? err.message : String(err);
-  return new SandboxPlaneError('INTERNAL', message, { cause: err });
-}
-
 /**
  * Reports a failure the way DESIGN §11 promises: `{"error": {code, message, hint}}` on
  * stderr with --json, a readable message and hint otherwise; returns the exit code.
  */
 export function reportError(options: OutputOptions, err: unknown): number {
-  const planeError = toPlaneError(err);
+  const planeError = toSandboxError(err);
   if (options.json) {
     process.stderr.write(`${JSON.stringify({ error: planeError.toJSON() })}\n`);
   } else {

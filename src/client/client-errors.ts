@@ -13,15 +13,13 @@ const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_NOT_FOUND = 5;
 
 /**
- * Translates what the Temporal client throws into a {@link SandboxPlaneError} with a
- * taxonomy code, so callers handle one kind of error whatever went wrong.
+ * The one error-translation path: whatever the Temporal client (or anything else)
+ * throws becomes a {@link SandboxPlaneError} with a taxonomy code, so the SDK, the CLI
+ * and the MCP server report one kind of error whatever went wrong.
  */
-export function toSandboxError(err: unknown, sandboxId: string): SandboxPlaneError {
+export function toSandboxError(err: unknown, sandboxId = '(unnamed)'): SandboxPlaneError {
   if (err instanceof SandboxPlaneError) return err;
-  if (isSandboxPlaneError(err)) {
-    const { code, message } = err as { code: SandboxPlaneError['code']; message: string };
-    return new SandboxPlaneError(code, message);
-  }
+  if (isSandboxPlaneError(err)) return new SandboxPlaneError(err.code, err.message, { hint: err.hint, cause: err });
   if (err instanceof WorkflowNotFoundError) {
     return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
   }

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import {
-  Client,
-  Connection,
+  type Client,
+  type Connection,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
-  type WorkflowHandle,
 } from '@temporalio/client';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
@@ -32,6 +31,7 @@ import {
   type LifecycleInput,
 } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
+import { connectTemporal } from './temporal-connection';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
 export type CreateWait = 'accepted' | 'ready' | 'ended';
@@ -136,15 +136,8 @@ export class SandboxClient {
 
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<SandboxClient> {
-    let connection: Connection;
-    try {
-      connection = await Connection.connect({ address: options.address, connectTimeout: 5_000 });
-    } catch (err) {
-      throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    const sandboxes = new SandboxClient({ client: new Client({ connection, namespace: options.namespace }), taskQueue: options.taskQueue });
+    const { client, connection } = await connectTemporal(options);
+    const sandboxes = new SandboxClient({ client, taskQueue: options.taskQueue });
     sandboxes.ownConnection = connection;
     return sandboxes;
   }

@@ -1,5 +1,6 @@
 import os from 'node:os';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { connectTemporal } from '../client/temporal-connection';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
@@ -52,11 +53,12 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
     }));
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const clientConnection = await Connection.connect({ address: config.temporalAddress }).catch(async (err: unknown) => {
-    await connection.close();
-    throw err;
-  });
-  const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
+  const { client, connection: clientConnection } = await connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace }).catch(
+    async (err: unknown) => {
+      await connection.close();
+      throw err;
+    },
+  );
   try {
     const worker = await Worker.create({
       connection,

@@ -1,4 +1,4 @@
-import type { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../../config/config';
@@ -16,20 +16,9 @@ const sweepOptionsSchema = z.object({
   json: z.boolean().default(false),
 });
 
-async function withTemporalClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
-  const temporal = await import('@temporalio/client');
-  const { SandboxPlaneError } = await import('../../domain/errors.js');
-  let connection: Connection;
-  try {
-    connection = await temporal.Connection.connect({ address: config.temporalAddress, connectTimeout: 5_000 });
-  } catch (err) {
-    throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${config.temporalAddress}: ${(err as Error).message}`);
-  }
-  try {
-    return await work(new temporal.Client({ connection, namespace: config.temporalNamespace }));
-  } finally {
-    await connection.close();
-  }
+async function withClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
+  const { withTemporalClient } = await import('../../client/temporal-connection.js');
+  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace }, work);
 }
 
 function leakRows(leaks: readonly { kind: string; subject: string; sandboxId: string | null; detail: string }[]): string[][] {
@@ -69,7 +58,7 @@ export function registerCleanupCommands(program: Command): void {
         const options = parseCliOptions(sweepOptionsSchema, raw);
         const config = loadConfig();
         const { triggerSweep } = await import('../../client/cleanup-schedule.js');
-        const outcome = await withTemporalClient(config, (client) =>
+        const outcome = await withClient(config, (client) =>
           triggerSweep(client, { wait: options.wait, ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) }),
         );
         printResult({ json: options.json }, outcome.report ?? { workflowId: outcome.workflowId }, formatReport(outcome.workflowId, outcome.report));
