@@ -50,7 +50,7 @@ export const createSandboxInput = sandboxRequestSchema.extend({
     .positive('must be positive')
     .max(3600, 'must be at most 3600')
     .optional()
-    .describe(`Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the sandbox itself goes on, poll get_sandbox.`),
+    .describe(`Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the sandbox itself goes on: call create_sandbox again with the same id and request to keep waiting.`),
 });
 
 export const getSandboxInput = z.object({ id: sandboxIdSchema.describe(ID_DESCRIPTION) }).strict();
@@ -93,7 +93,7 @@ const DESCRIPTIONS = {
   create: [
     'Ask for a throw-away, AWS-shaped sandbox: a local emulator (moto or Floci) with the services you name, screened by policy and expired after its TTL.',
     'When READY, pass `clientConfig` as-is to an AWS SDK v3 client constructor (e.g. `new S3Client(clientConfig)`); the credentials are fake and only work against this endpoint.',
-    'If policy requires approval the state is AWAITING_APPROVAL: a human approves in the Temporal UI; poll get_sandbox until READY.',
+    "If policy requires approval the state is AWAITING_APPROVAL: a human approves in the Temporal UI; to wait for READY, call create_sandbox again with the same id, the same request and wait 'ready' (it waits inside the workflow and never provisions twice).",
     STATUS_FIELDS,
     ERRORS,
     'Destroy the sandbox with destroy_sandbox when you are done.',
