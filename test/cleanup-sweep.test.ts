@@ -7,7 +7,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { CLEANUP_SCHEDULE_ID, ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
+import { ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
+import { CLEANUP_SCHEDULE_ID, CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { SandboxClient } from '../src/client/sandbox-client';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { SandboxPlaneError } from '../src/domain/errors';
@@ -57,7 +58,7 @@ async function strayContainer(broker: ContainerBroker, imageId: string, sandboxI
 }
 
 async function sweepOnce(worker: TestWorker): Promise<SweepReport> {
-  return worker.client.workflow.execute('cleanupSweep', {
+  return worker.client.workflow.execute(CLEANUP_WORKFLOW, {
     taskQueue: worker.config.taskQueue,
     workflowId: `test-sweep-${randomUUID()}`,
     workflowExecutionTimeout: '2 minutes',

@@ -92,6 +92,24 @@ describe('loadConfig', () => {
     assert.match(err.message, /SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: is not a known flag; known flags: SANDBOXPLANE_FLAG_CLOUD_SANDBOX/);
   });
 
+  test('emulator images must be pinned: moto by id or digest, Floci by digest', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const config = loadConfig({ SANDBOXPLANE_MOTO_IMAGE: digest, SANDBOXPLANE_FLOCI_IMAGE: `registry.local:5000/floci/floci:1.2@${digest}` });
+    assert.equal(config.emulators.motoImage, digest);
+    assert.equal(config.emulators.flociImage, `registry.local:5000/floci/floci:1.2@${digest}`);
+    const err = configError({ SANDBOXPLANE_MOTO_IMAGE: 'motoserver/moto:5', SANDBOXPLANE_FLOCI_IMAGE: digest });
+    assert.deepEqual(err.issues, [
+      {
+        key: 'SANDBOXPLANE_MOTO_IMAGE',
+        message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
+      },
+      {
+        key: 'SANDBOXPLANE_FLOCI_IMAGE',
+        message: 'must be pinned by digest, e.g. floci/floci@sha256:<64 hex>; a tag alone is refused because it can move',
+      },
+    ]);
+  });
+
   test('empty values count as unset', () => {
     assert.equal(loadConfig({ TEMPORAL_ADDRESS: '', SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '' }).temporalAddress, '127.0.0.1:7233');
   });

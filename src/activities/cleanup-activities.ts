@@ -1,10 +1,10 @@
 import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { OPEN_LIFECYCLES_QUERY, sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import type { LeakFinding, ManagedContainer } from '../domain/leaks';
-import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/sandbox-request';
 import type { SandboxState } from '../domain/sandbox-states';
-import type { ContainerBroker } from '../docker';
+import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
 import type { Store } from '../store';
 import { withTaxonomy } from './activity-failure';
 
@@ -17,7 +17,11 @@ export interface CleanupActivityDeps {
   readonly plane: string;
 }
 
-const LIFECYCLE_RUNNING = "WorkflowType = 'sandboxLifecycle' AND ExecutionStatus = 'Running'";
+/** Teardown lines go to the activity's log, so they carry the sweep's workflow and activity ids. */
+const activityLogger: BrokerLogger = {
+  info: (obj, msg) => log.info(msg, { ...obj }),
+  warn: (obj, msg) => log.warn(msg, { ...obj }),
+};
 
 /** Activities of the cleanup sweep: inventory, removal of proven orphans, and the leak record. */
 export function createCleanupActivities(deps: CleanupActivityDeps) {
@@ -64,7 +68,7 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
     async runningSandboxes(input: { candidates: readonly string[] }): Promise<string[]> {
       return withTaxonomy(async () => {
         const running = new Set<string>();
-        for await (const execution of client.workflow.list({ query: LIFECYCLE_RUNNING })) {
+        for await (const execution of client.workflow.list({ query: OPEN_LIFECYCLES_QUERY })) {
           const id = sandboxIdFromWorkflowId(execution.workflowId);
           if (id !== undefined) running.add(id);
         }
@@ -89,11 +93,8 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
       const beating = setInterval(() => heartbeat({ removing: finding.subject }), 5_000);
       try {
         heartbeat({ removing: finding.subject });
-        await broker.stop(finding.subject, { timeoutSeconds: 5 }).catch((err: unknown) => {
-          if ((err as { code?: unknown }).code !== 'CONTAINER_NOT_FOUND') throw err;
-        });
-        const outcome = await broker.remove(finding.subject, { force: true });
-        log.info('orphan container removed', { containerId: finding.subject, sandboxId: finding.sandboxId, outcome });
+        const outcome = await stopAndRemove(broker, finding.subject, { logger: activityLogger });
+        log.info('orphan container removed', { containerId: finding.subject, sandboxId: finding.sandboxId, ...outcome });
         if (finding.sandboxId !== null) {
           store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, {
             step: input.step,

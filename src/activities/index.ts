@@ -5,7 +5,6 @@ import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { Store } from '../store';
 import { createCleanupActivities } from './cleanup-activities';
-import { createDockerActivities } from './docker-activities';
 import { createLifecycleActivities } from './lifecycle-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
 
@@ -28,7 +27,6 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createWorkerHealthActivities(deps),
     ...createLifecycleActivities(deps),
-    ...createDockerActivities(deps),
     ...createCleanupActivities(deps),
   };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
-import type { ContainerBroker, ContainerInfo } from '../docker';
+import { stopAndRemove, type ContainerBroker, type ContainerInfo } from '../docker';
 import type {
   AdapterContext,
   CloudEmulatorAdapter,
@@ -149,10 +149,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const removed: string[] = [];
     for (const container of await broker.list(this.ownLabels(sandboxId))) {
       context.heartbeat({ step: 'removing', containerId: container.id });
-      await broker.stop(container.id, { timeoutSeconds: 5 }).catch((err: unknown) => {
-        if (!(err instanceof SandboxPlaneError && err.code === 'CONTAINER_NOT_FOUND')) throw err;
-      });
-      await broker.remove(container.id, { force: true });
+      await stopAndRemove(broker, container.id);
       removed.push(container.id);
     }
     const remaining = (await broker.list(this.ownLabels(sandboxId))).map((container) => container.id);

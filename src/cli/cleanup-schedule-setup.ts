@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
-import { CLEANUP_SCHEDULE_ID, ensureCleanupSchedule } from '../client/cleanup-schedule';
+import { ensureCleanupSchedule } from '../client/cleanup-schedule';
 import type { Config } from '../config/config';
+import { CLEANUP_SCHEDULE_ID } from '../domain/contract-names';
 import { formatDuration } from '../domain/duration';
 import type { Logger } from '../logging/logger';
 

@@ -1,11 +1,7 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleDescription } from '@temporalio/client';
 import { SandboxPlaneError } from '../domain/errors';
 import type { SweepReport } from '../domain/leaks';
-
-/** Schedule id and workflow type of DESIGN §11. */
-export const CLEANUP_SCHEDULE_ID = 'sandboxplane-cleanup';
-export const CLEANUP_WORKFLOW = 'cleanupSweep';
-const SWEEP_WORKFLOW_ID = 'sandboxplane-cleanup-sweep';
+import { CLEANUP_SCHEDULE_ID, CLEANUP_SWEEP_WORKFLOW_ID, CLEANUP_WORKFLOW } from '../domain/contract-names';
 
 export interface CleanupScheduleOptions {
   readonly taskQueue: string;
@@ -17,7 +13,7 @@ function action(options: CleanupScheduleOptions) {
     type: 'startWorkflow' as const,
     workflowType: CLEANUP_WORKFLOW,
     taskQueue: options.taskQueue,
-    workflowId: SWEEP_WORKFLOW_ID,
+    workflowId: CLEANUP_SWEEP_WORKFLOW_ID,
     workflowExecutionTimeout: '10 minutes',
   };
 }

@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { ROUND_TRIP_WORKFLOW, type RoundTripInput, type RoundTripResult } from '../domain/round-trip';
+import { ROUND_TRIP_WORKFLOW } from '../domain/contract-names';
+import type { RoundTripInput, RoundTripResult } from '../domain/round-trip';
 
 /**
  * Runs the round-trip probe workflow on `taskQueue` and waits for its result. The

@@ -10,6 +10,7 @@ import {
   type FeatureFlags,
 } from '../domain/feature-flags';
 import { formatDuration, parseDuration } from '../domain/duration';
+import { isDigestReference, isPinnedImage } from '../domain/image-reference';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import { DEFAULT_STORE_PATH } from './paths';
 
@@ -103,16 +104,11 @@ const duration = (fallbackSeconds: number) =>
     })
     .default(formatDuration(fallbackSeconds));
 
-const SHA256 = /^sha256:[0-9a-f]{64}$/;
-const DIGEST_REFERENCE = /^[a-z0-9]+(?:[._/-][a-z0-9]+)*@sha256:[0-9a-f]{64}$/;
+const imageById = z.string().refine(isPinnedImage, {
+  message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
+});
 
-const imageById = z
-  .string()
-  .refine((value) => SHA256.test(value) || DIGEST_REFERENCE.test(value), {
-    message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
-  });
-
-const imageByDigest = z.string().refine((value) => DIGEST_REFERENCE.test(value), {
+const imageByDigest = z.string().refine(isDigestReference, {
   message: 'must be pinned by digest, e.g. floci/floci@sha256:<64 hex>; a tag alone is refused because it can move',
 });
 

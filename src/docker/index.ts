@@ -7,3 +7,4 @@ export * from './docker-host';
 export * from './engine-errors';
 export * from './spec-refused-error';
 export * from './spec-rules';
+export * from './stop-and-remove';

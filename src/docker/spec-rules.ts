@@ -1,5 +1,7 @@
 import type { ZodIssue } from 'zod';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL, ADAPTER_LABEL } from '../domain/docker-labels';
+import { isPinnedImage } from '../domain/image-reference';
+import { SANDBOX_ID_PATTERN } from '../domain/sandbox-id';
 import { checkBindSource, classifyHostPath, isAbsoluteContainerPath, parseBind } from './bind-path';
 import {
   containerSpecSchema,
@@ -28,17 +30,9 @@ export const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
 
 export const LOOPBACK_HOST_IP = '127.0.0.1';
 
-const DIGEST_REFERENCE = /^[a-z0-9][a-z0-9._\-/:]*@sha256:[a-f0-9]{64}$/;
-const IMAGE_ID = /^(sha256:)?[a-f0-9]{64}$/;
-const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const ADAPTER_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const NETWORK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const BIND_MODES = new Set(['ro', 'rw']);
-
-/** True for `name@sha256:<64 hex>` and for an image id (`sha256:<64 hex>`). */
-export function isPinnedImage(image: string): boolean {
-  return DIGEST_REFERENCE.test(image) || IMAGE_ID.test(image);
-}
 
 type Report = (code: SpecRefusalCode, field: string, message: string) => void;
 
@@ -140,7 +134,7 @@ function checkLabels(spec: ContainerSpecShape, report: Report): void {
     );
   }
   const required: ReadonlyArray<readonly [string, RegExp]> = [
-    [SANDBOX_ID_LABEL, SANDBOX_ID],
+    [SANDBOX_ID_LABEL, SANDBOX_ID_PATTERN],
     [ADAPTER_LABEL, ADAPTER_NAME],
   ];
   for (const [label, pattern] of required) {

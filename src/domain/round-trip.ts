@@ -1,6 +1,4 @@
-/** Workflow type and id prefix of the probe that proves a worker serves our task queue. */
-export const ROUND_TRIP_WORKFLOW = 'roundTrip';
-
+/** Input and result of the probe that proves a worker serves our task queue. */
 export interface RoundTripInput {
   /** Who asked: `doctor`, `dev` or a test; recorded in the result and the history. */
   readonly requestedBy: string;

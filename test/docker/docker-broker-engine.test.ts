@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type Docker from 'dockerode';
 import { SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
 import { isSandboxPlaneError, type SandboxPlaneError } from '../../src/domain/errors';
-import { DockerContainerBroker, type BrokerLogger, type ContainerSpecInput } from '../../src/docker';
+import { DockerContainerBroker, stopAndRemove, type BrokerLogger, type ContainerSpecInput } from '../../src/docker';
 import {
   MIB,
   TEST_IMAGE,
@@ -219,6 +219,15 @@ describe('DockerContainerBroker on a real engine', () => {
     assert.equal(err.code, 'DOCKER_REQUEST_REJECTED');
     assert.equal(err.retryable, false);
     assert.equal(existsSync(path.join(scratch, 'missing')), false);
+  });
+
+  test('stopAndRemove tears a running container down, and a second teardown finds it gone', async () => {
+    const started = await broker.run(spec({ name: `sbp-teardown-${sandboxId}` }));
+    const lines: LogLine[] = [];
+    assert.deepEqual(await stopAndRemove(broker, started.id, { timeoutSeconds: 1, logger: recordingLogger(lines) }), { stop: 'stopped', remove: 'removed' });
+    assert.equal((await rejection(broker.inspect(started.id))).code, 'CONTAINER_NOT_FOUND');
+    assert.deepEqual(await stopAndRemove(broker, started.id, { logger: recordingLogger(lines) }), { stop: 'already_gone', remove: 'already_gone' });
+    assert.ok(lines.some((line) => line.msg === 'stop absorbed: container already gone' && line.obj.containerId === started.id));
   });
 
   test('stop of a missing container is CONTAINER_NOT_FOUND', async () => {

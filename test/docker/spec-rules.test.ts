@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ADAPTER_LABEL, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
+import { loadConfig } from '../../src/config/config';
+import { ADAPTER_LABEL, MANAGED_BY_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
 import { ERROR_CODES } from '../../src/domain/error-codes';
 import { isSandboxPlaneError } from '../../src/domain/errors';
+import { sandboxIdSchema } from '../../src/domain/sandbox-request';
 import {
   FORBIDDEN_POSIX_PATHS,
   FORBIDDEN_WINDOWS_PATHS,
@@ -126,6 +128,14 @@ describe('validateContainerSpec refuses', () => {
     assertRefused(without(SANDBOX_ID_LABEL), 'SPEC_LABELS_MISSING', `labels["${SANDBOX_ID_LABEL}"]`, /got nothing/);
     assertRefused(without(ADAPTER_LABEL), 'SPEC_LABELS_MISSING', `labels["${ADAPTER_LABEL}"]`, /got nothing/);
     assertRefused(validSpec({ labels: {} }), 'SPEC_LABELS_MISSING', `labels["${MANAGED_BY_LABEL}"]`, /and 2 more/);
+    for (const id of ['Sandbox-1', 'sb_1', 'sb.1', 'sb:1', '-sb', 'a'.repeat(64)]) {
+      assertRefused(
+        validSpec({ labels: { ...sandboxContainerLabels(id, 'moto') } }),
+        'SPEC_LABELS_MISSING',
+        `labels["${SANDBOX_ID_LABEL}"]`,
+        `labels["${SANDBOX_ID_LABEL}"] must match ^[a-z0-9][a-z0-9-]{0,62}$, got '${id}'`,
+      );
+    }
   });
 
   test('SPEC_PORT_INVALID', () => {
@@ -219,6 +229,61 @@ const harmlessSpec: fc.Arbitrary<ContainerSpecInput> = fc
       limits: { memoryBytes, pidsLimit },
     }),
   );
+
+/** Which spec-rule codes a spec breaks; none when it is accepted. */
+function refusalCodes(spec: ContainerSpecInput): Set<SpecRefusalCode> {
+  try {
+    validateContainerSpec(spec);
+    return new Set();
+  } catch (err) {
+    assert.ok(err instanceof SpecRefusedError, String(err));
+    return new Set(err.violations.map((violation) => violation.code));
+  }
+}
+
+function configAccepts(env: Record<string, string>): boolean {
+  try {
+    loadConfig(env);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const hex = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`));
+const imageName = fc.oneof(
+  fc.constantFrom('floci/floci', 'registry.local:5000/floci/floci', 'localhost:5000/a__b', 'floci/floci:1.2', 'ghcr.io/x/y-z'),
+  fc.stringMatching(/^[A-Za-z0-9._:/-]{1,24}$/),
+);
+const image = fc.oneof(
+  fc.tuple(fc.constantFrom('sha256:', ''), fc.oneof(hex(64), hex(63))).map(([prefix, digits]) => `${prefix}${digits}`),
+  fc.tuple(imageName, fc.oneof(hex(64), hex(63), fc.constant('A'.repeat(64)))).map(([name, digits]) => `${name}@sha256:${digits}`),
+  imageName,
+);
+
+describe('the broker and the rest of the plane judge by the same rules', () => {
+  test('a sandbox id is a valid container label exactly when the request schema takes it', () => {
+    const id = fc.oneof(fc.stringMatching(/^[a-z0-9-]{1,64}$/), fc.stringMatching(/^[A-Za-z0-9_.:-]{0,70}$/));
+    fc.assert(
+      fc.property(id, (candidate) => {
+        const labelled = !refusalCodes(validSpec({ labels: { ...sandboxContainerLabels(candidate, 'moto') } })).has('SPEC_LABELS_MISSING');
+        assert.equal(labelled, sandboxIdSchema.safeParse(candidate).success, `'${candidate}'`);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('an image the configuration takes as pinned is one the spec rules run, and the other way round', () => {
+    fc.assert(
+      fc.property(image, (candidate) => {
+        const runs = !refusalCodes(validSpec({ image: candidate })).has('SPEC_IMAGE_NOT_PINNED');
+        assert.equal(configAccepts({ SANDBOXPLANE_MOTO_IMAGE: candidate }), runs, `'${candidate}'`);
+        if (configAccepts({ SANDBOXPLANE_FLOCI_IMAGE: candidate })) assert.ok(runs, `'${candidate}' is pinned by digest`);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
 
 describe('spec properties', () => {
   test('generated harmless specs pass', () => {
