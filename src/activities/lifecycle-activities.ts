@@ -32,7 +32,7 @@ export interface ScreeningResult {
   readonly state: SandboxState;
 }
 
-/** What version-1 lifecycles (started before the state machine) expect; current runs send `nextStates`. */
+/** What version-1 lifecycles (started before the state machine) expect; current runs choose for themselves. */
 const V1_STATE_AFTER_SCREENING: Readonly<Record<PolicyEffect, SandboxState>> = {
   deny: 'DENIED',
   require_approval: 'AWAITING_APPROVAL',
@@ -58,57 +58,75 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
   const { store } = deps;
   const availableAdapters = ADAPTER_NAMES.filter((name) => deps.adapters[name] !== undefined);
 
+  /** The screening verdict, recorded at `step` (or read back when a retry finds it there); call inside a transaction. */
+  function screenRecorded(input: {
+    snapshot: SandboxSnapshot;
+    request: IdentifiedRequest;
+    step: number;
+    nextStates: Readonly<Record<PolicyEffect, SandboxState>>;
+  }): ScreeningResult {
+    const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step);
+    if (earlier !== undefined) {
+      const decision = earlier.summary.decision as Decision;
+      return { decision, settings: deps.lifecycle, state: input.nextStates[decision.effect] };
+    }
+    const decision = screenRequest({
+      request: input.request,
+      flags: deps.flags,
+      policies: store.policies.list(),
+      liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
+      availableAdapters,
+      ttl: deps.lifecycle,
+    });
+    const state = input.nextStates[decision.effect];
+    store.sandboxes.record(
+      { ...input.snapshot, state },
+      { step: input.step, action: 'screened', actor: 'policy', effect: decision.effect, reason: decision.reasons.join('; '), summary: { decision } },
+    );
+    log.info('request screened', { sandboxId: input.request.id, effect: decision.effect, code: decision.code });
+    return { decision, settings: deps.lifecycle, state };
+  }
+
   return {
     /** Writes the sandbox's snapshot and one audit row; `false` when this step was already recorded. */
     async recordTransition(input: { snapshot: SandboxSnapshot; operation: OperationRecord }): Promise<boolean> {
       return withTaxonomy(() => store.sandboxes.record(input.snapshot, input.operation));
     },
 
-    /**
-     * Screens the request against flags, policy rows, the catalog, TTL rules and the
-     * principal's quota, and records the verdict — all in one write transaction, so
-     * two requests racing for the last quota slot cannot both win. A retry returns the
-     * verdict recorded the first time.
-     */
-    async screenRequest(input: {
-      snapshot: SandboxSnapshot;
-      request: IdentifiedRequest;
-      step: number;
-      /** The state the workflow moves to for each effect; the row is written in it, atomically with the quota count. */
-      nextStates?: Readonly<Record<PolicyEffect, SandboxState>>;
-    }): Promise<ScreeningResult> {
-      const nextStates = input.nextStates ?? V1_STATE_AFTER_SCREENING;
+    /** Writes the snapshot and several audit rows in one transaction (a teardown's `destroying` and its outcome). */
+    async recordTransitions(input: { snapshot: SandboxSnapshot; operations: readonly OperationRecord[] }): Promise<void> {
       return withTaxonomy(() =>
         store.sandboxes.atomically(() => {
-          const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step);
-          if (earlier !== undefined) {
-            const decision = earlier.summary.decision as Decision;
-            return { decision, settings: deps.lifecycle, state: nextStates[decision.effect] };
-          }
-          const decision = screenRequest({
-            request: input.request,
-            flags: deps.flags,
-            policies: store.policies.list(),
-            liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
-            availableAdapters,
-            ttl: deps.lifecycle,
-          });
-          const state = nextStates[decision.effect];
-          store.sandboxes.record(
-            { ...input.snapshot, state },
-            {
-              step: input.step,
-              action: 'screened',
-              actor: 'policy',
-              effect: decision.effect,
-              reason: decision.reasons.join('; '),
-              summary: { decision },
-            },
-          );
-          log.info('request screened', { sandboxId: input.request.id, effect: decision.effect, code: decision.code });
-          return { decision, settings: deps.lifecycle, state };
+          for (const operation of input.operations) store.sandboxes.record(input.snapshot, operation);
         }),
       );
+    },
+
+    /**
+     * Records a new request and screens it against flags, policy rows, the catalog,
+     * TTL rules and the principal's quota — in one write transaction, so two requests
+     * racing for the last quota slot cannot both win. The row is written in the state
+     * the workflow chose for the verdict's effect. A retry returns the first verdict; an
+     * id that belongs to an earlier sandbox is IDEMPOTENCY_CONFLICT, with nothing written.
+     */
+    async screenNewRequest(input: {
+      snapshot: SandboxSnapshot;
+      request: IdentifiedRequest;
+      requested: OperationRecord;
+      step: number;
+      nextStates: Readonly<Record<PolicyEffect, SandboxState>>;
+    }): Promise<ScreeningResult> {
+      return withTaxonomy(() =>
+        store.sandboxes.atomically(() => {
+          store.sandboxes.record(input.snapshot, input.requested);
+          return screenRecorded(input);
+        }),
+      );
+    },
+
+    /** Version 1 of {@link screenNewRequest}, for runs started before the state machine (they record `requested` first). */
+    async screenRequest(input: { snapshot: SandboxSnapshot; request: IdentifiedRequest; step: number }): Promise<ScreeningResult> {
+      return withTaxonomy(() => store.sandboxes.atomically(() => screenRecorded({ ...input, nextStates: V1_STATE_AFTER_SCREENING })));
     },
 
     /** Whether `approver` is on the approvers list now (the list may change while a request waits). */

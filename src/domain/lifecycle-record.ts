@@ -105,6 +105,16 @@ export interface SandboxSnapshot {
   readonly createdAt: string;
 }
 
+/** One audit row. `summary` is already redacted by the caller. */
+export interface OperationRecord {
+  readonly step: number;
+  readonly action: string;
+  readonly actor: string;
+  readonly effect: string;
+  readonly reason: string | null;
+  readonly summary: Readonly<Record<string, unknown>>;
+}
+
 const STATE_OF_PHASE: Readonly<Record<Exclude<PhaseName, 'ended'>, SandboxState>> = {
   requested: 'REQUESTED',
   awaiting_approval: 'AWAITING_APPROVAL',

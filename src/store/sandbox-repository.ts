@@ -1,19 +1,9 @@
 import { SandboxPlaneError } from '../domain/errors';
 import { LIVE_STATES, TERMINAL_STATES, type SandboxState } from '../domain/sandbox-states';
-import type { SandboxSnapshot } from '../domain/lifecycle-record';
+import type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 import type { SqliteDatabase } from './database';
 
-export type { SandboxSnapshot } from '../domain/lifecycle-record';
-
-/** One audit row. `summary` is already redacted by the caller. */
-export interface OperationRecord {
-  readonly step: number;
-  readonly action: string;
-  readonly actor: string;
-  readonly effect: string;
-  readonly reason: string | null;
-  readonly summary: Readonly<Record<string, unknown>>;
-}
+export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 
 export interface StoredOperation extends OperationRecord {
   readonly seq: number;

@@ -2,6 +2,7 @@ import { log, proxyActivities, setCurrentDetails, upsertSearchAttributes } from 
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
+import type { OperationRecord } from '../domain/lifecycle-record';
 import {
   expiresAtMsOf,
   snapshotOf,
@@ -101,23 +102,26 @@ export class LifecycleContext {
     return this.step;
   }
 
-  /** Appends one audit row with the projection snapshot of `record`. */
-  async audit(operation: Operation, record: SandboxRecord = this.current): Promise<void> {
-    await projection.recordTransition({
-      snapshot: snapshotOf(record),
-      operation: { reason: null, summary: {}, ...operation, step: this.nextStep() },
-    });
+  /** The operation with the next step number: what the projection stores. */
+  numbered(operation: Operation): OperationRecord {
+    return { reason: null, summary: {}, ...operation, step: this.nextStep() };
+  }
+
+  /** Appends audit rows (one activity, one transaction) with the projection snapshot of `record`. */
+  async audit(operations: Operation | readonly Operation[], record: SandboxRecord = this.current): Promise<void> {
+    const list = Array.isArray(operations) ? (operations as readonly Operation[]) : [operations as Operation];
+    await projection.recordTransitions({ snapshot: snapshotOf(record), operations: list.map((operation) => this.numbered(operation)) });
   }
 
   /**
    * Records the move to `phase` first and shows it after: whoever sees the new state
    * in status, the UI or a search also finds it in the audit trail.
    */
-  async enter<P extends Phase>(phase: P, waitingFor: string, operation: Operation): Promise<P> {
+  async enter<P extends Phase>(phase: P, waitingFor: string, operations: Operation | readonly Operation[]): Promise<P> {
     const next = { ...this.current, phase, waitingFor };
     this.next = phase;
     try {
-      await this.audit(operation, next);
+      await this.audit(operations, next);
     } finally {
       this.next = undefined;
     }

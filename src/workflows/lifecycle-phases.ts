@@ -33,29 +33,32 @@ export function readyDetails(phase: PhaseNamed<'ready'>): string {
   );
 }
 
-/** REQUESTED: recorded before anything else, then screened; the verdict chooses the next phase. */
+/**
+ * REQUESTED: recorded and screened in one projection transaction (nothing has touched a
+ * runtime yet); the verdict chooses the next phase.
+ */
 export async function requested(ctx: LifecycleContext): Promise<Phase> {
   const { request } = ctx.record;
+  let screening: Screening;
   try {
-    await ctx.audit({
-      action: 'requested',
-      actor: request.principal,
-      effect: 'requested',
-      reason: request.purpose ?? null,
-      summary: { services: request.services, adapter: request.adapter, capability: request.capability },
+    screening = await projection.screenNewRequest({
+      snapshot: snapshotOf(ctx.record),
+      request,
+      requested: ctx.numbered({
+        action: 'requested',
+        actor: request.principal,
+        effect: 'requested',
+        reason: request.purpose ?? null,
+        summary: { services: request.services, adapter: request.adapter, capability: request.capability },
+      }),
+      step: ctx.nextStep(),
+      nextStates: STATE_AFTER_SCREENING,
     });
   } catch (err) {
     // The projection refuses a reused id (IDEMPOTENCY_CONFLICT): end here, having touched nothing.
     const error = failureCode(err, 'INTERNAL');
     return ctx.adopt(ended('DENIED', { error }), `Refused before screening (${error.code}): ${error.message}. Nothing was recorded or provisioned.`);
   }
-
-  const screening: Screening = await projection.screenRequest({
-    snapshot: snapshotOf(ctx.record),
-    request,
-    step: ctx.nextStep(),
-    nextStates: STATE_AFTER_SCREENING,
-  });
   const { decision, settings } = screening;
   if (decision.effect === 'deny') {
     const error = { code: decision.code ?? 'POLICY_DENIED', message: decision.reasons.join('; ') };
@@ -210,10 +213,10 @@ export async function ready(ctx: LifecycleContext): Promise<Phase> {
     ending = { reason: `unexpected failure while READY: ${failureCode(err, 'INTERNAL').message}`, actor: 'worker' };
   }
   const phase = ctx.phase as PhaseNamed<'ready'>;
-  return ctx.enter(
+  // Shown, not yet recorded: teardown never waits on the projection (DESIGN §2).
+  return ctx.adopt(
     { name: 'ending', screening: phase.screening, runtime: phase.runtime, expiresAtMs: phase.expiresAtMs, ...ending },
     `Tearing down (${ending.reason}).`,
-    { action: 'destroying', actor: ending.actor, effect: 'destroy', reason: ending.reason },
   );
 }
 
@@ -237,19 +240,19 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<{ reason: st
   }
 }
 
-/** DESTROYING: the runtime goes first; then DESTROYED, or DESTROY_FAILED with the leak recorded for the sweep. */
+/** DESTROYING: the runtime goes first, then the audit rows; DESTROYED, or DESTROY_FAILED with the leak recorded for the sweep. */
 export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>): Promise<Phase> {
   const { request } = ctx.record;
-  const { screening, runtime: handle, expiresAtMs, reason } = phase;
+  const { screening, runtime: handle, expiresAtMs, reason, actor } = phase;
+  const destroying = { action: 'destroying', actor, effect: 'destroy', reason };
   let error: LifecycleError;
   try {
     const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter });
     if (report.remaining.length === 0) {
-      return await ctx.enter(
-        { name: 'ended', state: 'DESTROYED', screening, runtime: handle, expiresAtMs, error: null },
-        `Destroyed (${reason}).`,
+      return await ctx.enter({ name: 'ended', state: 'DESTROYED', screening, runtime: handle, expiresAtMs, error: null }, `Destroyed (${reason}).`, [
+        destroying,
         { action: 'destroyed', actor: 'worker', effect: 'destroyed', summary: { removed: report.removed } },
-      );
+      ]);
     }
     error = { code: 'DESTROY_FAILED', message: `still present after teardown: ${report.remaining.join(', ')}` };
   } catch (err) {
@@ -258,6 +261,6 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
   return ctx.enter(
     { name: 'ended', state: 'DESTROY_FAILED', screening, runtime: handle, expiresAtMs, error },
     `Teardown failed (${error.code}): ${error.message}. The leak is recorded; the cleanup sweep retries it.`,
-    { action: 'destroy_failed', actor: 'worker', effect: 'failed', reason: error.message, summary: { code: error.code } },
+    [destroying, { action: 'destroy_failed', actor: 'worker', effect: 'failed', reason: error.message, summary: { code: error.code } }],
   );
 }
