@@ -1,16 +1,42 @@
 /**
- * The test suite's entry point (`npm test`): starts what the tests need — a Docker
- * engine with the locally built test images, and a real Temporal dev server from the
- * installed CLI — runs every `test/**\/*.test.ts` file with node's test runner, and
- * stops the server again. Arguments filter the files by substring: `npm test -- store`.
+ * The test suite's entry point. `npm test` runs every `test/**\/*.test.ts` file;
+ * `npm run test:unit` (`--unit`) only those under test/unit/. Arguments filter the files
+ * by substring of their path under test/: `npm test -- store`, `npm run test:unit -- policy`.
+ *
+ * It starts only what the selected files need: files under test/unit/ need nothing; any
+ * other file gets a Docker engine with the locally built test images and a real Temporal
+ * dev server from the installed CLI, which is stopped again at the end.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV } from './helpers/test-temporal';
+import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
 const SCRIPTS_DIR = path.join(TEST_DIR, '..', 'scripts');
+const UNIT_DIR = 'unit';
+
+/** A selected test file: its absolute path, and its path under test/ (what filters match). */
+interface TestFile {
+  readonly file: string;
+  readonly relative: string;
+}
+
+/** What a test file needs running before it starts. */
+interface Needs {
+  readonly docker: boolean;
+  readonly temporal: boolean;
+}
+
+/** Decided by folder, so a file's needs are visible in the tree: test/unit/ needs nothing. */
+function needsOf(testFile: TestFile): Needs {
+  const unit = isUnit(testFile);
+  return { docker: !unit, temporal: !unit };
+}
+
+function isUnit(testFile: TestFile): boolean {
+  return testFile.relative.split(path.sep)[0] === UNIT_DIR;
+}
 
 /** Runs a set-up script; its progress goes to our stderr, its stdout comes back. */
 function runScript(name: string, env: NodeJS.ProcessEnv): string {
@@ -34,49 +60,61 @@ function prepareDocker(): { DOCKER_HOST: string; SANDBOXPLANE_MOTO_IMAGE: string
 }
 
 /** Debian's Chromium, for the test files that drive a browser (they import helpers/browser). */
-function prepareChromium(files: readonly string[]): { SANDBOXPLANE_CHROMIUM: string } | undefined {
-  if (!files.some((file) => fs.readFileSync(file, 'utf8').includes("from './helpers/browser'"))) return undefined;
+function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: string } | undefined {
+  if (!files.some(({ file }) => fs.readFileSync(file, 'utf8').includes("from './helpers/browser'"))) return undefined;
   const chromium = lastLine(runScript('install-chromium.sh', process.env));
   if (!chromium.startsWith('/')) throw new Error(`scripts/install-chromium.sh printed no path (last line: ${chromium})`);
   return { SANDBOXPLANE_CHROMIUM: chromium };
 }
 
-function testFiles(filters: readonly string[]): string[] {
-  const files = (fs.readdirSync(TEST_DIR, { recursive: true }) as string[])
-    .filter((file) => file.endsWith('.test.ts'))
-    .map((file) => path.join(TEST_DIR, file))
-    .sort();
-  return filters.length === 0 ? files : files.filter((file) => filters.some((filter) => file.includes(filter)));
+function testFiles(unitOnly: boolean, filters: readonly string[]): TestFile[] {
+  return (fs.readdirSync(TEST_DIR, { recursive: true }) as string[])
+    .filter((relative) => relative.endsWith('.test.ts'))
+    .sort()
+    .map((relative) => ({ file: path.join(TEST_DIR, relative), relative }))
+    .filter((testFile) => !unitOnly || isUnit(testFile))
+    .filter(({ relative }) => filters.length === 0 || filters.some((filter) => relative.includes(filter)));
+}
+
+/** Runs the files with node's test runner and resolves with its exit code. */
+async function runNodeTest(files: readonly TestFile[], env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map(({ file }) => file)],
+    { stdio: 'inherit', env },
+  );
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  const code = await new Promise<number>((resolve) => child.once('exit', (exitCode) => resolve(exitCode ?? 1)));
+  process.removeListener('SIGINT', forward);
+  process.removeListener('SIGTERM', forward);
+  return code;
 }
 
 async function run(): Promise<number> {
-  const files = testFiles(process.argv.slice(2));
-  if (files.length === 0) throw new Error(`no test file matches ${process.argv.slice(2).join(' ')}`);
+  const args = process.argv.slice(2);
+  const unitOnly = args.includes('--unit');
+  const filters = args.filter((arg) => arg !== '--unit');
+  const files = testFiles(unitOnly, filters);
+  if (files.length === 0) throw new Error(`no test file${unitOnly ? ' under test/unit/' : ''} matches ${filters.join(' ')}`);
 
-  const docker = prepareDocker();
+  const needs = files.map(needsOf);
+  const docker = needs.some((need) => need.docker) ? prepareDocker() : undefined;
+  if (docker !== undefined) process.stdout.write(`test run: Docker engine at ${docker.DOCKER_HOST}, moto image ${docker.SANDBOXPLANE_MOTO_IMAGE}\n`);
   const chromium = prepareChromium(files);
-  process.stdout.write(`test run: Docker engine at ${docker.DOCKER_HOST}, moto image ${docker.SANDBOXPLANE_MOTO_IMAGE}\n`);
-  const started = Date.now();
-  const temporal = await startTestDevServer();
-  process.stdout.write(`test run: Temporal dev server at ${temporal.address} (UI ${temporal.uiUrl}), up in ${Date.now() - started} ms\n`);
+  let temporal: TestDevServer | undefined;
+  if (needs.some((need) => need.temporal)) {
+    const started = Date.now();
+    temporal = await startTestDevServer();
+    process.stdout.write(`test run: Temporal dev server at ${temporal.address} (UI ${temporal.uiUrl}), up in ${Date.now() - started} ms\n`);
+  }
+  if (docker === undefined && temporal === undefined) process.stdout.write(`test run: ${files.length} file(s) needing neither Docker nor Temporal\n`);
   try {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-      {
-        stdio: 'inherit',
-        env: { ...process.env, ...docker, ...chromium, [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl },
-      },
-    );
-    const forward = (signal: NodeJS.Signals) => child.kill(signal);
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    const code = await new Promise<number>((resolve) => child.once('exit', (exitCode) => resolve(exitCode ?? 1)));
-    process.removeListener('SIGINT', forward);
-    process.removeListener('SIGTERM', forward);
-    return code;
+    const temporalEnv = temporal === undefined ? {} : { [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl };
+    return await runNodeTest(files, { ...process.env, ...docker, ...chromium, ...temporalEnv });
   } finally {
-    await temporal.stop();
+    await temporal?.stop();
   }
 }
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { loadConfig } from '../../src/config/config';
-import { ADAPTER_LABEL, MANAGED_BY_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
-import { ERROR_CODES } from '../../src/domain/error-codes';
-import { isSandboxPlaneError } from '../../src/domain/errors';
-import { sandboxIdSchema } from '../../src/domain/sandbox-request';
+import { loadConfig } from '../../../src/config/config';
+import { ADAPTER_LABEL, MANAGED_BY_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../../src/domain/docker-labels';
+import { ERROR_CODES } from '../../../src/domain/error-codes';
+import { isSandboxPlaneError } from '../../../src/domain/errors';
+import { sandboxIdSchema } from '../../../src/domain/sandbox-request';
 import {
   FORBIDDEN_POSIX_PATHS,
   FORBIDDEN_WINDOWS_PATHS,
@@ -13,8 +13,8 @@ import {
   validateContainerSpec,
   type ContainerSpecInput,
   type SpecRefusalCode,
-} from '../../src/docker';
-import { MIB, PINNED_IMAGE_ID, validSpec } from './docker-test-support';
+} from '../../../src/docker';
+import { MIB, PINNED_IMAGE_ID, validSpec } from '../../docker/docker-test-support';
 
 function refusal(spec: unknown, policy = {}): SpecRefusedError {
   try {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config/config';
-import { enableLocalFlags } from '../src/config/local-flags';
-import { DEFAULT_STORE_PATH } from '../src/config/paths';
+import { ConfigError, loadConfig } from '../../src/config/config';
+import { enableLocalFlags } from '../../src/config/local-flags';
+import { DEFAULT_STORE_PATH } from '../../src/config/paths';
 
 function configError(env: Record<string, string>): ConfigError {
   try {

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { isSandboxPlaneError } from '../src/domain/errors';
-import { LATEST_SCHEMA_VERSION, Store } from '../src/store';
+import { isSandboxPlaneError } from '../../src/domain/errors';
+import { LATEST_SCHEMA_VERSION, Store } from '../../src/store';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));

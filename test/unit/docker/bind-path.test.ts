@@ -9,7 +9,7 @@ import {
   formatBind,
   parseBind,
   type ParsedBind,
-} from '../../src/docker';
+} from '../../../src/docker';
 
 function parsed(text: string): ParsedBind {
   const result = parseBind(text);

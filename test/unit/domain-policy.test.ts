@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { formatDuration, parseDuration } from '../src/domain/duration';
-import { evaluatePolicy, principalMatches, type PolicyRow } from '../src/domain/policy';
-import { sandboxRequestSchema, canonicalRequestText } from '../src/domain/sandbox-request';
-import { screenRequest, type ScreeningInput } from '../src/domain/screening';
-import { checkExtension, grantTtl } from '../src/domain/ttl';
-import { SandboxPlaneError } from '../src/domain/errors';
-import { parseOrThrow } from '../src/domain/validation';
+import { formatDuration, parseDuration } from '../../src/domain/duration';
+import { evaluatePolicy, principalMatches, type PolicyRow } from '../../src/domain/policy';
+import { sandboxRequestSchema, canonicalRequestText } from '../../src/domain/sandbox-request';
+import { screenRequest, type ScreeningInput } from '../../src/domain/screening';
+import { checkExtension, grantTtl } from '../../src/domain/ttl';
+import { SandboxPlaneError } from '../../src/domain/errors';
+import { parseOrThrow } from '../../src/domain/validation';
 
 let nextId = 1;
 function row(partial: Partial<PolicyRow>): PolicyRow {

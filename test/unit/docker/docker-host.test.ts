@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isSandboxPlaneError } from '../../src/domain/errors';
-import { formatDockerEndpoint, parseDockerHost, toContainerState } from '../../src/docker';
+import { isSandboxPlaneError } from '../../../src/domain/errors';
+import { formatDockerEndpoint, parseDockerHost, toContainerState } from '../../../src/docker';
 
 describe('parseDockerHost', () => {
   test('absent or empty means the default socket', () => {
