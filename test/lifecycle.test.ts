@@ -323,19 +323,4 @@ describe('sandbox lifecycle with other worker settings', () => {
       await worker.stop();
     }
   });
-
-  test('no answer within the approval timeout: EXPIRED with APPROVAL_EXPIRED', async () => {
-    const worker = await startTestWorker(address, { env: { SANDBOXPLANE_APPROVAL_TIMEOUT: '2s' } });
-    try {
-      worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'require_approval' });
-      const waiting = await worker.sandboxes.create({ id: 'slow-review', principal: 'agent-1', services: ['s3'] });
-      assert.equal(waiting.state, 'AWAITING_APPROVAL');
-      const expired = await waitForState(worker, 'slow-review', 'EXPIRED');
-      assert.equal(expired.error?.code, 'APPROVAL_EXPIRED');
-      assert.deepEqual(actions(worker, 'slow-review'), ['requested', 'screened', 'approval_expired']);
-      assert.deepEqual(worker.memory.liveSandboxIds(), []);
-    } finally {
-      await worker.stop();
-    }
-  });
 });

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { addSearchAttributes } from '../../src/temporal-dev/search-attribute-setup';
 
 const INSTALL_SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'install-temporal-test-server.sh');
 
@@ -23,10 +24,13 @@ export function temporalTestServerPath(): string {
 /**
  * A time-skipping TestWorkflowEnvironment on the locally installed test server (the SDK's
  * own default downloads a native build at run time, which this machine cannot reach).
- * The caller owns it: `await env.teardown()` stops the server.
+ * Our search attributes are registered. The caller owns it: `await env.teardown()` stops the server.
  */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  return await TestWorkflowEnvironment.createTimeSkipping({
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: temporalTestServerPath() } },
   });
+  // The lifecycle upserts our search attributes; this server can add them but not list them.
+  await addSearchAttributes(env.connection, env.namespace ?? 'default');
+  return env;
 }

@@ -1,0 +1,118 @@
+/**
+ * The lifecycle's timers (TTL, expiry warning, approval timeout) on Temporal's
+ * time-skipping test server: hours of workflow time in a moment of wall time, with
+ * the real workflow code, real lifecycle activities and a real SQLite projection.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createLifecycleActivities } from '../src/activities/lifecycle-activities';
+import { MemoryAdapter } from '../src/adapters/memory-adapter';
+import { SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../src/domain/contract-names';
+import { FEATURE_FLAG_NAMES, type FeatureFlags } from '../src/domain/feature-flags';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import type { LifecycleSettings } from '../src/domain/lifecycle-settings';
+import { sandboxRequestSchema } from '../src/domain/sandbox-request';
+import { Store } from '../src/store';
+import { extendUpdate, statusQuery } from '../src/workflows/sandbox-messages';
+import { createTimeSkippingEnv } from './helpers/time-skipping';
+import { testWorkflowBundle } from './helpers/workflow-bundle';
+
+const HOUR = 3600;
+const SETTINGS: LifecycleSettings = {
+  defaultTtlSeconds: 2 * HOUR,
+  ttlCeilingSeconds: 4 * HOUR,
+  maxLifetimeSeconds: 24 * HOUR,
+  approvalTimeoutSeconds: 1 * HOUR,
+  expiryWarningSeconds: 5 * 60,
+};
+
+describe('lifecycle timers on the time-skipping test server', () => {
+  let env: TestWorkflowEnvironment;
+  let store: Store;
+  let dir: string;
+  const memory = new MemoryAdapter();
+  const taskQueue = 'lifecycle-timers';
+
+  before(async () => {
+    env = await createTimeSkippingEnv();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-timers-'));
+    store = Store.open(path.join(dir, 'plane.sqlite'));
+    store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
+  });
+  after(async () => {
+    await env?.teardown();
+    store?.close();
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
+
+  async function withWorker<T>(work: () => Promise<T>): Promise<T> {
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await testWorkflowBundle(),
+      activities: createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS }),
+    });
+    return worker.runUntil(work());
+  }
+
+  function start(id: string, principal: string, ttlSeconds?: number) {
+    const request = { ...sandboxRequestSchema.parse({ principal, services: ['s3'], ...(ttlSeconds === undefined ? {} : { ttlSeconds }) }), id };
+    return env.client.workflow.start(SANDBOX_LIFECYCLE_WORKFLOW, { taskQueue, workflowId: workflowIdFor(id), args: [{ request }] });
+  }
+
+  const actions = (id: string) => store.sandboxes.audit(id).map((op) => op.action);
+
+  test('READY lasts exactly its TTL: the warning comes before expiry, then teardown by the timer', async () => {
+    await withWorker(async () => {
+      const startedWall = Date.now();
+      const handle = await start('ttl-2h', 'agent-1');
+      const final = (await handle.result()) as SandboxStatus;
+      assert.equal(final.state, 'DESTROYED');
+      assert.ok(Date.now() - startedWall < 60_000, 'two hours of workflow time took seconds');
+      assert.deepEqual(actions('ttl-2h'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+      const audit = store.sandboxes.audit('ttl-2h');
+      const ready = audit.find((op) => op.action === 'ready');
+      const expiresAt = Date.parse(String(ready?.summary.expiresAt));
+      assert.equal(expiresAt - Date.parse(final.createdAt) >= 2 * HOUR * 1000, true, 'the default TTL (2h) was granted');
+      assert.equal(audit.find((op) => op.action === 'destroying')?.actor, 'timer');
+      assert.equal(audit.find((op) => op.action === 'destroying')?.reason, 'TTL expired');
+      assert.ok(!memory.liveSandboxIds().includes('ttl-2h'));
+    });
+  });
+
+  test('extend moves the timer: the sandbox lives until the new expiry, not the old one', async () => {
+    await withWorker(async () => {
+      const handle = await start('ext-1', 'agent-2', HOUR);
+      let status: SandboxStatus;
+      do status = await handle.query(statusQuery);
+      while (status.state !== 'READY');
+      const extended = await handle.executeUpdate(extendUpdate, { args: [{ ttlSeconds: 30 * 60, actor: 'agent-2' }] });
+      assert.equal(Date.parse(extended.expiresAt as string) - Date.parse(status.expiresAt as string), 30 * 60 * 1000);
+      const final = (await handle.result()) as SandboxStatus;
+      assert.equal(final.state, 'DESTROYED');
+      assert.equal(final.expiresAt, extended.expiresAt);
+      assert.deepEqual(actions('ext-1'), ['requested', 'screened', 'ready', 'extended', 'expiring', 'destroying', 'destroyed']);
+      const expiring = store.sandboxes.audit('ext-1').find((op) => op.action === 'expiring');
+      assert.equal(expiring?.summary.expiresAt, extended.expiresAt, 'the warning is for the new expiry');
+    });
+  });
+
+  test('nobody answers within the approval timeout: EXPIRED with APPROVAL_EXPIRED, nothing provisioned', async () => {
+    await withWorker(async () => {
+      const final = (await (await start('gated-1', 'gated-1')).result()) as SandboxStatus;
+      assert.equal(final.state, 'EXPIRED');
+      assert.equal(final.error?.code, 'APPROVAL_EXPIRED');
+      assert.match(final.error?.message ?? '', /no approval within 1h/);
+      assert.deepEqual(actions('gated-1'), ['requested', 'screened', 'approval_expired']);
+      assert.ok(!memory.liveSandboxIds().includes('gated-1'));
+    });
+  });
+});
