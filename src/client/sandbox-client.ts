@@ -7,6 +7,7 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
+import { clientConfigFor } from '../domain/client-config';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
@@ -98,6 +99,15 @@ export function requestDigest(request: IdentifiedRequest): string {
 /** A fresh sandbox id for a request that names none (no idempotency then). */
 export function generateSandboxId(): string {
   return `sbx-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Update results are kept in the workflow history, so they never carry credentials;
+ * the client puts the (fake, per-adapter) client settings back for a READY sandbox.
+ */
+function withClientConfig(status: SandboxStatus): SandboxStatus {
+  if (status.state !== 'READY' || status.endpoint === null || status.region === null) return status;
+  return { ...status, clientConfig: clientConfigFor(status.adapter, status.endpoint, status.region) };
 }
 
 /** Adds what only the caller's clock knows: seconds left before expiry. */
@@ -257,12 +267,11 @@ export class SandboxClient {
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     try {
-      await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
+      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
+      return withTimeLeft(withClientConfig(status));
     } catch (err) {
       throw await this.explainClosed(err, sandboxId);
     }
-    // The update's own result leaves the client config out (it is kept in history).
-    return this.status(sandboxId);
   }
 
   /**
@@ -316,8 +325,7 @@ export class SandboxClient {
 
   /**
    * What `create` returns: a refusal or failure as an error carrying its code, a wait
-   * that ran out as WAIT_TIMEOUT, and a READY sandbox with its client settings (asked of
-   * the workflow once, since update results are kept in history and never carry them).
+   * that ran out as WAIT_TIMEOUT, and a READY sandbox with its client settings.
    */
   private async settle(status: SandboxStatus, until: AwaitStateTarget, timeoutMs: number): Promise<SandboxStatus> {
     if (UNSUCCESSFUL_END_STATES.has(status.state)) {
@@ -332,7 +340,7 @@ export class SandboxClient {
         details: { status },
       });
     }
-    return status.state === 'READY' ? this.status(status.id) : withTimeLeft(status);
+    return withTimeLeft(withClientConfig(status));
   }
 
   /** How an ended lifecycle ended: its result, or (for a run that was terminated or failed) its last status. */

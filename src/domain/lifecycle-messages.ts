@@ -105,6 +105,8 @@ export interface SandboxStatus {
   /** Filled in by the client from `expiresAt` and its own clock; `null` when not running. */
   readonly timeLeftSeconds: number | null;
   readonly endpoint: string | null;
+  /** The emulator's region while READY, else `null`. */
+  readonly region: string | null;
   readonly clientConfig: ClientConfig | null;
   readonly fidelity: Readonly<Record<string, Fidelity>>;
   readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null } | null;

@@ -162,6 +162,7 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     expiresAt: iso(expiresAtMsOf(phase)),
     timeLeftSeconds: null,
     endpoint: runtime?.endpoint ?? null,
+    region: runtime?.region ?? null,
     clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region),
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },

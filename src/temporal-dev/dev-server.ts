@@ -74,6 +74,10 @@ export class DevServer {
       options.namespace,
       '--log-level',
       'warn',
+      // An activity on the worker's own queue rides back with the workflow task that
+      // scheduled it: a lifecycle runs five of them (docs/development.md, Benchmarks).
+      '--dynamic-config-value',
+      'system.enableActivityEagerExecution=true',
     ];
     if (options.httpPort !== undefined) args.push('--http-port', String(options.httpPort));
     if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));

@@ -130,6 +130,7 @@ export async function sandboxLifecycleV1(input: LifecycleInputV1): Promise<Sandb
     expiresAt: iso(expiresAtMs),
     timeLeftSeconds: null,
     endpoint: state === 'READY' ? (provisioned?.endpoint ?? null) : null,
+    region: state === 'READY' ? (provisioned?.region ?? null) : null,
     clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
