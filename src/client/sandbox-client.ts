@@ -10,7 +10,7 @@ import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } fr
 import { clientConfigFor } from '../domain/client-config';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
-import { hasReached, type ApprovalAttempt, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
+import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
 import {
   requestDigestOf,
@@ -88,6 +88,8 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
+/** How often `create` re-sends a wait the server lost (see awaitAgain). */
+const LOST_UPDATE_RETRIES = 3;
 
 const AWAIT_TARGET: Readonly<Record<CreateWait, AwaitStateTarget>> = { accepted: 'screened', ready: 'ready', ended: 'ended' };
 
@@ -185,15 +187,17 @@ export class SandboxClient {
       ],
       staticSummary: `sandbox ${request.id} for ${request.principal}: ${request.services.join(', ')}`,
     });
+    const awaitArgs: [AwaitStatePayload] = [{ until, requestDigest: digest, timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)) }];
     let status: SandboxStatus;
     try {
       // One call: starts the lifecycle (or joins the running one) and waits inside it.
-      status = await this.client.workflow.executeUpdateWithStart(awaitStateUpdate, {
-        args: [{ until, requestDigest: digest, timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)) }],
-        startWorkflowOperation: startOperation,
-      });
+      status = await this.client.workflow.executeUpdateWithStart(awaitStateUpdate, { args: awaitArgs, startWorkflowOperation: startOperation });
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw toSandboxError(err, request.id);
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+        if (toSandboxError(err, request.id).code !== 'NOT_FOUND') throw toSandboxError(err, request.id);
+        status = await this.awaitAgain(request.id, awaitArgs, err);
+        return this.settle(status, until, timeoutMs);
+      }
       // The id belongs to a lifecycle that has ended: answer with how it ended, if it was this request.
       status = await this.finalStatus(request.id);
       if (status.requestDigest !== digest) {
@@ -341,6 +345,27 @@ export class SandboxClient {
       });
     }
     return withTimeLeft(withClientConfig(status));
+  }
+
+  /**
+   * Sends the `awaitState` update again to a lifecycle that was started. Under load the
+   * server can lose an update that arrived with the start (its first workflow task timed
+   * out before accepting it); the wait is re-sent, never replaced by polling a query.
+   */
+  private async awaitAgain(id: string, args: [AwaitStatePayload], firstError: unknown): Promise<SandboxStatus> {
+    const handle = this.client.workflow.getHandle(workflowIdFor(id));
+    let lastError = firstError;
+    for (let attempt = 0; attempt < LOST_UPDATE_RETRIES; attempt += 1) {
+      try {
+        return await handle.executeUpdate(awaitStateUpdate, { args });
+      } catch (err) {
+        lastError = err;
+        const mapped = await this.explainClosed(err, id);
+        if (mapped.code === 'INVALID_STATE') return this.finalStatus(id);
+        if (mapped.code !== 'NOT_FOUND') throw mapped;
+      }
+    }
+    throw toSandboxError(lastError, id);
   }
 
   /** How an ended lifecycle ended: its result, or (for a run that was terminated or failed) its last status. */

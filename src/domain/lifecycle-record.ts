@@ -54,8 +54,9 @@ export type Phase =
   | {
       readonly name: 'ending';
       readonly screening: Screening;
-      readonly runtime: RuntimeHandle;
-      readonly expiresAtMs: number;
+      /** `null` when provisioning was cut short: whatever it made is torn down all the same. */
+      readonly runtime: RuntimeHandle | null;
+      readonly expiresAtMs: number | null;
       readonly reason: string;
       readonly actor: string;
     }

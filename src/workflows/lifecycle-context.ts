@@ -1,4 +1,4 @@
-import { log, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityCancellationType, log, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
@@ -27,6 +27,9 @@ export const projection = proxyActivities<Activities>({
 export const runtime = proxyActivities<Activities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '30 seconds',
+  // On cancellation, wait until a provision has really stopped: tearing down while it
+  // still runs would let it create a container after the teardown.
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '2 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
 });
 

@@ -1,4 +1,4 @@
-import { condition, log, setHandler } from '@temporalio/workflow';
+import { CancellationScope, condition, log, setHandler } from '@temporalio/workflow';
 import {
   awaitStatePayloadSchema,
   decidePayloadSchema,
@@ -23,6 +23,11 @@ import {
   statusQuery,
 } from './sandbox-messages';
 import { refusal } from './workflow-failures';
+
+/** Waits that a cancellation of the run must not break: the run still ends, and the caller hears how. */
+function untilCancellationProof<T>(wait: () => Promise<T>): Promise<T> {
+  return CancellationScope.nonCancellable(wait);
+}
 
 /** Approvals are taken while the request is not yet screened or waits for them; later ones are dropped. */
 function takesApprovals(phase: Phase): boolean {
@@ -56,8 +61,11 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     awaitStateUpdate,
     async (payload) => {
       const { until, timeoutSeconds } = awaitStatePayloadSchema.parse(payload);
-      if (timeoutSeconds === undefined) await condition(() => hasReached(until, stateOf(ctx.phase)));
-      else await condition(() => hasReached(until, stateOf(ctx.phase)), timeoutSeconds * 1000);
+      const reached = () => hasReached(until, stateOf(ctx.phase));
+      await untilCancellationProof(async () => {
+        if (timeoutSeconds === undefined) await condition(reached);
+        else await condition(reached, timeoutSeconds * 1000);
+      });
       return ctx.statusForHistory();
     },
     {
@@ -77,7 +85,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       const { decision, ...rest } = decidePayloadSchema.parse(payload);
       const pending: PendingApproval = { signal: decision, payload: rest };
       if (!ctx.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
-      await condition(() => pending.verdict !== undefined);
+      await untilCancellationProof(() => condition(() => pending.verdict !== undefined));
       const attempt = pending.verdict as NonNullable<PendingApproval['verdict']>;
       if (pending.tooLate === true) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}, not AWAITING_APPROVAL`);
       if (attempt.verdict === 'ignored') throw refusal('APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
@@ -147,7 +155,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     async (payload) => {
       const { reason, actor } = destroyPayloadSchema.parse(payload);
       ctx.destroyRequest ??= { reason: reason ?? 'destroy requested', actor: actor ?? 'api' };
-      await condition(() => ctx.phase.name === 'ended');
+      await untilCancellationProof(() => condition(() => ctx.phase.name === 'ended'));
       return ctx.statusForHistory();
     },
     {

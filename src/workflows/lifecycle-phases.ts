@@ -1,4 +1,4 @@
-import { condition, log } from '@temporalio/workflow';
+import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import { approvalPayloadSchema, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { snapshotOf, type Approval, type EndState, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
@@ -55,6 +55,7 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
       nextStates: STATE_AFTER_SCREENING,
     });
   } catch (err) {
+    if (isCancellation(err)) throw err;
     // The projection refuses a reused id (IDEMPOTENCY_CONFLICT): end here, having touched nothing.
     const error = failureCode(err, 'INTERNAL');
     return ctx.adopt(ended('DENIED', { error }), `Refused before screening (${error.code}): ${error.message}. Nothing was recorded or provisioned.`);
@@ -178,6 +179,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       summary: { endpoint: handle.endpoint, runtimeIds: handle.runtimeIds, expiresAt: iso(expiresAtMs) },
     });
   } catch (err) {
+    if (isCancellation(err)) throw err;
     const error = failureCode(err, 'PROVISION_FAILED');
     const leftovers = await compensate(ctx);
     const teardown = leftovers.length === 0 ? 'Whatever was created was torn down.' : `Teardown left ${leftovers.join(', ')}; the cleanup sweep will find it.`;
@@ -209,6 +211,7 @@ export async function ready(ctx: LifecycleContext): Promise<Phase> {
   try {
     ending = await untilExpiryOrDestroy(ctx);
   } catch (err) {
+    if (isCancellation(err)) throw err;
     // Something provisioned must never outlive its workflow: tear down whatever went wrong.
     ending = { reason: `unexpected failure while READY: ${failureCode(err, 'INTERNAL').message}`, actor: 'worker' };
   }
@@ -256,6 +259,7 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
     }
     error = { code: 'DESTROY_FAILED', message: `still present after teardown: ${report.remaining.join(', ')}` };
   } catch (err) {
+    if (isCancellation(err)) throw err;
     error = failureCode(err, 'DESTROY_FAILED');
   }
   return ctx.enter(
@@ -263,4 +267,36 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
     `Teardown failed (${error.code}): ${error.message}. The leak is recorded; the cleanup sweep retries it.`,
     [destroying, { action: 'destroy_failed', actor: 'worker', effect: 'failed', reason: error.message, summary: { code: error.code } }],
   );
+}
+
+/** Who ends a sandbox through Temporal's own cancellation (the UI's "Request Cancellation"). */
+export const CANCELLATION_ACTOR = 'temporal-cancellation';
+
+/**
+ * The run was cancelled: whatever the phase, end in a correct state with nothing left
+ * behind. Runs in a non-cancellable scope (the caller's), so teardown is not itself
+ * cancelled; nothing provisioned yet means nothing to tear down.
+ */
+export async function cancelled(ctx: LifecycleContext): Promise<Phase> {
+  const phase = ctx.phase;
+  const reason = 'the workflow was cancelled (Temporal UI "Request Cancellation" or `temporal workflow cancel`)';
+  switch (phase.name) {
+    case 'ended':
+      return phase;
+    case 'requested':
+    case 'awaiting_approval':
+      return ctx.enter(ended('DESTROYED', { screening: phase.name === 'requested' ? null : phase.screening }), `Cancelled before anything was provisioned.`, {
+        action: 'withdrawn',
+        actor: CANCELLATION_ACTOR,
+        effect: 'destroyed',
+        reason,
+      });
+    case 'provisioning':
+      return ending(ctx, ctx.adopt({ name: 'ending', screening: phase.screening, runtime: null, expiresAtMs: null, reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
+    case 'ready':
+      return ending(ctx, ctx.adopt({ ...phase, name: 'ending', reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
+    case 'ending':
+      // Teardown was under way: run it again (destroy is idempotent) under the cancellation.
+      return ending(ctx, phase);
+  }
 }

@@ -1,4 +1,4 @@
-import { allHandlersFinished, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { lifecycleInputSchema, type SandboxStatus } from '../domain/lifecycle-messages';
 import type { Phase, SandboxRecord } from '../domain/lifecycle-record';
@@ -8,7 +8,7 @@ import { describeIssues } from '../domain/validation';
 import { sandboxLifecycleV1 } from './legacy/sandbox-lifecycle-v1';
 import { LifecycleContext } from './lifecycle-context';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
-import { awaitingApproval, ending, provisioning, ready, requested } from './lifecycle-phases';
+import { awaitingApproval, cancelled, ending, provisioning, ready, requested } from './lifecycle-phases';
 import type { LifecycleInput } from './sandbox-messages';
 
 /**
@@ -38,29 +38,35 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     ]);
   }
 
-  let phase: Phase = ctx.phase;
-  while (phase.name !== 'ended') {
-    switch (phase.name) {
-      case 'requested':
-        phase = await requested(ctx);
-        break;
-      case 'awaiting_approval':
-        phase = await awaitingApproval(ctx, phase);
-        ctx.closeInbox();
-        break;
-      case 'provisioning':
-        phase = await provisioning(ctx, phase);
-        break;
-      case 'ready':
-        phase = await ready(ctx);
-        break;
-      case 'ending':
-        phase = await ending(ctx, phase);
-        break;
+  try {
+    let phase: Phase = ctx.phase;
+    while (phase.name !== 'ended') {
+      switch (phase.name) {
+        case 'requested':
+          phase = await requested(ctx);
+          break;
+        case 'awaiting_approval':
+          phase = await awaitingApproval(ctx, phase);
+          ctx.closeInbox();
+          break;
+        case 'provisioning':
+          phase = await provisioning(ctx, phase);
+          break;
+        case 'ready':
+          phase = await ready(ctx);
+          break;
+        case 'ending':
+          phase = await ending(ctx, phase);
+          break;
+      }
     }
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    await CancellationScope.nonCancellable(() => cancelled(ctx));
   }
   ctx.closeInbox();
-  await condition(allHandlersFinished);
+  // Not cancellable: a cancelled run still answers the updates that wait on it, then ends DESTROYED.
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return ctx.status();
 }
 
