@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import {
   type Client,
   type Connection,
+  type UpdateDefinition,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -88,7 +89,7 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
-/** How often `create` re-sends a wait the server lost (see awaitAgain). */
+/** How often an idempotent update the server lost is sent again (see resendingUpdate). */
 const LOST_UPDATE_RETRIES = 3;
 
 const AWAIT_TARGET: Readonly<Record<CreateWait, AwaitStateTarget>> = { accepted: 'screened', ready: 'ready', ended: 'ended' };
@@ -195,8 +196,8 @@ export class SandboxClient {
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
         if (toSandboxError(err, request.id).code !== 'NOT_FOUND') throw toSandboxError(err, request.id);
-        status = await this.awaitAgain(request.id, awaitArgs, err);
-        return this.settle(status, until, timeoutMs);
+        const resent = await this.resendingUpdate(request.id, awaitStateUpdate, awaitArgs, err);
+        return this.settle(resent === 'ended' ? await this.finalStatus(request.id) : resent, until, timeoutMs);
       }
       // The id belongs to a lifecycle that has ended: answer with how it ended, if it was this request.
       status = await this.finalStatus(request.id);
@@ -298,14 +299,8 @@ export class SandboxClient {
    */
   async destroy(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
-    try {
-      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(destroyUpdate, { args: [options] });
-      return withTimeLeft(status);
-    } catch (err) {
-      const mapped = await this.explainClosed(err, sandboxId);
-      if (mapped.code === 'INVALID_STATE') return this.finalStatus(sandboxId);
-      throw mapped;
-    }
+    const status = await this.resendingUpdate(sandboxId, destroyUpdate, [options]);
+    return status === 'ended' ? this.finalStatus(sandboxId) : withTimeLeft(status);
   }
 
   /**
@@ -348,20 +343,21 @@ export class SandboxClient {
   }
 
   /**
-   * Sends the `awaitState` update again to a lifecycle that was started. Under load the
-   * server can lose an update that arrived with the start (its first workflow task timed
-   * out before accepting it); the wait is re-sent, never replaced by polling a query.
+   * Sends an idempotent update (awaitState, destroy), again when the server lost it:
+   * under load an update that arrives with a workflow task that then times out is
+   * dropped and its caller hears NOT_FOUND although the run goes on. Resolves to
+   * `ended` when the run has ended (or the update says it already has).
    */
-  private async awaitAgain(id: string, args: [AwaitStatePayload], firstError: unknown): Promise<SandboxStatus> {
+  private async resendingUpdate<Ret, Args extends [unknown, ...unknown[]]>(id: string, update: UpdateDefinition<Ret, Args>, args: Args, firstError?: unknown): Promise<Ret | 'ended'> {
     const handle = this.client.workflow.getHandle(workflowIdFor(id));
     let lastError = firstError;
     for (let attempt = 0; attempt < LOST_UPDATE_RETRIES; attempt += 1) {
       try {
-        return await handle.executeUpdate(awaitStateUpdate, { args });
+        return await handle.executeUpdate(update, { args });
       } catch (err) {
         lastError = err;
         const mapped = await this.explainClosed(err, id);
-        if (mapped.code === 'INVALID_STATE') return this.finalStatus(id);
+        if (mapped.code === 'INVALID_STATE') return 'ended';
         if (mapped.code !== 'NOT_FOUND') throw mapped;
       }
     }
