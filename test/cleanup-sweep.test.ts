@@ -106,7 +106,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.equal(description.policies.overlap, 'SKIP');
   });
 
-  test('an orphan is removed; a live sandbox is untouched; a stranded row is reported, not changed', async () => {
+  test('an orphan is removed; a live sandbox is untouched; a stranded row is closed with a reconciled audit row', async () => {
     const live = await worker.sandboxes.create(
       { id: 'sweep-live', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 },
       { wait: 'ready' },
@@ -137,26 +137,39 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.equal((await worker.sandboxes.status('sweep-live')).state, 'READY');
     assert.equal(live.state, 'READY');
 
-    const stranded = report.remaining.find((finding) => finding.subject === 'sweep-stranded');
-    assert.equal(stranded?.kind, 'stranded_sandbox');
-    assert.match(stranded?.detail ?? '', /projection says PROVISIONING but no workflow runs for it/);
-    assert.equal(worker.store.sandboxes.state('sweep-stranded'), 'PROVISIONING', 'reported, not repaired');
-    assert.deepEqual(worker.store.leaks.outstanding().map((leak) => [leak.kind, leak.subject]), [['stranded_sandbox', 'sweep-stranded']]);
+    assert.deepEqual(report.reconciled, [{ sandboxId: 'sweep-stranded', state: 'DESTROYED' }]);
+    assert.equal(worker.store.sandboxes.state('sweep-stranded'), 'DESTROYED', 'Temporal has no workflow for it: the row is closed');
+    const reconciled = worker.store.sandboxes.audit('sweep-stranded').at(-1);
+    assert.deepEqual([reconciled?.action, reconciled?.actor], ['reconciled', 'sweep']);
+    assert.match(reconciled?.reason ?? '', /projection says PROVISIONING but no workflow runs for it/);
+    assert.deepEqual(worker.store.leaks.outstanding(), []);
 
     const cliEnv = { ...worker.env, TEMPORAL_NAMESPACE: namespace };
     const sweep = await runCli(['sweep', '--wait', '--json'], cliEnv);
     assert.equal(sweep.code, 0, sweep.stderr);
     const cliReport = JSON.parse(sweep.stdout) as SweepReport;
     assert.equal(cliReport.counts.removed, 0);
-    assert.equal(cliReport.counts.stranded, 1);
+    assert.equal(cliReport.counts.stranded, 0, 'a closed row is not stranded again');
     assert.ok(cliReport.counts.containers >= 1);
     const leaks = await runCli(['leaks', '--json'], cliEnv);
     assert.equal(leaks.code, 0, leaks.stderr);
-    assert.deepEqual(
-      (JSON.parse(leaks.stdout) as { leaks: { subject: string }[] }).leaks.map((leak) => leak.subject),
-      ['sweep-stranded'],
-    );
+    assert.deepEqual((JSON.parse(leaks.stdout) as { leaks: { subject: string }[] }).leaks, []);
     await worker.sandboxes.destroy('sweep-live');
+  });
+
+  test('terminate leaves a READY sandbox behind; the next sweep removes its container and closes its row', async () => {
+    await worker.sandboxes.create({ id: 'sweep-terminated', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-terminated' })).length, 1);
+    await worker.client.workflow.getHandle('sandbox-sweep-terminated').terminate('test: an operator pressed Terminate');
+    assert.equal(worker.store.sandboxes.state('sweep-terminated'), 'READY', 'nothing of the run closed it');
+
+    const { report } = await triggerSweep(worker.client, { wait: true });
+    assert.ok(report);
+    assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-terminated' }), [], 'the container is gone');
+    assert.ok(report.removed.some((finding) => finding.sandboxId === 'sweep-terminated'));
+    assert.deepEqual(report.reconciled, [{ sandboxId: 'sweep-terminated', state: 'DESTROYED' }]);
+    assert.equal(worker.store.sandboxes.state('sweep-terminated'), 'DESTROYED');
+    assert.deepEqual(worker.store.sandboxes.audit('sweep-terminated').slice(-2).map((op) => op.action), ['orphan_removed', 'reconciled']);
   });
 
   test('a container whose removal fails stays an outstanding leak after re-measuring', async () => {

@@ -115,6 +115,33 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
       }
     },
 
+    /**
+     * Closes a stranded row (its workflow has ended, the row says otherwise): DESTROYED
+     * when none of its containers remain, DESTROY_FAILED when one refused to go (the
+     * next sweep tries again). Returns the state given, or `null` if the row was closed meanwhile.
+     */
+    async reconcileStranded(input: {
+      finding: LeakFinding;
+      containersRemain: boolean;
+      sweepWorkflowId: string;
+      step: number;
+    }): Promise<SandboxState | null> {
+      return withTaxonomy(() => {
+        const sandboxId = input.finding.subject;
+        const state: SandboxState = input.containersRemain ? 'DESTROY_FAILED' : 'DESTROYED';
+        const closed = store.sandboxes.reconcile(sandboxId, state, input.sweepWorkflowId, {
+          step: input.step,
+          action: 'reconciled',
+          actor: 'sweep',
+          effect: state === 'DESTROYED' ? 'destroyed' : 'failed',
+          reason: `${input.finding.detail}; Temporal has no open workflow for it, so the row is closed as ${state}`,
+          summary: { state },
+        });
+        if (closed) log.info('stranded sandbox reconciled', { sandboxId, state });
+        return closed ? state : null;
+      });
+    },
+
     /** Writes the sweep's findings to the leaks table (outstanding, removed, gone). */
     async recordSweepFindings(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }): Promise<void> {
       return withTaxonomy(() => store.leaks.recordSweep(input));

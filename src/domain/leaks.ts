@@ -30,10 +30,11 @@ export interface LeakFinding {
 }
 
 export interface Classification {
-  /** Containers to stop and remove: no running workflow, and the sandbox ended or never existed. */
+  /** Containers to stop and remove: no open workflow for their sandbox, whatever the projection says. */
   readonly orphans: readonly LeakFinding[];
-  /** Reported, never repaired. */
+  /** Rows that are not terminal although their workflow has ended: the sweep closes them (`reconciled`). */
   readonly stranded: readonly LeakFinding[];
+  /** Reported and handed to the running workflow, never repaired by the sweep. */
   readonly liveMismatches: readonly LeakFinding[];
 }
 
@@ -67,19 +68,20 @@ export function classifyInventory(inventory: Inventory): Classification {
       }
       continue;
     }
-    if (row === undefined || isTerminal(row)) {
-      orphans.push({
-        kind: 'orphan_container',
-        subject: container.id,
-        sandboxId,
-        detail:
-          sandboxId === null
-            ? 'container without a sandbox-id label'
-            : row === undefined
-              ? `no sandbox ${sandboxId} in the projection and no running workflow`
-              : `sandbox ${sandboxId} is ${row} and its workflow has ended`,
-      });
-    }
+    // Temporal is the authority (DESIGN §8): no open workflow means nobody will tear this down.
+    orphans.push({
+      kind: 'orphan_container',
+      subject: container.id,
+      sandboxId,
+      detail:
+        sandboxId === null
+          ? 'container without a sandbox-id label'
+          : row === undefined
+            ? `no sandbox ${sandboxId} in the projection and no running workflow`
+            : isTerminal(row)
+              ? `sandbox ${sandboxId} is ${row} and its workflow has ended`
+              : `the projection says ${row} but sandbox ${sandboxId}'s workflow has ended (terminated, or its history is gone)`,
+    });
   }
 
   for (const [sandboxId, state] of Object.entries(inventory.rows)) {
@@ -89,7 +91,7 @@ export function classifyInventory(inventory: Inventory): Classification {
       kind: 'stranded_sandbox',
       subject: sandboxId,
       sandboxId,
-      detail: `projection says ${state} but no workflow runs for it${containers.length > 0 ? `; containers ${containers.map((c) => c.id.slice(0, 12)).join(', ')} kept` : ''}`,
+      detail: `projection says ${state} but no workflow runs for it${containers.length > 0 ? `; its containers ${containers.map((c) => c.id.slice(0, 12)).join(', ')} are orphans` : ''}`,
     });
   }
   return { orphans, stranded, liveMismatches };
@@ -105,9 +107,13 @@ export interface SweepReport {
     readonly stranded: number;
     readonly liveMismatches: number;
     readonly removed: number;
+    /** Stranded rows the sweep closed. */
+    readonly reconciled: number;
     readonly outstanding: number;
   };
   readonly removed: readonly LeakFinding[];
+  /** Stranded rows closed by this sweep, and the state each was given. */
+  readonly reconciled: readonly { readonly sandboxId: string; readonly state: SandboxState }[];
   /** Everything still wrong after re-measuring: kept orphans, stranded sandboxes, mismatches. */
   readonly remaining: readonly LeakFinding[];
 }

@@ -26,10 +26,11 @@ export const TERMINAL_STATES: ReadonlySet<SandboxState> = new Set(TERMINAL);
 export const UNSUCCESSFUL_END_STATES: ReadonlySet<SandboxState> = new Set(TERMINAL.filter((state) => state !== 'DESTROYED'));
 
 /**
- * States that count against a principal's concurrency quota: everything that holds
- * or may soon hold a runtime. DESTROY_FAILED counts too, as something may still run.
+ * States that count against a principal's concurrency quota: everything that holds or
+ * may soon hold a runtime while its workflow runs. An ended workflow never holds quota
+ * (DESTROY_FAILED leftovers are the sweep's to remove, not the principal's to carry).
  */
-export const LIVE_STATES: readonly SandboxState[] = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING', 'DESTROY_FAILED'];
+export const LIVE_STATES: readonly SandboxState[] = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING'];
 
 export function isTerminal(state: SandboxState): boolean {
   return TERMINAL_STATES.has(state);

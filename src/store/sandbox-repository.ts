@@ -135,6 +135,26 @@ export class SandboxRepository {
     return states;
   }
 
+  /**
+   * Closes a row whose workflow has ended without closing it (terminated, history lost):
+   * the sweep's `reconciled` audit row says why. A row already terminal is left as it is;
+   * `false` then.
+   */
+  reconcile(sandboxId: string, state: SandboxState, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
+    return this.db
+      .transaction(() => {
+        const at = now.toISOString();
+        const terminal = [...TERMINAL_STATES];
+        const changed = this.db
+          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND state NOT IN (${terminal.map(() => '?').join(', ')})`)
+          .run(state, at, sandboxId, ...terminal).changes;
+        if (changed === 0) return false;
+        this.appendOperation(sandboxId, workflowId, operation, at);
+        return true;
+      })
+      .immediate();
+  }
+
   /** An audit row from outside the sandbox's own workflow (the sweep); ignored if already written. */
   appendAudit(sandboxId: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
     return this.exists(sandboxId) && this.appendOperation(sandboxId, workflowId, operation, now.toISOString());

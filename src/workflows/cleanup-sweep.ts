@@ -2,6 +2,7 @@ import { log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { classifyInventory, type LeakFinding, type SweepReport } from '../domain/leaks';
+import type { SandboxState } from '../domain/sandbox-states';
 
 const cleanup = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -11,8 +12,9 @@ const cleanup = proxyActivities<Activities>({
 
 /**
  * One cleanup pass (DESIGN §8): inventory containers, projection rows and running
- * lifecycles; remove only containers proven orphaned; report everything else; then
- * measure again, so a container that refuses to die stays an outstanding leak.
+ * lifecycles; remove the containers of sandboxes with no open workflow; measure again,
+ * so a container that refuses to die stays an outstanding leak; close the rows of
+ * sandboxes whose workflow has ended; report what is left.
  */
 export async function cleanupSweep(): Promise<SweepReport> {
   const { workflowId } = workflowInfo();
@@ -34,12 +36,28 @@ export async function cleanupSweep(): Promise<SweepReport> {
     }
   }
 
-  const after = new Set((await cleanup.listManagedContainers()).map((container) => container.id));
+  const afterContainers = await cleanup.listManagedContainers();
+  const after = new Set(afterContainers.map((container) => container.id));
   const removed: LeakFinding[] = found.orphans.filter((orphan) => !after.has(orphan.subject));
   const kept: LeakFinding[] = found.orphans
     .filter((orphan) => after.has(orphan.subject))
     .map((orphan) => ({ ...orphan, detail: `${orphan.detail}; still present after removal` }));
-  const remaining = [...kept, ...found.stranded, ...found.liveMismatches];
+
+  // Temporal says these sandboxes ended; their rows are closed so they stop holding quota.
+  const reconciled: { sandboxId: string; state: SandboxState }[] = [];
+  const unreconciled: LeakFinding[] = [];
+  for (const finding of found.stranded) {
+    step += 1;
+    const containersRemain = afterContainers.some((container) => container.sandboxId === finding.subject);
+    try {
+      const state = await cleanup.reconcileStranded({ finding, containersRemain, sweepWorkflowId: workflowId, step });
+      if (state !== null) reconciled.push({ sandboxId: finding.subject, state });
+    } catch (err) {
+      log.warn('stranded row not reconciled', { sandboxId: finding.subject, error: String(err) });
+      unreconciled.push(finding);
+    }
+  }
+  const remaining = [...kept, ...unreconciled, ...found.liveMismatches];
   await cleanup.recordSweepFindings({ outstanding: remaining, removed });
 
   return {
@@ -51,9 +69,11 @@ export async function cleanupSweep(): Promise<SweepReport> {
       stranded: found.stranded.length,
       liveMismatches: found.liveMismatches.length,
       removed: removed.length,
+      reconciled: reconciled.length,
       outstanding: remaining.length,
     },
     removed,
+    reconciled,
     remaining,
   };
 }

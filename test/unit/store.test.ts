@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import { LATEST_SCHEMA_VERSION, Store } from '../../src/store';
+import { projectionSnapshot } from '../helpers/projection-row';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -160,6 +161,28 @@ describe('LeakRepository', () => {
       assert.equal(reopened?.resolution, null);
       assert.equal(reopened?.resolvedAt, null);
       assert.equal(reopened?.firstSeen, '2026-01-01T00:00:00.000Z', 'the first sighting is kept');
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('quota and reconciliation in the projection', () => {
+  const op = (step: number, action: string) => ({ step, action, actor: 'test', effect: action, reason: null, summary: {} });
+
+  test('only sandboxes whose workflow may still run count toward quota: not DESTROY_FAILED, not a reconciled row', () => {
+    const store = Store.open(freshFile());
+    try {
+      const states = ['READY', 'AWAITING_APPROVAL', 'DESTROY_FAILED', 'DESTROYED', 'PROVISIONING'] as const;
+      states.forEach((state, index) => store.sandboxes.record(projectionSnapshot({ id: `q-${index}`, principal: 'agent-q', state }), op(1, 'requested')));
+      assert.equal(store.sandboxes.countLive('agent-q', 'none'), 3);
+
+      assert.equal(store.sandboxes.reconcile('q-0', 'DESTROYED', 'sweep-1', op(1, 'reconciled')), true);
+      assert.equal(store.sandboxes.state('q-0'), 'DESTROYED');
+      assert.equal(store.sandboxes.countLive('agent-q', 'none'), 2);
+      assert.deepEqual(store.sandboxes.audit('q-0').map((row) => row.action), ['requested', 'reconciled']);
+      assert.equal(store.sandboxes.reconcile('q-3', 'DESTROY_FAILED', 'sweep-1', op(2, 'reconciled')), false, 'a closed row stays as it is');
+      assert.equal(store.sandboxes.state('q-3'), 'DESTROYED');
     } finally {
       store.close();
     }
