@@ -132,7 +132,7 @@ export class LifecycleContext {
     return phase;
   }
 
-  /** Shows a phase whose audit row was already written (screening records its own). */
+  /** Shows a phase without recording it here: screening records its own rows, and teardown records once the runtime is gone. */
   adopt<P extends Phase>(phase: P, waitingFor: string): P {
     this.show({ ...this.current, phase, waitingFor });
     return phase;
