@@ -195,7 +195,8 @@ export class SandboxClient {
       status = await this.client.workflow.executeUpdateWithStart(awaitStateUpdate, { args: awaitArgs, startWorkflowOperation: startOperation });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-        if (toSandboxError(err, request.id).code !== 'NOT_FOUND') throw toSandboxError(err, request.id);
+        const mapped = toSandboxError(err, request.id);
+        if (mapped.code !== 'NOT_FOUND') throw mapped;
         const resent = await this.resendingUpdate(request.id, awaitStateUpdate, awaitArgs, err);
         return this.settle(resent === 'ended' ? await this.finalStatus(request.id) : resent, until, timeoutMs);
       }
