@@ -88,7 +88,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
   }
 
   return {
-    /** Writes the sandbox's snapshot and one audit row; `false` when this step was already recorded. */
+    /** Version 1 only (runs started before the state machine): the snapshot and one audit row; `false` when already recorded. */
     async recordTransition(input: { snapshot: SandboxSnapshot; operation: OperationRecord }): Promise<boolean> {
       return withTaxonomy(() => store.sandboxes.record(input.snapshot, input.operation));
     },

@@ -50,8 +50,6 @@ export type SandboxRequest = z.output<typeof sandboxRequestSchema>;
 /** A request with its id settled: what the lifecycle workflow receives. */
 export type IdentifiedRequest = SandboxRequest & { readonly id: string };
 
-export { sandboxIdFromWorkflowId, workflowIdFor } from './contract-names';
-
 /**
  * The request without its id, with keys sorted at every level: two requests with the
  * same meaning have the same text, so the same digest.

@@ -41,6 +41,9 @@ function toOperation(row: OperationRow): StoredOperation {
 }
 
 const COUNTED_STATES = LIVE_STATES.filter((state) => state !== 'REQUESTED');
+const TERMINAL = [...TERMINAL_STATES];
+/** `state NOT IN (?, …)`, to be bound with {@link TERMINAL}: the rows of sandboxes that have not ended. */
+const NOT_TERMINAL = `state NOT IN (${TERMINAL.map(() => '?').join(', ')})`;
 
 /**
  * The sandboxes table and its append-only audit trail. Writes are keyed by workflow
@@ -124,8 +127,8 @@ export class SandboxRepository {
   inventoryStates(alsoIds: readonly string[]): Record<string, SandboxState> {
     const states: Record<string, SandboxState> = {};
     const unfinished = this.db
-      .prepare(`SELECT id, state FROM sandboxes WHERE state NOT IN (${[...TERMINAL_STATES].map(() => '?').join(', ')})`)
-      .all(...TERMINAL_STATES) as { id: string; state: SandboxState }[];
+      .prepare(`SELECT id, state FROM sandboxes WHERE ${NOT_TERMINAL}`)
+      .all(...TERMINAL) as { id: string; state: SandboxState }[];
     for (const row of unfinished) states[row.id] = row.state;
     const one = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?');
     for (const id of alsoIds) {
@@ -144,10 +147,9 @@ export class SandboxRepository {
     return this.db
       .transaction(() => {
         const at = now.toISOString();
-        const terminal = [...TERMINAL_STATES];
         const changed = this.db
-          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND state NOT IN (${terminal.map(() => '?').join(', ')})`)
-          .run(state, at, sandboxId, ...terminal).changes;
+          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND ${NOT_TERMINAL}`)
+          .run(state, at, sandboxId, ...TERMINAL).changes;
         if (changed === 0) return false;
         this.appendOperation(sandboxId, workflowId, operation, at);
         return true;

@@ -143,10 +143,6 @@ export class LifecycleContext {
     this.show({ ...this.current, phase, waitingFor });
   }
 
-  explain(waitingFor: string): void {
-    this.show({ ...this.current, waitingFor });
-  }
-
   approved(approval: Approval): void {
     this.current = { ...this.current, approval };
   }

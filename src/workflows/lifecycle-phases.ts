@@ -5,7 +5,7 @@ import { snapshotOf, type Approval, type EndState, type LifecycleError, type Pha
 import type { PolicyEffect } from '../domain/policy';
 import type { SandboxState } from '../domain/sandbox-states';
 import { describeIssues } from '../domain/validation';
-import { projection, runtime, type LifecycleContext, type PendingApproval } from './lifecycle-context';
+import { projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
@@ -24,6 +24,16 @@ function iso(ms: number): string {
 
 function ended(state: EndState, from: { screening?: Screening | null; error?: LifecycleError | null } = {}): PhaseNamed<'ended'> {
   return { name: 'ended', state, screening: from.screening ?? null, runtime: null, expiresAtMs: null, error: from.error ?? null };
+}
+
+/** Ends a request before anything was provisioned: DESTROYED, recorded as `withdrawn`. */
+function withdraw(ctx: LifecycleContext, screening: Screening | null, by: DestroyRequest, when: string): Promise<Phase> {
+  return ctx.enter(ended('DESTROYED', { screening }), `Withdrawn ${when} (${by.reason}). Nothing was provisioned.`, {
+    action: 'withdrawn',
+    actor: by.actor,
+    effect: 'destroyed',
+    reason: by.reason,
+  });
 }
 
 export function readyDetails(phase: PhaseNamed<'ready'>): string {
@@ -95,15 +105,7 @@ export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<
         reason: error.message,
       });
     }
-    const withdrawal = ctx.destroyRequest;
-    if (withdrawal !== undefined) {
-      return ctx.enter(ended('DESTROYED', { screening }), `Withdrawn before approval (${withdrawal.reason}). Nothing was provisioned.`, {
-        action: 'withdrawn',
-        actor: withdrawal.actor,
-        effect: 'destroyed',
-        reason: withdrawal.reason,
-      });
-    }
+    if (ctx.destroyRequest !== undefined) return withdraw(ctx, screening, ctx.destroyRequest, 'before approval');
     const pending = ctx.inbox.shift() as PendingApproval;
     const attempt = await judge(ctx, pending);
     if (attempt.verdict === 'ignored') {
@@ -159,15 +161,7 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
 export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'provisioning'>): Promise<Phase> {
   const { request } = ctx.record;
   const { screening } = phase;
-  const withdrawal = ctx.destroyRequest;
-  if (withdrawal !== undefined) {
-    return ctx.enter(ended('DESTROYED', { screening }), `Withdrawn before provisioning (${withdrawal.reason}). Nothing was provisioned.`, {
-      action: 'withdrawn',
-      actor: withdrawal.actor,
-      effect: 'destroyed',
-      reason: withdrawal.reason,
-    });
-  }
+  if (ctx.destroyRequest !== undefined) return withdraw(ctx, screening, ctx.destroyRequest, 'before provisioning');
   try {
     const handle = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
     const expiresAtMs = Date.now() + screening.decision.ttlSeconds * 1000;
@@ -285,12 +279,7 @@ export async function cancelled(ctx: LifecycleContext): Promise<Phase> {
       return phase;
     case 'requested':
     case 'awaiting_approval':
-      return ctx.enter(ended('DESTROYED', { screening: phase.name === 'requested' ? null : phase.screening }), `Cancelled before anything was provisioned.`, {
-        action: 'withdrawn',
-        actor: CANCELLATION_ACTOR,
-        effect: 'destroyed',
-        reason,
-      });
+      return withdraw(ctx, phase.name === 'requested' ? null : phase.screening, { reason, actor: CANCELLATION_ACTOR }, 'by cancellation');
     case 'provisioning':
       return ending(ctx, ctx.adopt({ name: 'ending', screening: phase.screening, runtime: null, expiresAtMs: null, reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
     case 'ready':
