@@ -43,7 +43,7 @@ export function registerApproverCommands(program: Command): void {
 
   approvers
     .command('remove')
-    .description('remove an approver; their later approve/deny signals are ignored')
+    .description('remove an approver; their later approvals and denials are ignored')
     .argument('<name>', 'a listed approver')
     .addOption(jsonOption())
     .action(

@@ -245,8 +245,8 @@ export function registerSandboxCommands(program: Command): void {
       .command(signal)
       .description(
         signal === 'approve'
-          ? 'approve a sandbox AWAITING_APPROVAL (sends the "approve" signal); it then provisions'
-          : 'refuse a sandbox AWAITING_APPROVAL (sends the "deny" signal); it ends DENIED',
+          ? 'approve a sandbox AWAITING_APPROVAL and print the verdict (the "decide" update, judged like the UI\'s "approve" signal); it then provisions'
+          : 'refuse a sandbox AWAITING_APPROVAL and print the verdict (the "decide" update, judged like the UI\'s "deny" signal); it ends DENIED',
       )
       .argument('<id>', 'sandbox id')
       .option('--approver <name>', 'who decides (required): a listed approver (`sandboxctl approvers list`), not the requester')
