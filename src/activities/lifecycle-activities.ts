@@ -156,7 +156,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */
-    async destroySandbox(input: { sandboxId: string; adapter: AdapterName }): Promise<DestroyReport> {
+    async destroySandbox(input: { sandboxId: string; adapter: AdapterName; runtime?: RuntimeHandle | null }): Promise<DestroyReport> {
       return withTaxonomy(async () => {
         const report = await adapterFor(deps.adapters, input.adapter).destroy(input.sandboxId, adapterContext());
         log.info('sandbox destroyed', { sandboxId: input.sandboxId, removed: report.removed.length, remaining: report.remaining.length });

@@ -28,6 +28,8 @@ export interface ProvisionedSandbox {
   readonly region: string;
   /** Runtime handles (container ids), for audit and teardown checks. */
   readonly runtimeIds: readonly string[];
+  /** The Docker engine's ID (`docker info`), for container-backed runtimes. */
+  readonly engineId?: string;
 }
 
 export interface HealthReport {

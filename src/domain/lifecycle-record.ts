@@ -12,6 +12,11 @@ export interface RuntimeHandle {
   readonly region: string;
   /** Runtime handles (container ids), for audit and teardown checks. */
   readonly runtimeIds: readonly string[];
+  /**
+   * The Docker engine that runs them (its `docker info` ID), so teardown on another
+   * engine is an error rather than a false "nothing found"; absent for runtimes without one.
+   */
+  readonly engineId?: string;
 }
 
 /** The verdict of screening and the operator settings it was made under. */

@@ -244,7 +244,7 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
   const destroying = { action: 'destroying', actor, effect: 'destroy', reason };
   let error: LifecycleError;
   try {
-    const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter });
+    const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
     if (report.remaining.length === 0) {
       return await ctx.enter({ name: 'ended', state: 'DESTROYED', screening, runtime: handle, expiresAtMs, error: null }, `Destroyed (${reason}).`, [
         destroying,
