@@ -1,4 +1,4 @@
-import { Context, log } from '@temporalio/activity';
+import { Context, log, sleep } from '@temporalio/activity';
 import type {
   AdapterContext,
   AdapterRegistry,
@@ -38,6 +38,16 @@ const V1_STATE_AFTER_SCREENING: Readonly<Record<PolicyEffect, SandboxState>> = {
   require_approval: 'AWAITING_APPROVAL',
   allow: 'PROVISIONING',
 };
+
+/** How many looks it takes to call an emulator dead, and the pause between them. */
+const HEALTH_CONFIRMATIONS = 3;
+const HEALTH_CONFIRMATION_PAUSE_MS = 2_000;
+
+/** The health watch's answer about one sandbox. */
+export interface HealthCheck {
+  readonly healthy: boolean;
+  readonly detail: string;
+}
 
 function adapterContext(): AdapterContext {
   const context = Context.current();
@@ -150,6 +160,23 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       });
     },
 
+    /**
+     * Whether the sandbox's emulator still serves (the health watch). An unhealthy answer
+     * is confirmed by looking again a few times, so one slow probe is not a death.
+     */
+    async checkSandboxHealth(input: { sandboxId: string; adapter: AdapterName }): Promise<HealthCheck> {
+      return withTaxonomy(async () => {
+        const adapter = adapterFor(deps.adapters, input.adapter);
+        let report = await adapter.health(input.sandboxId);
+        for (let look = 1; !report.healthy && look < HEALTH_CONFIRMATIONS; look += 1) {
+          await sleep(HEALTH_CONFIRMATION_PAUSE_MS);
+          report = await adapter.health(input.sandboxId);
+        }
+        if (!report.healthy) log.warn('sandbox emulator unhealthy', { sandboxId: input.sandboxId, detail: report.detail });
+        return { healthy: report.healthy, detail: report.detail };
+      });
+    },
+
     /** What the sandbox holds, asked of its emulator; RESOURCE_DISCOVERY_FAILED when it cannot know. */
     async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[] }): Promise<ResourceRef[]> {
       return withTaxonomy(() => adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services));
@@ -158,7 +185,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
     /** Tears down everything of the sandbox and reports what, if anything, remained. */
     async destroySandbox(input: { sandboxId: string; adapter: AdapterName; runtime?: RuntimeHandle | null }): Promise<DestroyReport> {
       return withTaxonomy(async () => {
-        const report = await adapterFor(deps.adapters, input.adapter).destroy(input.sandboxId, adapterContext());
+        const report = await adapterFor(deps.adapters, input.adapter).destroy(input.sandboxId, adapterContext(), input.runtime);
         log.info('sandbox destroyed', { sandboxId: input.sandboxId, removed: report.removed.length, remaining: report.remaining.length });
         return report;
       });

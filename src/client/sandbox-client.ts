@@ -5,6 +5,7 @@ import {
   type UpdateDefinition,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  type WorkflowHandle,
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
@@ -89,6 +90,12 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
+/**
+ * Answers after which an update is sent again: the server lost it (NOT_FOUND), or the
+ * run handed over to a fresh run while it waited (RUN_CONTINUED).
+ */
+const RESENT_CODES: ReadonlySet<string> = new Set(['NOT_FOUND', 'RUN_CONTINUED']);
+
 /** How often an idempotent update the server lost is sent again (see resendingUpdate). */
 const LOST_UPDATE_RETRIES = 3;
 
@@ -196,7 +203,7 @@ export class SandboxClient {
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
         const mapped = toSandboxError(err, request.id);
-        if (mapped.code !== 'NOT_FOUND') throw mapped;
+        if (!RESENT_CODES.has(mapped.code)) throw mapped;
         const resent = await this.resendingUpdate(request.id, awaitStateUpdate, awaitArgs, err);
         return this.settle(resent === 'ended' ? await this.finalStatus(request.id) : resent, until, timeoutMs);
       }
@@ -272,12 +279,8 @@ export class SandboxClient {
    */
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
-    try {
-      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(extendUpdate, { args: [change] });
-      return withTimeLeft(withClientConfig(status));
-    } catch (err) {
-      throw await this.explainClosed(err, sandboxId);
-    }
+    const status = await this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
+    return withTimeLeft(withClientConfig(status));
   }
 
   /**
@@ -287,11 +290,7 @@ export class SandboxClient {
    */
   async resources(id: string): Promise<ResourceRef[]> {
     const sandboxId = this.checkId(id);
-    try {
-      return await this.client.workflow.getHandle(workflowIdFor(sandboxId)).executeUpdate(resourcesUpdate);
-    } catch (err) {
-      throw await this.explainClosed(err, sandboxId);
-    }
+    return this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(resourcesUpdate));
   }
 
   /**
@@ -359,7 +358,7 @@ export class SandboxClient {
         lastError = err;
         const mapped = await this.explainClosed(err, id);
         if (mapped.code === 'INVALID_STATE') return 'ended';
-        if (mapped.code !== 'NOT_FOUND') throw mapped;
+        if (!RESENT_CODES.has(mapped.code)) throw mapped;
       }
     }
     throw toSandboxError(lastError, id);
@@ -378,13 +377,25 @@ export class SandboxClient {
 
   private async decide(id: string, decision: 'approve' | 'deny', payload: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
     const sandboxId = this.checkId(id);
-    try {
-      const outcome = await this.client.workflow
-        .getHandle(workflowIdFor(sandboxId))
-        .executeUpdate(decideUpdate, { args: [{ decision, approver: payload.approver, reason: payload.reason ?? '' }] });
-      return { attempt: outcome.attempt, status: withTimeLeft(outcome.status) };
-    } catch (err) {
-      throw await this.explainClosed(err, sandboxId);
+    const outcome = await this.onCurrentRun(sandboxId, (handle) =>
+      handle.executeUpdate(decideUpdate, { args: [{ decision, approver: payload.approver, reason: payload.reason ?? '' }] }),
+    );
+    return { attempt: outcome.attempt, status: withTimeLeft(outcome.status) };
+  }
+
+  /**
+   * Sends an update to the sandbox's current run; again when the run handed over to a
+   * fresh one before taking it (RUN_CONTINUED): nothing was done, so sending again is safe.
+   */
+  private async onCurrentRun<Ret>(id: string, send: (handle: WorkflowHandle) => Promise<Ret>): Promise<Ret> {
+    const handle = this.client.workflow.getHandle(workflowIdFor(id));
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await send(handle);
+      } catch (err) {
+        const mapped = await this.explainClosed(err, id);
+        if (mapped.code !== 'RUN_CONTINUED' || attempt >= LOST_UPDATE_RETRIES) throw mapped;
+      }
     }
   }
 

@@ -113,14 +113,30 @@ export const ERROR_CODES = {
     'Approvals come from a listed approver (`sandboxctl approvers list`) who is not the requester.',
   ),
   IDEMPOTENCY_CONFLICT: spec('refused', false, 'This id was used for a different request: choose a new --id, or repeat the original request exactly.'),
+  RATE_LIMITED: spec('refused', false, 'Too many of these requests for one sandbox in a short time: wait a minute, or ask for more at once (one larger --ttl).'),
   INVALID_STATE: spec('refused', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),
   PROVISION_FAILED: spec('failure', false, 'Provisioning failed and was rolled back; the audit trail (`sandboxctl audit ID`) says why.'),
   PROVISION_UNAVAILABLE: spec('failure', true, 'The emulator runtime was not reachable; the activity retries on its own.'),
   DESTROY_FAILED: spec('failure', true, 'Teardown failed; the leak is recorded and the cleanup sweep retries it.'),
+  RUNTIME_ON_OTHER_ENGINE: spec(
+    'failure',
+    true,
+    "The sandbox's containers run on the Docker engine named in the message, not on this worker's: run a worker whose DOCKER_HOST reaches that engine (`docker info --format '{{.ID}}'` shows an engine's ID), then destroy again.",
+  ),
   EMULATOR_UNHEALTHY: spec(
     'failure',
     false,
     'The emulator never passed its health check and was removed; its container logs say why (run it by hand to see them).',
+  ),
+  EMULATOR_DIED: spec(
+    'failure',
+    false,
+    'The emulator died while READY, again after one restart, so the sandbox was torn down; everything in it is lost. Create a new sandbox.',
+  ),
+  RUN_CONTINUED: spec(
+    'failure',
+    true,
+    'The sandbox moved to a fresh workflow run to keep its history short; send the request again (the SDK and CLI do this for you).',
   ),
   RESOURCE_DISCOVERY_FAILED: spec(
     'failure',

@@ -7,6 +7,21 @@ import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
 import { isTerminal, type SandboxState } from './sandbox-states';
 import type { AdapterName, Fidelity } from './service-catalog';
 
+/**
+ * The largest signal or update payload the lifecycle takes, as JSON characters: every
+ * payload stays in the workflow's history, so a flood of large ones must not fill it.
+ */
+export const MAX_PAYLOAD_CHARS = 8_192;
+
+/** The size {@link MAX_PAYLOAD_CHARS} limits; what JSON cannot encode counts as 0. */
+export function payloadChars(payload: unknown): number {
+  try {
+    return JSON.stringify(payload)?.length ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Payload of the `approve` and `deny` signals, as a person types it in the Temporal UI. */
 export const approvalPayloadSchema = z.object({
   approver: z.string().trim().min(1, 'name the approver').max(200),
@@ -72,6 +87,30 @@ export const lifecycleInputSchema = z.object({
   request: sandboxRequestSchema.extend({ id: sandboxIdSchema }),
   /** Ignored since the workflow computes its own; accepted so older clients still start runs. */
   requestDigest: z.string().optional(),
+  /**
+   * What a run that continued as new hands to the next (workflows/lifecycle-context.ts
+   * `CarriedLifecycle`): checked for its shape here, written only by the workflow itself.
+   */
+  carried: z
+    .object({
+      record: z
+        .object({
+          workflowId: z.string(),
+          runId: z.string(),
+          requestDigest: z.string(),
+          createdAtMs: z.number(),
+          phase: z.object({ name: z.enum(['awaiting_approval', 'ready']) }).passthrough(),
+          waitingFor: z.string(),
+          approvalAttempts: z.array(z.unknown()),
+        })
+        .passthrough(),
+      step: z.number().int().nonnegative(),
+      unrecorded: z.array(z.object({ step: z.number().int() }).passthrough()),
+      extendTimesMs: z.array(z.number()),
+      destroyRequest: z.object({ reason: z.string(), actor: z.string() }).nullable(),
+      inbox: z.array(z.object({ signal: z.enum(['approve', 'deny']), payload: z.unknown(), oversizedChars: z.number().optional() })),
+    })
+    .optional(),
 });
 
 /** A signal the workflow received while waiting for approval, and what it made of it. */
@@ -87,6 +126,16 @@ export interface ApprovalAttempt {
 export interface DecideResult {
   readonly attempt: ApprovalAttempt;
   readonly status: SandboxStatus;
+}
+
+/** What the health watch last saw of the emulator: `unknown` before the first check and when not READY. */
+export type HealthStatus = 'ok' | 'unhealthy' | 'unknown';
+
+export interface SandboxHealth {
+  readonly status: HealthStatus;
+  readonly checkedAt: string | null;
+  /** How often the emulator was restarted after dying (its state was lost each time). */
+  readonly restarts: number;
 }
 
 /** What the `status` query answers (DESIGN §11 lists the fields agents rely on). */
@@ -107,6 +156,9 @@ export interface SandboxStatus {
   readonly endpoint: string | null;
   /** The emulator's region while READY, else `null`. */
   readonly region: string | null;
+  /** The runtime's handles (container ids) once provisioned; `[]` when none. */
+  readonly runtimeIds: readonly string[];
+  readonly health: SandboxHealth;
   readonly clientConfig: ClientConfig | null;
   readonly fidelity: Readonly<Record<string, Fidelity>>;
   readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null } | null;

@@ -1,7 +1,7 @@
 import { clientConfigFor } from './client-config';
 import type { ErrorCode } from './error-codes';
 import type { LifecycleSettings } from './lifecycle-settings';
-import type { ApprovalAttempt, SandboxStatus } from './lifecycle-messages';
+import type { ApprovalAttempt, HealthStatus, SandboxHealth, SandboxStatus } from './lifecycle-messages';
 import type { IdentifiedRequest } from './sandbox-request';
 import type { SandboxState, TerminalState } from './sandbox-states';
 import type { Decision } from './screening';
@@ -36,6 +36,17 @@ export interface LifecycleError {
   readonly message: string;
 }
 
+/** What the health watch knows of a READY sandbox's emulator (DESIGN §2). */
+export interface HealthWatch {
+  readonly status: HealthStatus;
+  readonly checkedAtMs: number | null;
+  /** When the watch looks next. */
+  readonly nextCheckAtMs: number;
+  /** Restarts after the emulator died; a second death ends the sandbox FAILED. */
+  readonly restarts: number;
+  readonly lastRestartAtMs: number | null;
+}
+
 /** A state a sandbox never leaves. */
 export type EndState = TerminalState;
 
@@ -55,6 +66,7 @@ export type Phase =
       readonly expiresAtMs: number;
       /** The "expiring" event was recorded for the current expiry. */
       readonly expiringRecorded: boolean;
+      readonly health: HealthWatch;
     }
   | {
       readonly name: 'ending';
@@ -64,6 +76,10 @@ export type Phase =
       readonly expiresAtMs: number | null;
       readonly reason: string;
       readonly actor: string;
+      /** Set when the sandbox ends because something failed (its emulator died): it ends FAILED, not DESTROYED. */
+      readonly failure?: LifecycleError;
+      /** The watch as it was when READY ended; absent when provisioning was cut short. */
+      readonly health?: HealthWatch;
     }
   | {
       readonly name: 'ended';
@@ -149,6 +165,14 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
+const UNWATCHED: SandboxHealth = { status: 'unknown', checkedAt: null, restarts: 0 };
+
+function healthOf(phase: Phase): SandboxHealth {
+  const watch = phase.name === 'ready' || phase.name === 'ending' ? phase.health : undefined;
+  if (watch === undefined) return UNWATCHED;
+  return { status: watch.status, checkedAt: iso(watch.checkedAtMs), restarts: watch.restarts };
+}
+
 /** The `status` query's answer. The client config (credentials) appears only while READY. */
 export function statusOf(record: SandboxRecord): SandboxStatus {
   const { request, phase } = record;
@@ -169,6 +193,8 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     timeLeftSeconds: null,
     endpoint: runtime?.endpoint ?? null,
     region: runtime?.region ?? null,
+    runtimeIds: runtimeOf(phase)?.runtimeIds ?? [],
+    health: healthOf(phase),
     clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region),
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },

@@ -6,4 +6,11 @@ export interface LifecycleSettings extends TtlSettings {
   readonly approvalTimeoutSeconds: number;
   /** How long before expiry the "expiring" event is recorded. */
   readonly expiryWarningSeconds: number;
+  /**
+   * How often the health watch looks at a READY sandbox's emulator. Absent in screening
+   * results recorded before the watch existed: {@link DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS} then.
+   */
+  readonly healthCheckIntervalSeconds?: number;
 }
+
+export const DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS = 30;

@@ -11,16 +11,17 @@ const cleanup = proxyActivities<Activities>({
 });
 
 /**
- * One cleanup pass (DESIGN §8): inventory containers, projection rows and running
- * lifecycles; remove the containers of sandboxes with no open workflow; measure again,
- * so a container that refuses to die stays an outstanding leak; close the rows of
- * sandboxes whose workflow has ended; report what is left.
+ * One cleanup pass (DESIGN §8): inventory this plane's containers, projection rows and
+ * running lifecycles; remove the containers of sandboxes with no open workflow; measure
+ * again, so a container that refuses to die stays an outstanding leak; close the rows of
+ * sandboxes whose workflow has ended (a DESTROY_FAILED one too, once its leftovers are
+ * gone); report what is left, and the mismatches under running workflows it never repairs.
  */
 export async function cleanupSweep(): Promise<SweepReport> {
   const { workflowId } = workflowInfo();
   const containers = await cleanup.listManagedContainers();
   const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];
-  const rows = await cleanup.projectionStates({ alsoIds: named });
+  const rows = await cleanup.projectionRows({ alsoIds: named });
   const candidates = [...new Set([...named, ...Object.keys(rows)])].sort();
   const running = await cleanup.runningSandboxes({ candidates });
   const found = classifyInventory({ containers, rows, running });
@@ -50,8 +51,10 @@ export async function cleanupSweep(): Promise<SweepReport> {
     step += 1;
     const containersRemain = afterContainers.some((container) => container.sandboxId === finding.subject);
     try {
-      const state = await cleanup.reconcileStranded({ finding, containersRemain, sweepWorkflowId: workflowId, step });
-      if (state !== null) reconciled.push({ sandboxId: finding.subject, state });
+      const outcome = await cleanup.reconcileStranded({ finding, containersRemain, sweepWorkflowId: workflowId, step });
+      if (outcome?.changed === true) reconciled.push({ sandboxId: finding.subject, state: outcome.state });
+      // Still DESTROY_FAILED: a leak until a later sweep finds its leftovers gone.
+      if (outcome?.state === 'DESTROY_FAILED') unreconciled.push({ ...finding, detail: [finding.detail, ...outcome.leftovers].join('; ') });
     } catch (err) {
       log.warn('stranded row not reconciled', { sandboxId: finding.subject, error: String(err) });
       unreconciled.push(finding);

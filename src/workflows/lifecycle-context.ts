@@ -1,4 +1,4 @@
-import { ActivityCancellationType, log, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityCancellationType, isCancellation, log, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
@@ -14,14 +14,15 @@ import {
   type SandboxRecord,
 } from '../domain/lifecycle-record';
 import { SandboxExpiresAt, SandboxState as SandboxStateKey } from '../domain/search-attributes';
+import { failureCode } from './workflow-failures';
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
 
-// No attempt cap: giving up on the projection would end the workflow, and with it the
-// TTL timer that tears the sandbox down. Non-retryable taxonomy codes still stop at once.
+// A bounded retry (about two minutes): a projection that stays down costs audit rows
+// their timeliness, never the lifecycle — see {@link LifecycleContext.audit}.
 export const projection = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumInterval: '1 minute', nonRetryableErrorTypes },
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
 });
 
 export const runtime = proxyActivities<Activities>({
@@ -31,6 +32,12 @@ export const runtime = proxyActivities<Activities>({
   // still runs would let it create a container after the teardown.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '2 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
+});
+
+/** The health watch's look: short, and tried twice at most — an unanswered look is "unknown", never a death. */
+export const healthWatch = proxyActivities<Activities>({
+  startToCloseTimeout: '45 seconds',
+  retry: { initialInterval: '2 seconds', maximumAttempts: 2, nonRetryableErrorTypes },
 });
 
 /** One audit row, as the workflow describes it; the step number is added when it is recorded. */
@@ -50,6 +57,12 @@ export interface PendingApproval {
   verdict?: ApprovalAttempt;
   /** Set when the sandbox stopped awaiting approval before this one was judged. */
   tooLate?: boolean;
+  /** `true` for the `decide` update (a caller waits), absent for signals. */
+  readonly fromUpdate?: boolean;
+  /** Set instead of judging the payload when it is larger than the lifecycle takes. */
+  readonly oversizedChars?: number;
+  /** Set when the run handed over to a new run before judging it: the caller asks again. */
+  continued?: boolean;
 }
 
 /** Who asked for the sandbox to end early, and why. */
@@ -61,6 +74,34 @@ export interface DestroyRequest {
 /** Signals and updates beyond this many waiting are dropped: a flood must not grow memory without bound. */
 const INBOX_LIMIT = 100;
 
+/** Audit rows kept while the projection is down; older ones are dropped (and logged). */
+const UNRECORDED_LIMIT = 200;
+
+/** The approval attempts status shows: the most recent ones (the audit trail has them all). */
+const APPROVAL_ATTEMPTS_SHOWN = 20;
+
+/**
+ * A run continues as new past this many history events (or when Temporal suggests it):
+ * well below the server's limits, so a flood of signals or updates never gets the run
+ * terminated — which would leak its sandbox (DESIGN §2).
+ */
+export const HISTORY_EVENTS_BEFORE_CONTINUE = 2_000;
+
+/** Extensions one sandbox may take per window. */
+export const EXTENDS_PER_WINDOW = 10;
+export const EXTEND_WINDOW_MS = 60_000;
+
+/** What a run hands to the next one when it continues as new. */
+export interface CarriedLifecycle {
+  readonly record: SandboxRecord;
+  readonly step: number;
+  readonly unrecorded: readonly OperationRecord[];
+  readonly extendTimesMs: readonly number[];
+  readonly destroyRequest: DestroyRequest | null;
+  /** Signals still to be judged (their payloads); waiting `decide` updates are asked to send again instead. */
+  readonly inbox: readonly Pick<PendingApproval, 'signal' | 'payload' | 'oversizedChars'>[];
+}
+
 /**
  * The one mutable thing of a lifecycle: its record, and the requests that arrived for
  * it. Every change of phase goes through {@link enter}, which numbers the audit step,
@@ -71,11 +112,71 @@ export class LifecycleContext {
   /** Set while a transition is being recorded: validators judge by where the sandbox is going. */
   private next: Phase | undefined;
   private step = 0;
+  private unrecorded: OperationRecord[] = [];
+  private readonly background: Promise<void>[] = [];
+  /** When recent extensions were accepted: the rate limit's window. */
+  private extendTimesMs: number[] = [];
   destroyRequest: DestroyRequest | undefined;
   readonly inbox: PendingApproval[] = [];
+  /** Set once the run is handing over to a new run: waiting updates are told to ask again. */
+  continuing = false;
+  /**
+   * Whether this run watches health, records warnings in the background and continues
+   * as new: `false` for runs that started before these existed (they replay unchanged).
+   */
+  watchesHealth = true;
 
-  constructor(record: SandboxRecord) {
+  constructor(record: SandboxRecord, carried?: Omit<CarriedLifecycle, 'record'>) {
     this.current = record;
+    if (carried !== undefined) {
+      this.step = carried.step;
+      this.unrecorded = [...carried.unrecorded];
+      this.extendTimesMs = [...carried.extendTimesMs];
+      this.inbox.push(...carried.inbox);
+      this.destroyRequest = carried.destroyRequest ?? undefined;
+    }
+  }
+
+  /** What the next run needs to go on exactly where this one stops. */
+  carried(): CarriedLifecycle {
+    const inbox = this.inbox.filter((pending) => pending.fromUpdate !== true).map(({ signal, payload, oversizedChars }) => ({ signal, payload, oversizedChars }));
+    return {
+      record: this.current,
+      step: this.step,
+      unrecorded: this.unrecorded,
+      extendTimesMs: this.extendTimesMs,
+      destroyRequest: this.destroyRequest ?? null,
+      inbox,
+    };
+  }
+
+  /** Tells every waiting `decide` caller to send again (to the next run); signals stay queued to be carried. */
+  releaseWaitingDecisions(): void {
+    for (const pending of this.inbox) {
+      if (pending.fromUpdate === true) pending.continued = true;
+    }
+  }
+
+  /** Whether this run's history is long enough to hand over to a new run. */
+  historyIsLong(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= HISTORY_EVENTS_BEFORE_CONTINUE;
+  }
+
+  /** `undefined` when another extension may be taken now, else why not. */
+  extendRefusal(nowMs: number): string | undefined {
+    const recent = this.extendTimesMs.filter((at) => at > nowMs - EXTEND_WINDOW_MS);
+    if (recent.length < EXTENDS_PER_WINDOW) return undefined;
+    return `at most ${EXTENDS_PER_WINDOW} extensions per ${EXTEND_WINDOW_MS / 1000} s for one sandbox; the next is possible after ${new Date(Math.min(...recent) + EXTEND_WINDOW_MS).toISOString()}`;
+  }
+
+  noteExtension(nowMs: number): void {
+    this.extendTimesMs = [...this.extendTimesMs.filter((at) => at > nowMs - EXTEND_WINDOW_MS), nowMs];
+  }
+
+  /** Whether a transition is being recorded right now (its audit row is on the way). */
+  get moving(): boolean {
+    return this.next !== undefined;
   }
 
   get record(): SandboxRecord {
@@ -110,10 +211,49 @@ export class LifecycleContext {
     return { reason: null, summary: {}, ...operation, step: this.nextStep() };
   }
 
-  /** Appends audit rows (one activity, one transaction) with the projection snapshot of `record`. */
+  /**
+   * Appends audit rows (one activity, one transaction) with the projection snapshot of
+   * `record`. A projection that stays down past the bounded retry (STORE_UNAVAILABLE)
+   * does not stop the lifecycle: the rows wait here and go with the next write, and a
+   * row left behind when the run ends is closed by the sweep (DESIGN §2, §8).
+   */
   async audit(operations: Operation | readonly Operation[], record: SandboxRecord = this.current): Promise<void> {
     const list = Array.isArray(operations) ? (operations as readonly Operation[]) : [operations as Operation];
-    await projection.recordTransitions({ snapshot: snapshotOf(record), operations: list.map((operation) => this.numbered(operation)) });
+    const pending = [...this.unrecorded, ...list.map((operation) => this.numbered(operation))];
+    const sent = new Set(pending.map((operation) => operation.step));
+    try {
+      await projection.recordTransitions({ snapshot: snapshotOf(record), operations: pending });
+      // Only what this write carried: a background write may have queued rows meanwhile.
+      this.unrecorded = this.unrecorded.filter((operation) => !sent.has(operation.step));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const error = failureCode(err, 'STORE_UNAVAILABLE');
+      log.error('projection unavailable; audit rows kept for the next write', { code: error.code, message: error.message, waiting: pending.length });
+      const merged = [...this.unrecorded.filter((operation) => !sent.has(operation.step)), ...pending].sort((a, b) => a.step - b.step);
+      // Bounded: the oldest rows go first, so a long outage cannot grow the carried state without end.
+      this.unrecorded = merged.slice(-UNRECORDED_LIMIT);
+    }
+  }
+
+  /** Audit rows the projection has not taken yet (it was unavailable). */
+  get unrecordedCount(): number {
+    return this.unrecorded.length;
+  }
+
+  /** Writes what is still unrecorded, with the current snapshot; once, at the end of a run. */
+  async flushAudit(): Promise<void> {
+    if (this.unrecorded.length > 0) await this.audit([]);
+  }
+
+  /** Runs an audit without waiting for it: a slow projection must not hold back a timer (the expiry). */
+  auditInBackground(operations: Operation | readonly Operation[]): void {
+    // `audit` throws only a cancellation, which the run itself handles.
+    this.background.push(this.audit(operations).catch(() => undefined));
+  }
+
+  /** Waits for background audits (before the run ends or continues as new). */
+  async settleBackground(): Promise<void> {
+    await Promise.all(this.background.splice(0));
   }
 
   /**
@@ -148,7 +288,7 @@ export class LifecycleContext {
   }
 
   noteAttempt(attempt: ApprovalAttempt): void {
-    this.current = { ...this.current, approvalAttempts: [...this.current.approvalAttempts, attempt] };
+    this.current = { ...this.current, approvalAttempts: [...this.current.approvalAttempts, attempt].slice(-APPROVAL_ATTEMPTS_SHOWN) };
   }
 
   /** Queues an approve/deny for judging; `false` when the inbox is full (the request is dropped). */

@@ -5,8 +5,10 @@ import {
   destroyPayloadSchema,
   extendPayloadSchema,
   hasReached,
+  MAX_PAYLOAD_CHARS,
+  payloadChars,
 } from '../domain/lifecycle-messages';
-import type { Phase, PhaseNamed } from '../domain/lifecycle-record';
+import type { Phase } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
 import { checkExtension } from '../domain/ttl';
 import { describeIssues } from '../domain/validation';
@@ -34,9 +36,27 @@ function takesApprovals(phase: Phase): boolean {
   return phase.name === 'requested' || phase.name === 'awaiting_approval';
 }
 
-function parsed<T>(result: { success: true; data: T } | { success: false; error: { issues: Parameters<typeof describeIssues>[0] } }, what: string): T {
+interface Schema<T> {
+  safeParse(payload: unknown): { success: true; data: T } | { success: false; error: { issues: Parameters<typeof describeIssues>[0] } };
+}
+
+/**
+ * What every update validator checks first: the run is not handing over to a new run
+ * (the caller sends again), the payload is not larger than the history should keep,
+ * and it is well-formed. A refusal here is never written to the history.
+ */
+function admitted<T>(ctx: LifecycleContext, schema: Schema<T>, payload: unknown, what: string): T {
+  if (ctx.continuing) throw refusal('RUN_CONTINUED', `sandbox ${ctx.record.request.id} is moving to a fresh workflow run; send the ${what} again`);
+  const size = payloadChars(payload);
+  if (size > MAX_PAYLOAD_CHARS) throw refusal('INVALID_INPUT', `the ${what} payload is ${size} characters of JSON; at most ${MAX_PAYLOAD_CHARS} are taken`);
+  const result = schema.safeParse(payload);
   if (!result.success) throw refusal('INVALID_INPUT', `invalid ${what} payload: ${describeIssues(result.error.issues)}`);
   return result.data;
+}
+
+/** Thrown to an update that waited while its run handed over: the caller asks the next run. */
+function continuedRefusal(ctx: LifecycleContext) {
+  return refusal('RUN_CONTINUED', `sandbox ${ctx.record.request.id} moved to a fresh workflow run while this update waited; send it again`);
 }
 
 /**
@@ -52,7 +72,9 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       log.info('approval signal dropped: not awaiting approval', { signal, state: stateOf(ctx.phase) });
       return;
     }
-    ctx.enqueue({ signal, payload });
+    // An oversized payload is judged (and refused) by its size alone: it is never kept.
+    const size = payloadChars(payload);
+    ctx.enqueue(size > MAX_PAYLOAD_CHARS ? { signal, payload: null, oversizedChars: size } : { signal, payload });
   };
   setHandler(approveSignal, onSignal('approve'));
   setHandler(denySignal, onSignal('deny'));
@@ -62,15 +84,17 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     async (payload) => {
       const { until, timeoutSeconds } = awaitStatePayloadSchema.parse(payload);
       const reached = () => hasReached(until, stateOf(ctx.phase));
+      const done = () => reached() || ctx.continuing;
       await untilCancellationProof(async () => {
-        if (timeoutSeconds === undefined) await condition(reached);
-        else await condition(reached, timeoutSeconds * 1000);
+        if (timeoutSeconds === undefined) await condition(done);
+        else await condition(done, timeoutSeconds * 1000);
       });
+      if (!reached() && ctx.continuing) throw continuedRefusal(ctx);
       return ctx.statusForHistory();
     },
     {
       validator: (payload) => {
-        const { requestDigest } = parsed(awaitStatePayloadSchema.safeParse(payload), 'awaitState');
+        const { requestDigest } = admitted(ctx, awaitStatePayloadSchema, payload, 'awaitState');
         const ours = ctx.record.requestDigest;
         if (requestDigest !== undefined && requestDigest !== ours) {
           throw refusal('IDEMPOTENCY_CONFLICT', `sandbox ${ctx.record.request.id} exists for a different request (its digest is ${ours}, this one is ${requestDigest})`);
@@ -83,17 +107,18 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     decideUpdate,
     async (payload) => {
       const { decision, ...rest } = decidePayloadSchema.parse(payload);
-      const pending: PendingApproval = { signal: decision, payload: rest };
+      const pending: PendingApproval = { signal: decision, payload: rest, fromUpdate: true };
       if (!ctx.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
-      await untilCancellationProof(() => condition(() => pending.verdict !== undefined));
-      const attempt = pending.verdict as NonNullable<PendingApproval['verdict']>;
+      await untilCancellationProof(() => condition(() => pending.verdict !== undefined || pending.continued === true));
+      if (pending.verdict === undefined) throw continuedRefusal(ctx);
+      const attempt = pending.verdict;
       if (pending.tooLate === true) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}, not AWAITING_APPROVAL`);
       if (attempt.verdict === 'ignored') throw refusal('APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
       return { attempt, status: ctx.statusForHistory() };
     },
     {
       validator: (payload) => {
-        parsed(decidePayloadSchema.safeParse(payload), 'decide');
+        admitted(ctx, decidePayloadSchema, payload, 'decide');
         const phase = ctx.judgedPhase;
         if (!takesApprovals(phase)) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is ${stateOf(phase)}, not AWAITING_APPROVAL`);
       },
@@ -104,7 +129,11 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     extendUpdate,
     async (payload) => {
       const { ttlSeconds, reason, actor } = extendPayloadSchema.parse(payload);
-      const phase = ctx.phase as PhaseNamed<'ready'>;
+      // Accepted while the move to READY was being recorded: extend the READY phase, not the one before it.
+      await untilCancellationProof(() => condition(() => !ctx.moving));
+      if (ctx.phase.name !== 'ready') throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(ctx.phase)}`);
+      const phase = ctx.phase;
+      ctx.noteExtension(Date.now());
       const extended = { ...phase, expiresAtMs: phase.expiresAtMs + ttlSeconds * 1000, expiringRecorded: false };
       ctx.revise(extended, readyDetails(extended));
       await ctx.audit({
@@ -118,11 +147,13 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     },
     {
       validator: (payload) => {
-        const { ttlSeconds } = parsed(extendPayloadSchema.safeParse(payload), 'extend');
+        const { ttlSeconds } = admitted(ctx, extendPayloadSchema, payload, 'extend');
         const phase = ctx.judgedPhase;
         if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
           throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(phase)}`);
         }
+        const limited = ctx.extendRefusal(Date.now());
+        if (limited !== undefined) throw refusal('RATE_LIMITED', limited);
         const verdict = checkExtension({
           nowMs: Date.now(),
           createdAtMs: ctx.record.createdAtMs,
@@ -144,6 +175,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     },
     {
       validator: () => {
+        if (ctx.continuing) throw continuedRefusal(ctx);
         const phase = ctx.judgedPhase;
         if (phase.name !== 'ready') throw refusal('INVALID_STATE', `only a READY sandbox can list resources; this one is ${stateOf(phase)}`);
       },
@@ -155,12 +187,14 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     async (payload) => {
       const { reason, actor } = destroyPayloadSchema.parse(payload);
       ctx.destroyRequest ??= { reason: reason ?? 'destroy requested', actor: actor ?? 'api' };
-      await untilCancellationProof(() => condition(() => ctx.phase.name === 'ended'));
+      await untilCancellationProof(() => condition(() => ctx.phase.name === 'ended' || ctx.continuing));
+      // The request went along to the next run (it carries it); the caller waits there.
+      if (ctx.phase.name !== 'ended') throw continuedRefusal(ctx);
       return ctx.statusForHistory();
     },
     {
       validator: (payload) => {
-        parsed(destroyPayloadSchema.safeParse(payload), 'destroy');
+        admitted(ctx, destroyPayloadSchema, payload, 'destroy');
         if (ctx.phase.name === 'ended') throw refusal('INVALID_STATE', `the sandbox is already ${stateOf(ctx.phase)}`);
       },
     },

@@ -1,11 +1,12 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
-import { approvalPayloadSchema, type ApprovalAttempt } from '../domain/lifecycle-messages';
-import { snapshotOf, type Approval, type EndState, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
+import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
+import { snapshotOf, type Approval, type EndState, type HealthWatch, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
+import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
 import type { SandboxState } from '../domain/sandbox-states';
 import { describeIssues } from '../domain/validation';
-import { projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
+import { healthWatch, projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
@@ -37,10 +38,24 @@ function withdraw(ctx: LifecycleContext, screening: Screening | null, by: Destro
 }
 
 export function readyDetails(phase: PhaseNamed<'ready'>): string {
+  const { restarts, lastRestartAtMs } = phase.health;
+  const restarted =
+    restarts > 0 && lastRestartAtMs !== null
+      ? ` Its emulator died and was restarted at ${iso(lastRestartAtMs)}: everything created in the sandbox before then is lost.`
+      : '';
   return (
-    `Ready at ${phase.runtime.endpoint}. Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
+    `Ready at ${phase.runtime.endpoint}.${restarted} Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
     `{"ttlSeconds": N}) or destroyed earlier (update "destroy").`
   );
+}
+
+function healthIntervalMs(screening: Screening): number {
+  return (screening.settings.healthCheckIntervalSeconds ?? DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS) * 1000;
+}
+
+/** The watch of a sandbox that has just become READY (again, after a restart). */
+function freshWatch(screening: Screening, nowMs: number, restarts: number, lastRestartAtMs: number | null): HealthWatch {
+  return { status: restarts === 0 ? 'unknown' : 'ok', checkedAtMs: restarts === 0 ? null : nowMs, nextCheckAtMs: nowMs + healthIntervalMs(screening), restarts, lastRestartAtMs };
 }
 
 /**
@@ -66,8 +81,9 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
     });
   } catch (err) {
     if (isCancellation(err)) throw err;
-    // The projection refuses a reused id (IDEMPOTENCY_CONFLICT): end here, having touched nothing.
-    const error = failureCode(err, 'INTERNAL');
+    // The projection refuses a reused id (IDEMPOTENCY_CONFLICT), or stayed down past its
+    // retries (STORE_UNAVAILABLE: quota cannot be judged): end here, having touched nothing.
+    const error = failureCode(err, 'STORE_UNAVAILABLE');
     return ctx.adopt(ended('DENIED', { error }), `Refused before screening (${error.code}): ${error.message}. Nothing was recorded or provisioned.`);
   }
   const { decision, settings } = screening;
@@ -93,9 +109,15 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
 export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<'awaiting_approval'>): Promise<Phase> {
   const { screening } = phase;
   const timeout = formatDuration(screening.settings.approvalTimeoutSeconds);
+  const handOver = () => ctx.watchesHealth && ctx.historyIsLong();
   for (;;) {
     const remaining = phase.deadlineMs - Date.now();
-    const woke = remaining > 0 && (await condition(() => ctx.inbox.length > 0 || ctx.destroyRequest !== undefined, remaining));
+    const woke = remaining > 0 && (await condition(() => ctx.inbox.length > 0 || ctx.destroyRequest !== undefined || handOver(), remaining));
+    if (woke && ctx.destroyRequest === undefined && handOver()) {
+      // A flood of approvals must not grow this run's history without end: the queue goes along.
+      ctx.continuing = true;
+      return phase;
+    }
     if (!woke) {
       const error = { code: 'APPROVAL_EXPIRED' as const, message: `no approval within ${timeout}` };
       return ctx.enter(ended('EXPIRED', { screening, error }), `Expired: nobody approved within ${timeout}. Nothing was provisioned.`, {
@@ -147,11 +169,20 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
     await ctx.audit({ action: `${pending.signal}_ignored`, actor: approver ?? 'unknown', effect: 'ignored', reason: why });
     return attempt;
   };
+  if (pending.oversizedChars !== undefined) return ignore(null, `the payload is ${pending.oversizedChars} characters of JSON, more than ${MAX_PAYLOAD_CHARS}; send ${APPROVAL_EXAMPLE}`);
   const parsed = approvalPayloadSchema.safeParse(pending.payload);
   if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send ${APPROVAL_EXAMPLE}`);
   const { approver, reason } = parsed.data;
   if (approver === ctx.record.request.principal) return ignore(approver, `${approver} requested this sandbox and cannot ${pending.signal} it`);
-  if (!(await projection.isListedApprover({ approver }))) return ignore(approver, `${approver} is not on the approvers list`);
+  let listed: boolean;
+  try {
+    listed = await projection.isListedApprover({ approver });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const error = failureCode(err, 'STORE_UNAVAILABLE');
+    return ignore(approver, `the approvers list could not be read (${error.code}: ${error.message}); send the ${pending.signal} again`);
+  }
+  if (!listed) return ignore(approver, `${approver} is not on the approvers list`);
   const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
   ctx.noteAttempt(attempt);
   return attempt;
@@ -164,8 +195,9 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
   if (ctx.destroyRequest !== undefined) return withdraw(ctx, screening, ctx.destroyRequest, 'before provisioning');
   try {
     const handle = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
-    const expiresAtMs = Date.now() + screening.decision.ttlSeconds * 1000;
-    const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false };
+    const now = Date.now();
+    const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
+    const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
     return await ctx.enter(ready, readyDetails(ready), {
       action: 'ready',
       actor: 'worker',
@@ -199,11 +231,30 @@ async function compensate(ctx: LifecycleContext): Promise<string[]> {
   }
 }
 
-/** READY: lasts until the TTL timer fires (which `extend` moves) or `destroy` is asked; warns once before expiry. */
+/** Why a READY sandbox ends. */
+interface Ending {
+  readonly reason: string;
+  readonly actor: string;
+  readonly failure?: LifecycleError;
+}
+
+/** Who restarts or fails a sandbox whose emulator died. */
+const HEALTH_WATCH_ACTOR = 'health-watch';
+
+/**
+ * READY: lasts until the TTL timer fires (which `extend` moves) or `destroy` is asked;
+ * warns once before expiry, and watches the emulator's health. Returns the same READY
+ * phase when the run should continue as new (`ctx.continuing` is then set).
+ */
 export async function ready(ctx: LifecycleContext): Promise<Phase> {
-  let ending: { reason: string; actor: string };
+  let ending: Ending;
   try {
-    ending = await untilExpiryOrDestroy(ctx);
+    const outcome = await untilExpiryOrDestroy(ctx);
+    if (outcome === 'hand-over') {
+      ctx.continuing = true;
+      return ctx.phase;
+    }
+    ending = outcome;
   } catch (err) {
     if (isCancellation(err)) throw err;
     // Something provisioned must never outlive its workflow: tear down whatever went wrong.
@@ -212,12 +263,12 @@ export async function ready(ctx: LifecycleContext): Promise<Phase> {
   const phase = ctx.phase as PhaseNamed<'ready'>;
   // Shown, not yet recorded: teardown never waits on the projection (DESIGN §2).
   return ctx.adopt(
-    { name: 'ending', screening: phase.screening, runtime: phase.runtime, expiresAtMs: phase.expiresAtMs, ...ending },
+    { name: 'ending', screening: phase.screening, runtime: phase.runtime, expiresAtMs: phase.expiresAtMs, health: phase.health, ...ending },
     `Tearing down (${ending.reason}).`,
   );
 }
 
-async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<{ reason: string; actor: string }> {
+async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'hand-over'> {
   for (;;) {
     if (ctx.destroyRequest !== undefined) return ctx.destroyRequest;
     // Read afresh each time: `extend` replaces the phase with a later expiry.
@@ -229,24 +280,103 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<{ reason: st
     if (!phase.expiringRecorded && now >= warnAt) {
       const warned = { ...phase, expiringRecorded: true };
       ctx.revise(warned, `${readyDetails(warned)} Expiring: ${Math.round((expiry - now) / 1000)} s left.`);
-      await ctx.audit({ action: 'expiring', actor: 'timer', effect: 'warning', reason: `expires at ${iso(expiry)}`, summary: { expiresAt: iso(expiry) } });
+      const expiring = { action: 'expiring', actor: 'timer', effect: 'warning', reason: `expires at ${iso(expiry)}`, summary: { expiresAt: iso(expiry) } };
+      // A slow projection must not hold back the expiry itself.
+      if (ctx.watchesHealth) ctx.auditInBackground(expiring);
+      else await ctx.audit(expiring);
       continue;
     }
-    const wakeAt = phase.expiringRecorded ? expiry : Math.min(warnAt, expiry);
-    await condition(() => ctx.destroyRequest !== undefined || ctx.phase !== phase, Math.max(1, wakeAt - now));
+    if (ctx.watchesHealth) {
+      if (ctx.historyIsLong()) return 'hand-over';
+      if (now >= phase.health.nextCheckAtMs) {
+        const death = await lookAtEmulator(ctx);
+        if (death !== undefined) return death;
+        continue;
+      }
+    }
+    const nextEvent = phase.expiringRecorded ? expiry : Math.min(warnAt, expiry);
+    const wakeAt = ctx.watchesHealth ? Math.min(nextEvent, phase.health.nextCheckAtMs) : nextEvent;
+    await condition(
+      () => ctx.destroyRequest !== undefined || ctx.phase !== phase || (ctx.watchesHealth && ctx.historyIsLong()),
+      Math.max(1, wakeAt - now),
+    );
   }
 }
 
-/** DESTROYING: the runtime goes first, then the audit rows; DESTROYED, or DESTROY_FAILED with the leak recorded for the sweep. */
+/**
+ * One look of the health watch. A look that gets no answer leaves the sandbox READY
+ * (health `unknown`); a dead emulator is restarted once — its state is lost, and
+ * `waitingFor` says so — and a second death, or a failed restart, ends the sandbox.
+ */
+async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined> {
+  const { request } = ctx.record;
+  let check: { healthy: boolean; detail: string } | undefined;
+  try {
+    check = await healthWatch.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
+  }
+  const now = Date.now();
+  // Read after the look: an extension may have replaced the phase meanwhile.
+  const phase = ctx.phase as PhaseNamed<'ready'>;
+  const next = now + healthIntervalMs(phase.screening);
+  if (check === undefined || check.healthy || ctx.destroyRequest !== undefined) {
+    const status = check === undefined ? 'unknown' : check.healthy ? 'ok' : 'unhealthy';
+    ctx.revise({ ...phase, health: { ...phase.health, status, checkedAtMs: now, nextCheckAtMs: next } });
+    return undefined;
+  }
+  const died = `the emulator stopped serving (${check.detail})`;
+  if (phase.health.restarts >= 1) {
+    return { reason: `${died} again after one restart`, actor: HEALTH_WATCH_ACTOR, failure: { code: 'EMULATOR_DIED', message: `${died} again after one restart` } };
+  }
+  ctx.revise(
+    { ...phase, health: { ...phase.health, status: 'unhealthy', checkedAtMs: now, nextCheckAtMs: next } },
+    `The emulator at ${phase.runtime.endpoint} stopped serving at ${iso(now)} (${check.detail}); restarting it once. Everything created in the sandbox is lost.`,
+  );
+  return restartEmulator(ctx, died);
+}
+
+/** Replaces a dead emulator with a fresh one (a new container, maybe a new endpoint); `undefined` when READY again. */
+async function restartEmulator(ctx: LifecycleContext, died: string): Promise<Ending | undefined> {
+  const { request } = ctx.record;
+  const phase = ctx.phase as PhaseNamed<'ready'>;
+  try {
+    const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
+    if (report.remaining.length > 0) throw new Error(`the dead emulator could not be removed: ${report.remaining.join(', ')}`);
+    const handle = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const now = Date.now();
+    const current = ctx.phase as PhaseNamed<'ready'>;
+    const restarted: PhaseNamed<'ready'> = { ...current, runtime: handle, health: freshWatch(current.screening, now, current.health.restarts + 1, now) };
+    await ctx.enter(restarted, readyDetails(restarted), {
+      action: 'emulator_restarted',
+      actor: HEALTH_WATCH_ACTOR,
+      effect: 'restarted',
+      reason: `${died}; restarted with empty state`,
+      summary: { from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds }, endpoint: handle.endpoint, runtimeIds: handle.runtimeIds },
+    });
+    return undefined;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const message = `${died} and could not be restarted: ${failureCode(err, 'PROVISION_FAILED').message}`;
+    return { reason: message, actor: HEALTH_WATCH_ACTOR, failure: { code: 'EMULATOR_DIED', message } };
+  }
+}
+
+/**
+ * DESTROYING: the runtime goes first, then the audit rows; DESTROYED (FAILED when the
+ * sandbox ends because something failed), or DESTROY_FAILED with the leak recorded for the sweep.
+ */
 export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>): Promise<Phase> {
   const { request } = ctx.record;
-  const { screening, runtime: handle, expiresAtMs, reason, actor } = phase;
+  const { screening, runtime: handle, expiresAtMs, reason, actor, failure } = phase;
   const destroying = { action: 'destroying', actor, effect: 'destroy', reason };
   let error: LifecycleError;
   try {
     const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
     if (report.remaining.length === 0) {
-      return await ctx.enter({ name: 'ended', state: 'DESTROYED', screening, runtime: handle, expiresAtMs, error: null }, `Destroyed (${reason}).`, [
+      const outcome = failure === undefined ? `Destroyed (${reason}).` : `Failed (${failure.code}): ${failure.message}. Everything was torn down.`;
+      return await ctx.enter({ name: 'ended', state: failure === undefined ? 'DESTROYED' : 'FAILED', screening, runtime: handle, expiresAtMs, error: failure ?? null }, outcome, [
         destroying,
         { action: 'destroyed', actor: 'worker', effect: 'destroyed', summary: { removed: report.removed } },
       ]);

@@ -1,4 +1,14 @@
-import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  patched,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { lifecycleInputSchema, type SandboxStatus } from '../domain/lifecycle-messages';
 import type { Phase, SandboxRecord } from '../domain/lifecycle-record';
@@ -6,7 +16,7 @@ import { requestDigestOf, type IdentifiedRequest } from '../domain/sandbox-reque
 import { SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import { describeIssues } from '../domain/validation';
 import { sandboxLifecycleV1 } from './legacy/sandbox-lifecycle-v1';
-import { LifecycleContext } from './lifecycle-context';
+import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
 import { awaitingApproval, cancelled, ending, provisioning, ready, requested } from './lifecycle-phases';
 import type { LifecycleInput } from './sandbox-messages';
@@ -18,6 +28,12 @@ import type { LifecycleInput } from './sandbox-messages';
 export const STATE_MACHINE_PATCH = 'lifecycle-state-machine';
 
 /**
+ * Runs that start under this code watch their emulator's health, record the expiry
+ * warning in the background and continue as new; older state-machine runs replay without.
+ */
+export const HEALTH_WATCH_PATCH = 'lifecycle-health-watch';
+
+/**
  * One sandbox, from request to teardown (DESIGN §2): each phase is one function that
  * returns the next, so the loop below is the diagram.
  *
@@ -27,8 +43,10 @@ export const STATE_MACHINE_PATCH = 'lifecycle-state-machine';
 export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxStatus> {
   if (!patched(STATE_MACHINE_PATCH)) return sandboxLifecycleV1(input as Parameters<typeof sandboxLifecycleV1>[0]);
 
+  const watchesHealth = patched(HEALTH_WATCH_PATCH);
   const admitted = admit(input);
-  const ctx = new LifecycleContext(admitted.record);
+  const ctx = new LifecycleContext(admitted.record, admitted.carried);
+  ctx.watchesHealth = watchesHealth;
   registerLifecycleHandlers(ctx);
   ctx.showInitial();
   if (admitted.ok) {
@@ -47,7 +65,8 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
           break;
         case 'awaiting_approval':
           phase = await awaitingApproval(ctx, phase);
-          ctx.closeInbox();
+          // Handing over keeps the queue: its signals go along to the next run.
+          if (!ctx.continuing) ctx.closeInbox();
           break;
         case 'provisioning':
           phase = await provisioning(ctx, phase);
@@ -59,18 +78,39 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
           phase = await ending(ctx, phase);
           break;
       }
+      if (ctx.continuing) await handOver(ctx);
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;
     await CancellationScope.nonCancellable(() => cancelled(ctx));
   }
   ctx.closeInbox();
+  await CancellationScope.nonCancellable(async () => {
+    await ctx.settleBackground();
+    await ctx.flushAudit();
+  });
   // Not cancellable: a cancelled run still answers the updates that wait on it, then ends DESTROYED.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return ctx.status();
 }
 
-type Admission = { ok: true; record: SandboxRecord } | { ok: false; record: SandboxRecord };
+/**
+ * Continues as new (DESIGN §2: history stays bounded), carrying the record, the audit
+ * rows not yet written, the rate limit's window, a pending destroy and the signals still
+ * to be judged. Updates that wait are told RUN_CONTINUED, and their callers ask the next
+ * run; the SDK and CLI do that on their own.
+ */
+async function handOver(ctx: LifecycleContext): Promise<never> {
+  ctx.releaseWaitingDecisions();
+  await ctx.settleBackground();
+  await condition(allHandlersFinished);
+  log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
+  return continueAsNew<typeof sandboxLifecycle>({ request: ctx.record.request, carried: ctx.carried() });
+}
+
+type Admission =
+  | { ok: true; record: SandboxRecord; carried?: Omit<CarriedLifecycle, 'record'> }
+  | { ok: false; record: SandboxRecord; carried?: undefined };
 
 /**
  * Re-validates the input with the SDK's own schema and checks that the request's id is
@@ -86,6 +126,12 @@ function admit(input: unknown): Admission {
     problem = describeIssues(result.error.issues);
   } else if (workflowIdFor(result.data.request.id) !== workflowId) {
     problem = `request.id: must match the workflow id (${workflowId} is for id '${sandboxIdFromWorkflowId(workflowId) ?? workflowId}'), got '${result.data.request.id}'`;
+  } else if (result.data.carried !== undefined && result.data.carried.record.workflowId !== workflowId) {
+    problem = `carried.record.workflowId: must be this workflow's id (${workflowId}), got '${result.data.carried.record.workflowId}'`;
+  } else if (result.data.carried !== undefined) {
+    // A run this workflow continued as new: go on exactly where the last run stopped.
+    const { record, ...carried } = result.data.carried as unknown as CarriedLifecycle;
+    return { ok: true, record: { ...record, request: result.data.request }, carried };
   } else {
     const request: IdentifiedRequest = result.data.request;
     return {

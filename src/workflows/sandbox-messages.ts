@@ -11,6 +11,7 @@ import type {
 } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
+import type { CarriedLifecycle } from './lifecycle-context';
 
 export { SANDBOX_LIFECYCLE_WORKFLOW } from '../domain/contract-names';
 
@@ -37,4 +38,6 @@ export interface LifecycleInput {
   readonly request: IdentifiedRequest;
   /** Ignored by current runs (the workflow computes the digest); kept for version-1 runs. */
   readonly requestDigest?: string;
+  /** Set only by the workflow itself when it continues as new. */
+  readonly carried?: CarriedLifecycle;
 }

@@ -131,6 +131,9 @@ export async function sandboxLifecycleV1(input: LifecycleInputV1): Promise<Sandb
     timeLeftSeconds: null,
     endpoint: state === 'READY' ? (provisioned?.endpoint ?? null) : null,
     region: state === 'READY' ? (provisioned?.region ?? null) : null,
+    // Fields added to status since version 1; version 1 has no health watch.
+    runtimeIds: provisioned?.runtimeIds ?? [],
+    health: { status: 'unknown', checkedAt: null, restarts: 0 },
     clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
