@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Client } from '@temporalio/client';
+import { SandboxClient } from '../../src/client/sandbox-client';
+import { CLEANUP_SCHEDULE_ID } from '../../src/domain/contract-names';
+import { SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
+import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
+import type { SandboxState } from '../../src/domain/sandbox-states';
+import { DockerContainerBroker, type ContainerSummary } from '../../src/docker';
+import { Store } from '../../src/store';
+import { eventually } from './eventually';
+import { startWorkerProcess, type WorkerProcess } from './worker-process';
+
+export interface ChildProcessPlaneOptions {
+  readonly address: string;
+  readonly namespace: string;
+  /** The engine the worker (and this helper's container checks) use; the runner's by default. */
+  readonly dockerHost?: string;
+  /** Extra worker environment: lifecycle durations, flags. */
+  readonly env?: Record<string, string>;
+  /** Policy rows and approvers written into the store before the first worker starts. */
+  readonly seed: (store: Store) => void;
+}
+
+/**
+ * A plane whose worker is `sandboxctl worker` in a child process, on a task queue and
+ * SQLite file of its own, with the moto adapter on the given engine: what a fault test
+ * kills and starts again. Sandbox ids get a per-plane prefix (`id('ready')`), so the
+ * engine's containers of this plane are found by their sandbox-id label alone.
+ */
+export class ChildProcessPlane {
+  readonly env: Record<string, string>;
+  readonly broker: DockerContainerBroker;
+  readonly sandboxes: SandboxClient;
+  private readonly dir: string;
+  private readonly tag = randomBytes(3).toString('hex');
+  private readonly ids = new Set<string>();
+  private readonly workers: WorkerProcess[] = [];
+
+  private constructor(
+    readonly client: Client,
+    options: ChildProcessPlaneOptions,
+    readonly dockerHost: string | undefined,
+  ) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-fault-'));
+    const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
+    assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
+    this.env = {
+      TEMPORAL_ADDRESS: options.address,
+      TEMPORAL_NAMESPACE: options.namespace,
+      SANDBOXPLANE_TASK_QUEUE: `fault-${randomUUID()}`,
+      SANDBOXPLANE_DB: path.join(this.dir, 'plane.sqlite'),
+      SANDBOXPLANE_FLAG_CLOUD_SANDBOX: '1',
+      SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1',
+      SANDBOXPLANE_MOTO_IMAGE: motoImage,
+      // The schedule's sweeps would race the test's own; the test runs the sweeps it means.
+      SANDBOXPLANE_SWEEP_INTERVAL: '1d',
+      ...(dockerHost === undefined ? {} : { DOCKER_HOST: dockerHost }),
+      ...options.env,
+    };
+    this.broker = new DockerContainerBroker({ dockerHost });
+    this.sandboxes = new SandboxClient({ client, taskQueue: this.env.SANDBOXPLANE_TASK_QUEUE as string });
+    const store = Store.open(this.env.SANDBOXPLANE_DB as string);
+    try {
+      options.seed(store);
+    } finally {
+      store.close();
+    }
+  }
+
+  /** `client` must be connected to `options.address` and `options.namespace`. */
+  static create(client: Client, options: ChildProcessPlaneOptions): ChildProcessPlane {
+    return new ChildProcessPlane(client, options, options.dockerHost ?? process.env.DOCKER_HOST);
+  }
+
+  get taskQueue(): string {
+    return this.env.SANDBOXPLANE_TASK_QUEUE as string;
+  }
+
+  /** A sandbox id unique to this plane; remembered for the clean-up. */
+  id(name: string): string {
+    const id = `${this.tag}-${name}`;
+    this.ids.add(id);
+    return id;
+  }
+
+  /** Starts one more `sandboxctl worker` for this plane and waits until it is ready. */
+  async startWorker(): Promise<WorkerProcess> {
+    const worker = await startWorkerProcess(this.env);
+    this.workers.push(worker);
+    return worker;
+  }
+
+  /** The sandbox's containers on this plane's engine, stopped ones included. */
+  containers(id: string): Promise<ContainerSummary[]> {
+    return this.broker.list({ [SANDBOX_ID_LABEL]: id });
+  }
+
+  /** The projection row's state, read without the worker (read-only; the worker stays the writer). */
+  projectionState(id: string): SandboxState | undefined {
+    const db = new Database(this.env.SANDBOXPLANE_DB as string, { readonly: true, fileMustExist: true });
+    try {
+      db.pragma('busy_timeout = 5000');
+      const row = db.prepare('SELECT state FROM sandboxes WHERE id = ?').get(id) as { state: SandboxState } | undefined;
+      return row?.state;
+    } finally {
+      db.close();
+    }
+  }
+
+  /** The search attribute SandboxState: what the server holds, answered with no worker running. */
+  async searchState(id: string): Promise<string | undefined> {
+    const description = await this.client.workflow.getHandle(`sandbox-${id}`).describe();
+    const value = description.searchAttributes.SandboxState?.[0];
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  /** Polls the `status` query (a worker must be running) until `done` holds. */
+  async waitForStatus(id: string, what: string, done: (status: SandboxStatus) => boolean, timeoutMs = 90_000): Promise<SandboxStatus> {
+    let last: SandboxStatus | undefined;
+    return eventually(
+      `sandbox ${id} to be ${what}`,
+      async () => {
+        last = await this.sandboxes.status(id).catch(() => last);
+        return last !== undefined && done(last) ? last : undefined;
+      },
+      timeoutMs,
+      () => `${last?.state} (${last?.waitingFor})`,
+    );
+  }
+
+  waitForState(id: string, state: SandboxState, timeoutMs?: number): Promise<SandboxStatus> {
+    return this.waitForStatus(id, state, (status) => status.state === state, timeoutMs);
+  }
+
+  /** Polls the projection until its row agrees with `state` (activities may still be recording it). */
+  async waitForProjection(id: string, state: SandboxState, timeoutMs = 30_000): Promise<void> {
+    await eventually(`the projection row of ${id} to say ${state}`, () => (this.projectionState(id) === state ? true : undefined), timeoutMs, () =>
+      String(this.projectionState(id)),
+    );
+  }
+
+  /** Whatever a failed test left: running lifecycles terminated, workers stopped, containers removed, files deleted. */
+  async dispose(): Promise<void> {
+    for (const id of this.ids) {
+      await this.client.workflow
+        .getHandle(`sandbox-${id}`)
+        .terminate('fault test clean-up')
+        .catch(() => undefined);
+    }
+    await this.client.schedule
+      .getHandle(CLEANUP_SCHEDULE_ID)
+      .delete()
+      .catch(() => undefined);
+    for (const worker of this.workers) await worker.kill();
+    for (const id of this.ids) {
+      for (const container of await this.containers(id).catch(() => [])) await this.broker.remove(container.id, { force: true }).catch(() => undefined);
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}

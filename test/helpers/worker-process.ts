@@ -1,0 +1,100 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { cliEnv, REPO_ROOT } from './cli';
+
+const SANDBOXCTL = path.join(REPO_ROOT, 'bin', 'sandboxctl.js');
+const OUTPUT_TAIL_CHARS = 8_000;
+const STOP_GRACE_MS = 15_000;
+
+/** `sandboxctl worker` as a process of its own: what a fault test kills with a real SIGKILL. */
+export interface WorkerProcess {
+  readonly pid: number;
+  /** The last lines the worker printed, for a failure message. */
+  output(): string;
+  /** Whether the process has exited (for any reason). */
+  readonly exited: boolean;
+  /** SIGKILL: no drain, no goodbye; resolves once the process is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (a graceful drain), then SIGKILL if it has not gone within 15 s. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/** A test that dies must not leave workers polling its task queue. */
+function killAllOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
+
+function gone(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/**
+ * Starts `node bin/sandboxctl.js worker` (the compiled CLI, as an operator runs it) with
+ * `env` as its whole plane configuration (TEMPORAL_*, SANDBOXPLANE_*, DOCKER_HOST; see
+ * src/config/config.ts), and resolves once it logs `worker ready`.
+ */
+export async function startWorkerProcess(env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
+  killAllOnExit();
+  const child = spawn(process.execPath, [SANDBOXCTL, 'worker'], {
+    cwd: REPO_ROOT,
+    env: cliEnv({ ...env, SANDBOXPLANE_LOG_LEVEL: 'info' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  let tail = '';
+  const record = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-OUTPUT_TAIL_CHARS);
+  };
+  child.stdout?.on('data', record);
+  child.stderr?.on('data', record);
+
+  const worker: WorkerProcess = {
+    pid: child.pid ?? -1,
+    output: () => tail,
+    get exited() {
+      return child.exitCode !== null || child.signalCode !== null;
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await gone(child);
+    },
+    stop: async () => {
+      if (worker.exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      await gone(child);
+      clearTimeout(timer);
+    },
+  };
+
+  const timeoutMs = options.readyTimeoutMs ?? 120_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`sandboxctl worker was not ready within ${timeoutMs} ms; its output:\n${tail}`)), timeoutMs);
+      const onData = () => {
+        if (!tail.includes('"msg":"worker ready"')) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      child.stderr?.on('data', onData);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`sandboxctl worker exited (${signal ?? code}) before it was ready; its output:\n${tail}`));
+      });
+      child.once('error', reject);
+    });
+  } catch (err) {
+    await worker.kill();
+    throw err;
+  }
+  return worker;
+}
