@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
+import type { SweepReport } from '../src/domain/leaks';
+import { ChildProcessPlane } from './helpers/child-process-plane';
+import { eventually } from './helpers/eventually';
+import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
+import { testTemporalAddress } from './helpers/test-temporal';
+import { createTestNamespace } from './helpers/test-namespace';
+import type { WorkerProcess } from './helpers/worker-process';
+
+type PendingActivity = temporal.api.workflow.v1.IPendingActivityInfo;
+
+/** The provision activity's retry policy (src/workflows/lifecycle-context.ts `runtime`): 5 attempts, 2 s doubling. */
+const PROVISION_ATTEMPTS = 5;
+
+async function answers(endpoint: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${endpoint}/moto-api/data.json`, { signal: AbortSignal.timeout(3_000) });
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fault campaign, part 3 (issue 12, deliverable 7): the Docker engine goes away for
+ * about 30 s. Not the shared engine of the other tests: an engine of this file's own
+ * (helpers/private-docker-engine), started with `--live-restore`, so its containers run
+ * on while dockerd is down and the test can tell "the engine is away" from "the
+ * emulators died". The endpoints are dark meanwhile (docker-proxy dies with dockerd).
+ *
+ * What the code does today (runtime activities: 5 attempts, 2/4/8/16 s apart, and
+ * DOCKER_UNREACHABLE retryable): a create that starts as the engine stops spends its
+ * whole budget in ~30 s and ends FAILED, with nothing left; a create that starts later
+ * retries (DOCKER_UNREACHABLE) and succeeds once the engine is back. A READY sandbox
+ * stays READY with the same container; a sweep afterwards removes nothing of a live
+ * sandbox.
+ */
+describe('fault campaign: the Docker engine stopped for 30 s', () => {
+  let engine: PrivateDockerEngine;
+  let connection: Connection;
+  let plane: ChildProcessPlane;
+  let worker: WorkerProcess;
+
+  before(async () => {
+    const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
+    assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
+    engine = await startPrivateDockerEngine();
+    await engine.copyImageFrom(process.env.DOCKER_HOST, motoImage);
+    const address = await testTemporalAddress();
+    const namespace = await createTestNamespace(address, 'fault-engine');
+    connection = await Connection.connect({ address });
+    plane = ChildProcessPlane.create(new Client({ connection, namespace }), {
+      address,
+      namespace,
+      dockerHost: engine.dockerHost,
+      // Frequent looks, so the health watch sees the outage too; it must not call it a death.
+      env: { SANDBOXPLANE_EXPIRY_WARNING: '2s', SANDBOXPLANE_HEALTH_INTERVAL: '5s' },
+      seed: (store) => store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' }),
+    });
+  });
+
+  after(async () => {
+    if (engine !== undefined && !engine.running) await engine.start().catch(() => undefined);
+    await plane?.dispose();
+    await connection?.close();
+    await engine?.dispose();
+  });
+
+  /** The provision activity of a sandbox while it retries, as the server holds it (no worker needed). */
+  const pendingProvision = async (id: string): Promise<PendingActivity | undefined> => {
+    const description = await plane.client.workflow.getHandle(`sandbox-${id}`).describe();
+    return (description.raw.pendingActivities ?? []).find((activity) => activity.activityType?.name === 'provisionSandbox');
+  };
+
+  test('retryable errors while it is away, success once it is back, FAILED with nothing left when the retries run out, and no false orphans', async () => {
+    const live = plane.id('live');
+    const early = plane.id('early');
+    const late = plane.id('late');
+    worker = await plane.startWorker();
+    const ready = await plane.sandboxes.create({ id: live, principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    assert.ok(ready.endpoint !== null && (await answers(ready.endpoint)));
+    const [liveContainer] = await plane.containers(live);
+    assert.ok(liveContainer);
+
+    await engine.stop();
+    const stoppedAt = Date.now();
+    assert.equal(await answers(ready.endpoint), false, 'the endpoint is dark while dockerd is away (docker-proxy went with it)');
+
+    // Created the moment the engine is gone: its whole retry budget falls inside the outage.
+    assert.equal((await plane.sandboxes.create({ id: early, principal: 'agent-2', adapter: 'moto', services: ['s3'] })).state, 'PROVISIONING');
+    const retrying = await eventually('the first create to be retried', async () => {
+      const pending = await pendingProvision(early);
+      return (pending?.attempt ?? 0) >= PROVISION_ATTEMPTS ? pending : undefined;
+    });
+    const failure = retrying.lastFailure;
+    assert.equal(failure?.applicationFailureInfo?.type, 'DOCKER_UNREACHABLE', failure?.message ?? 'no failure recorded');
+    assert.equal(failure?.applicationFailureInfo?.nonRetryable ?? false, false, 'an unreachable engine is worth retrying');
+
+    // Created later: its last attempts fall after the engine is back.
+    assert.equal((await plane.sandboxes.create({ id: late, principal: 'agent-3', adapter: 'moto', services: ['sqs'] })).state, 'PROVISIONING');
+    const status = await plane.sandboxes.status(live);
+    assert.equal(status.state, 'READY', 'a READY sandbox is not ended by an engine outage');
+    assert.notEqual(status.health.status, 'unhealthy', 'no answer from the engine is not a dead emulator');
+
+    // The engine comes back once the first create has spent its retries (about 30 s).
+    await eventually('the first create to run out of attempts', async () => ((await pendingProvision(early)) === undefined ? true : undefined));
+    const outageMs = Date.now() - stoppedAt;
+    assert.ok(outageMs >= 25_000, `the engine was away ${outageMs} ms`);
+    await engine.start();
+
+    const failed = await plane.waitForState(early, 'FAILED', 90_000);
+    assert.equal(failed.error?.code, 'DOCKER_UNREACHABLE', failed.waitingFor);
+    assert.match(failed.waitingFor, /Whatever was created was torn down/);
+    assert.deepEqual(await plane.containers(early), [], 'nothing left of the create that failed');
+
+    const made = await plane.waitForState(late, 'READY', 90_000);
+    assert.equal((await plane.containers(late)).length, 1);
+    assert.deepEqual(made.runtimeIds, (await plane.containers(late)).map((c) => c.id));
+
+    const survivor = await plane.waitForStatus(live, 'READY and healthy again', (s) => s.state === 'READY' && s.health.status === 'ok');
+    assert.equal(survivor.health.restarts, 0, 'the emulator was never restarted: it never died');
+    assert.deepEqual((await plane.containers(live)).map((c) => [c.id, c.state]), [[liveContainer.id, 'running']], 'live-restore kept the container');
+    assert.ok(await answers(ready.endpoint), 'its endpoint answers again');
+
+    const report: SweepReport = await plane.client.workflow.execute(CLEANUP_WORKFLOW, {
+      taskQueue: plane.taskQueue,
+      workflowId: `fault-sweep-${randomUUID()}`,
+      workflowExecutionTimeout: '2 minutes',
+    });
+    assert.deepEqual(report.removed, [], 'no false orphans');
+    assert.equal(report.counts.orphans, 0);
+    assert.equal((await plane.containers(live)).length, 1);
+    assert.equal((await plane.containers(late)).length, 1);
+
+    for (const [id, state] of [
+      [live, 'READY'],
+      [late, 'READY'],
+      [early, 'FAILED'],
+    ] as const) {
+      await plane.waitForProjection(id, state);
+    }
+    for (const id of [live, late]) {
+      assert.equal((await plane.sandboxes.destroy(id)).state, 'DESTROYED');
+      assert.deepEqual(await plane.containers(id), []);
+    }
+    await worker.stop();
+  });
+});

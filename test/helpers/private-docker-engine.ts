@@ -1,0 +1,187 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { dockerClient } from './container-events';
+
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * A Docker engine of one test's own, beside the shared one that scripts/docker-engine.sh
+ * starts: its own socket, data root, exec root, pidfile and bridge, so the test can stop
+ * it without touching anyone else's containers.
+ */
+export interface PrivateDockerEngine {
+  /** `unix://…/docker.sock`, for DOCKER_HOST. */
+  readonly dockerHost: string;
+  readonly bridge: string;
+  readonly running: boolean;
+  /** SIGTERM to dockerd; resolves once it has exited (containers keep running: `--live-restore`). */
+  stop(): Promise<void>;
+  /** Starts dockerd again on the same socket and directories; resolves once it answers. */
+  start(): Promise<void>;
+  /** Copies an image (by id or reference) from another engine: `docker save | docker load`. */
+  copyImageFrom(sourceDockerHost: string | undefined, image: string): Promise<void>;
+  /** Removes every container, stops dockerd, deletes the bridge and the directories. Safe to call twice. */
+  dispose(): Promise<void>;
+}
+
+/** A /24 for the bridge that no interface of this machine uses yet. */
+function unusedSubnet(): string {
+  const inUse = execFileSync('ip', ['-o', '-4', 'addr', 'show'], { encoding: 'utf8' });
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const third = 100 + Math.floor(Math.random() * 150);
+    if (!inUse.includes(`172.31.${third}.`)) return `172.31.${third}`;
+  }
+  throw new Error('no free 172.31.x.0/24 for a private Docker bridge');
+}
+
+function ip(...args: string[]): void {
+  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/**
+ * Starts a second dockerd as root: a bridge made with `ip link add NAME type bridge`,
+ * `--bridge=NAME`, no iptables rules of its own (the shared engine owns the DOCKER
+ * chains, and a second engine rewriting them would break its port forwards; published
+ * loopback ports go through docker-proxy instead), and `--live-restore`.
+ */
+export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
+  if (process.getuid?.() !== 0) throw new Error('a private Docker engine needs root (dockerd, ip link)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-engine-'));
+  const runDir = path.join(dir, 'run');
+  fs.mkdirSync(runDir, { mode: 0o711 });
+  const socket = path.join(runDir, 'docker.sock');
+  const dockerHost = `unix://${socket}`;
+  const logFile = path.join(dir, 'dockerd.log');
+  const bridge = `spf${randomBytes(4).toString('hex')}`;
+  const subnet = unusedSubnet();
+  ip('link', 'add', bridge, 'type', 'bridge');
+  let bridgeUp = true;
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const killOnExit = () => child?.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const args = [
+    `--host=${dockerHost}`,
+    `--data-root=${path.join(dir, 'data')}`,
+    `--exec-root=${path.join(runDir, 'exec')}`,
+    `--pidfile=${path.join(runDir, 'dockerd.pid')}`,
+    `--bridge=${bridge}`,
+    '--iptables=false',
+    '--ip-masq=false',
+    // Without it, dockerd stops every container when it exits (SIGTERM, then SIGKILL),
+    // and they stay exited when it comes back (restart policy "no"): each READY sandbox
+    // would lose its emulator. With it, containers run on under their shims; only the
+    // engine API and the docker-proxy port forwarders (children of dockerd) are gone
+    // until it returns and restores them.
+    '--live-restore',
+  ];
+
+  const isRunning = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+
+  const start = async () => {
+    if (isRunning()) return;
+    fs.rmSync(socket, { force: true });
+    const log = fs.openSync(logFile, 'a');
+    const started = spawn('dockerd', args, { stdio: ['ignore', log, log], detached: true });
+    fs.closeSync(log);
+    child = started;
+    exited = new Promise((resolve) => started.once('exit', () => resolve()));
+    const docker = dockerClient(dockerHost);
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      if (!isRunning()) throw new Error(`private dockerd exited before it answered; its log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+      if (await docker.ping().then(() => true, () => false)) return;
+      if (Date.now() > deadline) throw new Error(`private dockerd did not answer on ${dockerHost} within ${READY_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+
+  const stop = async () => {
+    if (!isRunning()) return;
+    child?.kill('SIGTERM');
+    const timer = setTimeout(() => child?.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const removeAllContainers = async () => {
+    const docker = dockerClient(dockerHost);
+    for (const container of await docker.listContainers({ all: true })) {
+      await docker.getContainer(container.Id).remove({ force: true, v: true });
+    }
+  };
+
+  let disposed = false;
+  const dispose = async () => {
+    if (disposed) return;
+    disposed = true;
+    try {
+      // The containers outlive a stopped engine (--live-restore): bring it back to remove them.
+      if (fs.existsSync(path.join(dir, 'data'))) {
+        await start().catch(() => undefined);
+        if (isRunning()) await removeAllContainers();
+      }
+    } finally {
+      await stop();
+      process.removeListener('exit', killOnExit);
+      if (bridgeUp) {
+        ip('link', 'del', bridge);
+        bridgeUp = false;
+      }
+      unmountUnder(dir);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  try {
+    ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge);
+    ip('link', 'set', bridge, 'up');
+    await start();
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+
+  return {
+    dockerHost,
+    bridge,
+    get running() {
+      return isRunning();
+    },
+    stop,
+    start,
+    copyImageFrom: (sourceDockerHost, image) => copyImage(sourceDockerHost, dockerHost, image),
+    dispose,
+  };
+}
+
+/** dockerd leaves its data root bind-mounted on itself (and, after a crash, more): unmount, deepest first. */
+function unmountUnder(dir: string): void {
+  const mountPoints = fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((point) => point === dir || point.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of mountPoints) execFileSync('umount', ['--lazy', point]);
+}
+
+/** `docker save IMAGE | docker load` between two engines; the image keeps its id. */
+function copyImage(fromHost: string | undefined, toHost: string, image: string): Promise<void> {
+  const envFor = (host: string | undefined) => ({ ...process.env, ...(host === undefined ? {} : { DOCKER_HOST: host }) });
+  const save = spawn('docker', ['save', image], { env: envFor(fromHost), stdio: ['ignore', 'pipe', 'pipe'] });
+  const load = spawn('docker', ['load', '--quiet'], { env: envFor(toHost), stdio: ['pipe', 'ignore', 'pipe'] });
+  save.stdout.pipe(load.stdin);
+  let errors = '';
+  save.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  load.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  const exitOf = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return Promise.all([exitOf(save), exitOf(load)]).then(([saved, loaded]) => {
+    if (saved !== 0 || loaded !== 0) throw new Error(`docker save ${image} | docker load failed (${saved}, ${loaded}): ${errors}`);
+  });
+}
