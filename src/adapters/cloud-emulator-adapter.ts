@@ -1,3 +1,4 @@
+import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 
 /** What the lifecycle asks an adapter to provision. */
@@ -50,6 +51,9 @@ export interface DestroyReport {
   readonly remaining: readonly string[];
 }
 
+/** What provisioning recorded of a sandbox's runtime, which teardown removes besides what it finds by label. */
+export type RecordedRuntime = Pick<RuntimeHandle, 'runtimeIds' | 'engineId'>;
+
 /** Lets a long adapter call report progress (the activity heartbeats) and notice cancellation. */
 export interface AdapterContext {
   heartbeat(details?: unknown): void;
@@ -68,8 +72,12 @@ export interface CloudEmulatorAdapter {
    * cannot know; never returns an empty list it did not observe.
    */
   listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]>;
-  /** Tears down everything of the sandbox; destroying what is gone is a success. */
-  destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport>;
+  /**
+   * Tears down everything of the sandbox: what it finds by label and what provisioning
+   * `recorded`. Destroying what is gone is a success; a runtime recorded somewhere this
+   * adapter cannot reach is an error, never "nothing found".
+   */
+  destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport>;
 }
 
 export type AdapterRegistry = Readonly<Partial<Record<AdapterName, CloudEmulatorAdapter>>>;

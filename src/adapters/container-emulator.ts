@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
-import { SandboxPlaneError } from '../domain/errors';
+import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo } from '../docker';
 import type {
@@ -11,6 +11,7 @@ import type {
   LaunchPlan,
   ProvisionRequest,
   ProvisionedSandbox,
+  RecordedRuntime,
   ResourceRef,
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
@@ -90,19 +91,21 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   }
 
   async provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox> {
+    // Read before anything starts, so a failed read leaves no container behind.
+    const engineId = await this.options.broker.engineId();
     context.heartbeat({ step: 'starting container' });
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
     try {
       await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
     } catch (err) {
-      const report = await this.destroy(plan.sandboxId, context);
+      const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
       if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
         throw new SandboxPlaneError(err.code, `${err.message}; teardown left ${report.remaining.join(', ')}`, { cause: err });
       }
       throw err;
     }
-    return { endpoint, region: plan.region, runtimeIds: [info.id] };
+    return { endpoint, region: plan.region, runtimeIds: [info.id], engineId };
   }
 
   /** Runs the container; a chosen host port that was taken meanwhile is chosen again. */
@@ -144,16 +147,58 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.options.listResources(publishedEndpoint(container, this.options.containerPort), services);
   }
 
-  async destroy(sandboxId: string, context: AdapterContext): Promise<DestroyReport> {
+  async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {
     const { broker } = this.options;
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const recordedIds = recorded?.runtimeIds ?? [];
     const removed: string[] = [];
-    for (const container of await broker.list(this.ownLabels(sandboxId))) {
-      context.heartbeat({ step: 'removing', containerId: container.id });
-      await stopAndRemove(broker, container.id);
-      removed.push(container.id);
+    for (const containerId of await this.teardownTargets(sandboxId, recordedIds)) {
+      context.heartbeat({ step: 'removing', containerId });
+      await stopAndRemove(broker, containerId);
+      removed.push(containerId);
     }
-    const remaining = (await broker.list(this.ownLabels(sandboxId))).map((container) => container.id);
-    return { removed, remaining };
+    return { removed, remaining: await this.teardownTargets(sandboxId, recordedIds) };
+  }
+
+  /**
+   * A recorded runtime on another engine cannot be seen from here: finding nothing would
+   * be a false "destroyed" while the container runs on (issue 12).
+   */
+  private async refuseOtherEngine(sandboxId: string, recorded: RecordedRuntime | null | undefined): Promise<void> {
+    if (recorded?.engineId === undefined) return;
+    const here = await this.options.broker.engineId();
+    if (here === recorded.engineId) return;
+    throw new SandboxPlaneError(
+      'RUNTIME_ON_OTHER_ENGINE',
+      `sandbox ${sandboxId}'s containers (${recorded.runtimeIds.join(', ') || 'none recorded'}) run on Docker engine ${recorded.engineId}, ` +
+        `but this worker's engine is ${here}; nothing was removed`,
+      { details: { sandboxId, recordedEngineId: recorded.engineId, engineId: here, runtimeIds: [...recorded.runtimeIds] } },
+    );
+  }
+
+  /**
+   * This plane's containers labelled with the sandbox id, and each recorded container
+   * that still carries that sandbox-id label — whatever plane label it has, because it
+   * is the container this sandbox recorded (a worker renamed its plane since).
+   */
+  private async teardownTargets(sandboxId: string, recordedIds: readonly string[]): Promise<string[]> {
+    const ids = new Set((await this.options.broker.list(this.ownLabels(sandboxId))).map((container) => container.id));
+    for (const id of recordedIds) {
+      if (ids.has(id)) continue;
+      const container = await this.inspectIfPresent(id);
+      if (container?.labels[SANDBOX_ID_LABEL] === sandboxId) ids.add(container.id);
+    }
+    return [...ids];
+  }
+
+  /** A container by id, or `undefined` when it is gone (or never was one of ours). */
+  private async inspectIfPresent(id: string): Promise<ContainerInfo | undefined> {
+    try {
+      return await this.options.broker.inspect(id);
+    } catch (err) {
+      if (isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND') return undefined;
+      throw err;
+    }
   }
 
   /**

@@ -91,6 +91,11 @@ export interface ContainerBroker {
   remove(id: string, options?: RemoveOptions): Promise<RemoveOutcome>;
   /** The engine's version and where it was reached; DOCKER_UNREACHABLE when it does not answer. */
   ping(): Promise<EngineIdentity>;
+  /**
+   * The engine's own ID (`docker info`), read once and then remembered: a runtime handle
+   * records it, so teardown can tell "gone" from "on another engine".
+   */
+  engineId(): Promise<string>;
 }
 
 export interface EngineIdentity {

@@ -16,7 +16,7 @@ import {
 import type { ContainerSpecInput, ValidatedContainerSpec } from './container-spec';
 import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
 import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
-import { toContainerInfo, toContainerSummaries } from './engine-responses';
+import { toContainerInfo, toContainerSummaries, toEngineId } from './engine-responses';
 import { resolveExistingHostPath } from './host-path-resolver';
 import { validateContainerSpec, type SpecPolicy } from './spec-rules';
 
@@ -117,6 +117,7 @@ export class DockerContainerBroker implements ContainerBroker {
   private readonly logger: BrokerLogger;
   private readonly endpoint: string;
   private readonly policy: SpecPolicy;
+  private knownEngineId: Promise<string> | undefined;
 
   constructor(options: DockerContainerBrokerOptions = {}) {
     const endpoint = options.docker === undefined ? parseDockerHost(options.dockerHost) : endpointOf(options.docker);
@@ -167,6 +168,22 @@ export class DockerContainerBroker implements ContainerBroker {
     });
     const version = (raw as { Version?: unknown } | null)?.Version;
     return { version: typeof version === 'string' ? version : 'unknown', endpoint: this.endpoint };
+  }
+
+  async engineId(): Promise<string> {
+    // A failed read is forgotten, so the next caller asks the engine again.
+    this.knownEngineId ??= this.readEngineId().catch((err: unknown) => {
+      this.knownEngineId = undefined;
+      throw err;
+    });
+    return this.knownEngineId;
+  }
+
+  private async readEngineId(): Promise<string> {
+    const raw: unknown = await this.call('info', {}, () => this.docker.info()).catch((err: unknown) => {
+      throw this.mapError(err, 'info', {});
+    });
+    return toEngineId(raw);
   }
 
   private async inspectManaged(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {
@@ -299,7 +316,7 @@ export class DockerContainerBroker implements ContainerBroker {
     fn: () => Promise<T>,
     harmless: readonly number[] = [],
   ): Promise<T> {
-    const read = operation === 'inspect' || operation === 'list';
+    const read = operation === 'inspect' || operation === 'list' || operation === 'info';
     const log = (obj: object, msg: string) => (read ? this.logger.debug?.(obj, msg) : this.logger.info(obj, msg));
     const started = Date.now();
     log({ ...context, operation, endpoint: this.endpoint }, `docker ${operation}`);

@@ -47,6 +47,8 @@ const listSchema = z.array(
   }),
 );
 
+const infoSchema = z.object({ ID: z.string().trim().min(1) });
+
 /** The engine writes the zero time for "never". */
 function timestamp(value: string | undefined): string | null {
   if (value === undefined || value === '' || value.startsWith('0001-01-01')) return null;
@@ -100,6 +102,11 @@ export function toContainerInfo(raw: unknown): ContainerInfo {
     finishedAt: timestamp(info.State.FinishedAt),
     limits: Object.freeze({ memoryBytes: info.HostConfig.Memory ?? 0, pidsLimit: info.HostConfig.PidsLimit ?? null }),
   });
+}
+
+/** The engine's ID from `GET /info`: stable for the life of the engine's data directory. */
+export function toEngineId(raw: unknown): string {
+  return parseOrThrow(infoSchema, raw, 'info').ID;
 }
 
 /** Maps `GET /containers/json` onto {@link ContainerSummary}s. */

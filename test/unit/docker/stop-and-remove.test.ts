@@ -11,6 +11,7 @@ function broker(stop: ContainerBroker['stop'], removed: string[]): ContainerBrok
     inspect: unused,
     list: unused,
     ping: unused,
+    engineId: unused,
     stop,
     remove: async (id) => {
       removed.push(id);

@@ -1,0 +1,43 @@
+/** The broker's engineId(): `docker info`'s ID, checked with zod and read once (no engine needed). */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type Docker from 'dockerode';
+import { SandboxPlaneError } from '../../../src/domain/errors';
+import { DockerContainerBroker } from '../../../src/docker';
+
+function brokerAnswering(answers: unknown[]): { broker: DockerContainerBroker; calls: () => number } {
+  let calls = 0;
+  const docker = {
+    modem: { socketPath: '/run/test.sock' },
+    info: async () => {
+      const answer = answers[Math.min(calls, answers.length - 1)];
+      calls += 1;
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  } as unknown as Docker;
+  return { broker: new DockerContainerBroker({ docker }), calls: () => calls };
+}
+
+describe('DockerContainerBroker.engineId', () => {
+  test('returns the ID and asks the engine only once', async () => {
+    const { broker, calls } = brokerAnswering([{ ID: 'BKIB:5XVY:RHIC', ServerVersion: '20.10' }]);
+    assert.equal(await broker.engineId(), 'BKIB:5XVY:RHIC');
+    assert.equal(await broker.engineId(), 'BKIB:5XVY:RHIC');
+    assert.equal(calls(), 1);
+  });
+
+  test('an answer without an ID is DOCKER_RESPONSE_INVALID, naming the field', async () => {
+    const { broker } = brokerAnswering([{ ServerVersion: '20.10' }]);
+    await assert.rejects(broker.engineId(), (err: unknown) => err instanceof SandboxPlaneError && err.code === 'DOCKER_RESPONSE_INVALID' && /info answer.*ID/.test(err.message));
+    const blank = brokerAnswering([{ ID: '  ' }]).broker;
+    await assert.rejects(blank.engineId(), (err: unknown) => err instanceof SandboxPlaneError && err.code === 'DOCKER_RESPONSE_INVALID');
+  });
+
+  test('a failed read is not remembered: the next call asks again', async () => {
+    const { broker, calls } = brokerAnswering([Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), { ID: 'E1' }]);
+    await assert.rejects(broker.engineId(), (err: unknown) => err instanceof SandboxPlaneError && err.code === 'DOCKER_UNREACHABLE' && err.retryable);
+    assert.equal(await broker.engineId(), 'E1');
+    assert.equal(calls(), 2);
+  });
+});
