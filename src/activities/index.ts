@@ -18,7 +18,7 @@ export interface ActivityDeps {
   readonly lifecycle: LifecycleSettings;
   /** A Temporal client, for the sweep's visibility queries. */
   readonly client: Client;
-  /** This worker's plane identity (namespace@address), as its containers are labelled. */
+  /** This worker's plane id (SANDBOXPLANE_PLANE_ID or derived from Temporal), as its containers are labelled. */
   readonly plane: string;
 }
 

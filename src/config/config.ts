@@ -9,6 +9,7 @@ import {
   type FeatureFlag,
   type FeatureFlags,
 } from '../domain/feature-flags';
+import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isDigestReference, isPinnedImage } from '../domain/image-reference';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
@@ -33,6 +34,11 @@ export interface Config {
   readonly emulators: EmulatorSettings;
   /** How often the Temporal Schedule `sandboxplane-cleanup` runs the sweep. */
   readonly sweepIntervalSeconds: number;
+  /**
+   * `SANDBOXPLANE_PLANE_ID`, the value of every container's `io.sandboxplane.plane`
+   * label; `undefined` means derived from Temporal's cluster and namespace ids at start.
+   */
+  readonly planeId: string | undefined;
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -77,6 +83,10 @@ const identifier = (example: string) =>
   z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
+
+const planeId = z
+  .string()
+  .regex(PLANE_ID_PATTERN, "must start with a letter or digit and hold at most 128 letters, digits, '.', '_', '-', '@' or ':' (e.g. ci-job-42)");
 
 const dockerHost = z
   .string()
@@ -129,6 +139,7 @@ const envSchema = z.object({
   SANDBOXPLANE_FLOCI_IMAGE: imageByDigest.optional(),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60),
+  SANDBOXPLANE_PLANE_ID: planeId.optional(),
 });
 
 /**
@@ -205,6 +216,7 @@ export function loadConfig(env: Env = process.env): Config {
       healthTimeoutSeconds: values.SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT,
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
+    planeId: values.SANDBOXPLANE_PLANE_ID,
   });
 }
 

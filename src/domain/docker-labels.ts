@@ -1,3 +1,5 @@
+import { sha256Hex } from './sha256';
+
 /**
  * Docker labels of DESIGN §11. Every container the broker starts carries them; sweeps
  * and teardown find containers by them, never by name.
@@ -14,13 +16,29 @@ export const SANDBOX_ID_LABEL = 'io.sandboxplane.sandbox-id';
 export const ADAPTER_LABEL = 'io.sandboxplane.adapter';
 
 /**
- * Which plane (Temporal address and namespace) launched a container. Two planes may
- * share one engine; a sweep leaves containers labelled with another plane alone.
+ * Which plane launched a container (DESIGN §11: `io.sandboxplane.plane=<planeId>`).
+ * Two planes may share one engine; a container without this plane's label is foreign,
+ * and the sweep never touches it.
  */
 export const PLANE_LABEL = 'io.sandboxplane.plane';
 
-export function planeIdentity(namespace: string, temporalAddress: string): string {
-  return `${namespace}@${temporalAddress}`;
+/**
+ * What a plane id may look like (`SANDBOXPLANE_PLANE_ID`): a Docker label value that
+ * reads well in `docker ps` and survives shells and filters unquoted. `@` and `:` are
+ * allowed so a plane can keep the `namespace@host:port` value older workers wrote.
+ */
+export const PLANE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
+
+/**
+ * The default plane id, from Temporal's own identity rather than from how the worker
+ * spelled the address: the cluster id and the namespace id, hashed, behind the
+ * namespace's name so a person can tell planes apart (`default-3f2a9c1b7e4d0a5c`).
+ * Another dev server (a new cluster id) or a recreated namespace is another plane.
+ */
+export function derivePlaneId(identity: { namespace: string; clusterId: string; namespaceId: string }): string {
+  const readable = identity.namespace.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 40);
+  const digest = sha256Hex(`${identity.clusterId}/${identity.namespaceId}`).slice(0, 16);
+  return readable === '' ? `plane-${digest}` : `${readable}-${digest}`;
 }
 
 /** The label set for one sandbox's container. */

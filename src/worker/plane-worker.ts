@@ -8,8 +8,8 @@ import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
-import { planeIdentity } from '../domain/docker-labels';
 import { buildAdapterRegistry } from './adapter-registry';
+import { resolvePlaneId } from './plane-identity';
 import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
 
 export interface PlaneWorkerOptions {
@@ -19,8 +19,8 @@ export interface PlaneWorkerOptions {
   /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
   readonly workflowBundle?: WorkflowBundle;
   readonly identity?: string;
-  /** The emulator adapters this worker runs; by default those the configuration enables. */
-  readonly adapters?: AdapterRegistry;
+  /** The emulator adapters this worker runs, given its plane id; by default those the configuration enables. */
+  readonly adapters?: (planeId: string) => AdapterRegistry;
   /** The Docker broker; by default one for DOCKER_HOST (it does not connect until used). */
   readonly broker?: ContainerBroker;
 }
@@ -28,6 +28,8 @@ export interface PlaneWorkerOptions {
 export interface PlaneWorker {
   readonly worker: Worker;
   readonly identity: string;
+  /** The value of `io.sandboxplane.plane` on this worker's containers (SANDBOXPLANE_PLANE_ID or derived). */
+  readonly planeId: string;
   /** A Temporal client on the worker's namespace (schedules, queries). */
   readonly client: Client;
   /** Closes the worker's connections; call after `worker.run()` has resolved. */
@@ -44,7 +46,6 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   installRuntimeLogger(logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
-  const plane = planeIdentity(config.temporalNamespace, config.temporalAddress);
   // Bundled here rather than by Worker.create so webpack's report stays at debug level.
   const workflowBundle =
     options.workflowBundle ??
@@ -60,6 +61,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     },
   );
   try {
+    const planeId = await resolvePlaneId(config, clientConnection.workflowService);
     const worker = await Worker.create({
       connection,
       namespace: config.temporalNamespace,
@@ -68,22 +70,22 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       activities: createActivities({
         store,
         workerIdentity: identity,
-        adapters: options.adapters ?? buildAdapterRegistry(config.emulators, broker, plane),
+        adapters: options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId),
         broker,
         flags: config.flags,
         lifecycle: config.lifecycle,
         client,
-        plane,
+        plane: planeId,
       }),
       workflowBundle,
       shutdownGraceTime: '10 seconds',
     });
-    logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace, identity }, 'worker ready');
+    logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace, identity, planeId }, 'worker ready');
     const close = async () => {
       await clientConnection.close();
       await connection.close();
     };
-    return { worker, identity, client, close };
+    return { worker, identity, planeId, client, close };
   } catch (err) {
     await clientConnection.close();
     await connection.close();

@@ -10,7 +10,6 @@ import { loadConfig, type Config } from '../../src/config/config';
 import { DockerContainerBroker, type ContainerBroker } from '../../src/docker';
 import { createLogger, type Logger } from '../../src/logging/logger';
 import { Store } from '../../src/store';
-import { planeIdentity } from '../../src/domain/docker-labels';
 import { buildAdapterRegistry } from '../../src/worker/adapter-registry';
 import { createPlaneWorker, type PlaneWorker } from '../../src/worker/plane-worker';
 import { testWorkflowBundle } from './workflow-bundle';
@@ -31,7 +30,7 @@ export interface TestWorkerOptions {
   /** Extra environment for the worker's config (flags, lifecycle durations). */
   readonly env?: Record<string, string>;
   /** The adapters to run; by default those the configuration enables, with this worker's memory adapter. */
-  readonly adapters?: (memory: MemoryAdapter, broker: ContainerBroker) => AdapterRegistry;
+  readonly adapters?: (memory: MemoryAdapter, broker: ContainerBroker, planeId: string) => AdapterRegistry;
   readonly broker?: ContainerBroker;
   readonly logger?: Logger;
 }
@@ -68,10 +67,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     store,
     logger,
     workflowBundle: await testWorkflowBundle(),
-    adapters: options.adapters?.(memory, broker) ?? {
-      ...buildAdapterRegistry(config.emulators, broker, planeIdentity(config.temporalNamespace, config.temporalAddress)),
-      memory,
-    },
+    adapters: (planeId) => options.adapters?.(memory, broker, planeId) ?? { ...buildAdapterRegistry(config.emulators, broker, planeId), memory },
     broker,
   });
   const running = plane.worker.run();

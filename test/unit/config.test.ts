@@ -127,3 +127,20 @@ describe('enableLocalFlags (dev launcher)', () => {
     assert.equal(config.flags.STAGING_APPLY, false);
   });
 });
+
+describe('SANDBOXPLANE_PLANE_ID', () => {
+  test('unset means derived at start; a label-safe value is taken as it is', () => {
+    assert.equal(loadConfig({}).planeId, undefined);
+    assert.equal(loadConfig({ SANDBOXPLANE_PLANE_ID: 'ci-job-42' }).planeId, 'ci-job-42');
+    assert.equal(loadConfig({ SANDBOXPLANE_PLANE_ID: 'default@127.0.0.1:7233' }).planeId, 'default@127.0.0.1:7233', 'the value older workers wrote');
+  });
+
+  for (const bad of ['-leading-dash', 'has space', 'a/b', 'x'.repeat(129), 'quote"d']) {
+    test(`'${bad.slice(0, 20)}' is CONFIG_INVALID naming the variable`, () => {
+      const err = configError({ SANDBOXPLANE_PLANE_ID: bad });
+      assert.equal(err.code, 'CONFIG_INVALID');
+      assert.deepEqual(err.issues.map((issue) => issue.key), ['SANDBOXPLANE_PLANE_ID']);
+      assert.match(err.message, /SANDBOXPLANE_PLANE_ID: must start with a letter or digit/);
+    });
+  }
+});
