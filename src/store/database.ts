@@ -30,16 +30,20 @@ function refuseNewerSchema(db: SqliteDatabase, file: string): void {
   }
 }
 
-/** Runs every pending migration, each in its own transaction with its version bump. */
+/**
+ * Runs every pending migration in one `BEGIN IMMEDIATE` transaction that also reads the
+ * version: two processes opening a fresh file at once serialize on the write lock (the
+ * busy timeout makes the second wait), and the second then finds nothing left to apply.
+ */
 export function migrate(db: SqliteDatabase): { from: number; to: number } {
-  const from = schemaVersion(db);
-  for (let version = from; version < MIGRATIONS.length; version += 1) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[version] as string);
-      db.pragma(`user_version = ${version + 1}`);
-    }).immediate();
-  }
-  return { from, to: schemaVersion(db) };
+  return db
+    .transaction(() => {
+      const from = schemaVersion(db);
+      for (let version = from; version < MIGRATIONS.length; version += 1) db.exec(MIGRATIONS[version] as string);
+      if (from < MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
+      return { from, to: schemaVersion(db) };
+    })
+    .immediate();
 }
 
 /**
