@@ -14,9 +14,10 @@ const SHORT_TTL_SECONDS = 25;
 
 /**
  * Fault campaign, part 1 (issue 12, deliverable 7): `sandboxctl worker` is a real child
- * process, SIGKILLed at each step of a lifecycle — after screening (AWAITING_APPROVAL),
- * while READY, mid-provision (container started, health gate running) and mid-teardown
- * (the engine is stopping the container) — and a fresh worker is started each time.
+ * process, SIGKILLed at each step of a lifecycle — after screening (AWAITING_APPROVAL;
+ * and an allowed request as the engine creates its container), while READY,
+ * mid-provision (container started, health gate running) and mid-teardown (the engine
+ * is stopping the container) — and a fresh worker is started each time.
  * Each kill is timed by something seen from outside the worker: the SDK's answer, an
  * engine event on the sandbox's container, the server's record of the workflow.
  *
@@ -27,10 +28,11 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
   let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
-  const ids = {} as Record<'ready' | 'expiring' | 'gated' | 'teardown', string>;
+  const ids = {} as Record<'ready' | 'expiring' | 'gated' | 'fresh' | 'teardown', string>;
   let readyContainer: string;
   let destroying: Promise<SandboxStatus | Error>;
   let provisionKilledPid: number;
+  let createKilledPid: number;
   let teardownKilledPid: number;
 
   before(async () => {
@@ -47,7 +49,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
         store.approvers.add('alice');
       },
     });
-    for (const name of Object.keys({ ready: 0, expiring: 0, gated: 0, teardown: 0 }) as (keyof typeof ids)[]) ids[name] = plane.id(name);
+    for (const name of Object.keys({ ready: 0, expiring: 0, gated: 0, fresh: 0, teardown: 0 }) as (keyof typeof ids)[]) ids[name] = plane.id(name);
   });
 
   after(async () => {
@@ -142,6 +144,20 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
     worker = await plane.startWorker();
   });
 
+  test('killed just after screening, as the engine creates the container: the next worker uses that container, not a second', async () => {
+    createKilledPid = await killWorkerAt(ids.fresh, 'create', async () => {
+      const accepted = await plane.sandboxes.create({ id: ids.fresh, principal: 'agent-4', adapter: 'moto', services: ['s3'], ttlSeconds: LONG_TTL_SECONDS });
+      assert.equal(accepted.state, 'PROVISIONING');
+    });
+
+    assert.equal(await plane.searchState(ids.fresh), 'PROVISIONING');
+    assert.ok((await pendingActivities(ids.fresh)).includes('provisionSandbox'), 'the provision was in flight when the worker died');
+    assert.equal((await plane.containers(ids.fresh)).length, 1, 'the container the dead worker created');
+    assert.equal(plane.projectionState(ids.fresh), 'PROVISIONING', 'the row was written before the runtime call');
+
+    worker = await plane.startWorker();
+  });
+
   test('killed mid-teardown (the engine is stopping the container): the next worker finishes it', async () => {
     // The engine's `kill` event is docker stop's SIGTERM: the container is on its way down.
     teardownKilledPid = await killWorkerAt(ids.teardown, 'kill', async () => {
@@ -156,6 +172,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
 
   test('after the kills: each sandbox is READY with one container or terminal with none, and the projection agrees', async () => {
     const gated = await plane.waitForState(ids.gated, 'READY');
+    const fresh = await plane.waitForState(ids.fresh, 'READY');
     assert.equal(gated.approval?.approver, 'alice');
     const teardown = await plane.waitForState(ids.teardown, 'DESTROYED');
     assert.equal(teardown.endpoint, null);
@@ -169,6 +186,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
 
     for (const [id, activity, killedPid] of [
       [ids.gated, 'provisionSandbox', provisionKilledPid],
+      [ids.fresh, 'provisionSandbox', createKilledPid],
       [ids.teardown, 'destroySandbox', teardownKilledPid],
     ] as const) {
       const attempts = await startedAttempts(id, activity);
@@ -177,14 +195,18 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
       assert.ok(!attempts[0]?.identity.endsWith(`:${killedPid}`), `a later worker ran it, not the killed one: ${attempts[0]?.identity}`);
     }
 
-    const gatedContainers = await plane.containers(ids.gated);
-    assert.deepEqual(gatedContainers.map((c) => c.state), ['running'], 'exactly one container: the retry adopted the first');
+    for (const status of [gated, fresh]) {
+      const containers = await plane.containers(status.id);
+      assert.deepEqual(containers.map((c) => c.state), ['running'], `${status.id}: exactly one container, the retry adopted the first`);
+      assert.deepEqual(status.runtimeIds, [containers[0]?.id], `${status.id}: status names that container`);
+    }
     assert.deepEqual((await plane.containers(ids.ready)).map((c) => c.id), [readyContainer]);
     assert.deepEqual(await plane.containers(ids.teardown), [], 'the teardown finished: no container, not even a stopped one');
     assert.deepEqual(await plane.containers(ids.expiring), []);
 
     for (const [id, state] of [
       [ids.gated, 'READY'],
+      [ids.fresh, 'READY'],
       [ids.ready, 'READY'],
       [ids.teardown, 'DESTROYED'],
       [ids.expiring, 'DESTROYED'],
@@ -192,7 +214,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
       await plane.waitForProjection(id, state);
     }
 
-    for (const id of [ids.gated, ids.ready]) {
+    for (const id of [ids.gated, ids.fresh, ids.ready]) {
       assert.equal((await plane.sandboxes.destroy(id)).state, 'DESTROYED');
       assert.deepEqual(await plane.containers(id), []);
       await plane.waitForProjection(id, 'DESTROYED');
