@@ -79,7 +79,8 @@ describe('cleanup sweep on a real dev server and engine', () => {
     namespace = await createNamespace(address);
     imageId = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', testImage], { encoding: 'utf8' }).trim();
     worker = await startTestWorker(address, {
-      env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage },
+      // The health watch would repair the emulators the mismatch test breaks on purpose.
+      env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage, SANDBOXPLANE_HEALTH_INTERVAL: '1h' },
     });
     worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
   });
@@ -114,10 +115,13 @@ describe('cleanup sweep on a real dev server and engine', () => {
     const [liveContainer] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' });
     assert.ok(liveContainer);
 
-    const orphan = await strayContainer(broker, imageId, 'sweep-ghost');
+    const ours = { [PLANE_LABEL]: worker.plane.planeId };
+    const orphan = await strayContainer(broker, imageId, 'sweep-ghost', ours);
     strays.push(orphan);
     const foreign = await strayContainer(broker, imageId, 'sweep-foreign', { [PLANE_LABEL]: 'elsewhere@10.0.0.1:7233' });
     strays.push(foreign);
+    const unlabelled = await strayContainer(broker, imageId, 'sweep-unlabelled');
+    strays.push(unlabelled);
     worker.store.sandboxes.record(
       projectionSnapshot({ id: 'sweep-stranded', runId: 'run-that-never-was', adapter: 'moto' }),
       { step: 1, action: 'requested', actor: 'test', effect: 'requested', reason: null, summary: {} },
@@ -129,9 +133,11 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.deepEqual(report.removed.map((finding) => [finding.kind, finding.subject, finding.sandboxId]), [['orphan_container', orphan, 'sweep-ghost']]);
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-ghost' }), [], 'the orphan is gone');
     assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-foreign' })).length, 1, "another plane's container is not ours to judge");
-    assert.ok(![...report.removed, ...report.remaining].some((finding) => finding.subject === foreign));
+    assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-unlabelled' })).length, 1, 'a container without a plane label is foreign too');
+    assert.ok(![...report.removed, ...report.remaining].some((finding) => finding.subject === foreign || finding.subject === unlabelled));
     const [liveLabels] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' });
-    assert.equal(liveLabels?.labels[PLANE_LABEL], `${namespace}@${address}`, 'our containers carry our plane');
+    assert.match(worker.plane.planeId, new RegExp(`^${namespace}-[0-9a-f]{16}$`), "derived from Temporal's cluster and namespace ids");
+    assert.equal(liveLabels?.labels[PLANE_LABEL], worker.plane.planeId, 'our containers carry our plane');
 
     assert.deepEqual((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' })).map((c) => c.id), [liveContainer.id], 'live work untouched');
     assert.equal((await worker.sandboxes.status('sweep-live')).state, 'READY');
@@ -173,13 +179,14 @@ describe('cleanup sweep on a real dev server and engine', () => {
   });
 
   test('a container whose removal fails stays an outstanding leak after re-measuring', async () => {
-    const stubborn = await strayContainer(broker, imageId, 'sweep-stubborn');
+    const stubborn = await strayContainer(broker, imageId, 'sweep-stubborn', { [PLANE_LABEL]: worker.plane.planeId });
     strays.push(stubborn);
     const refusing: ContainerBroker = {
       run: (spec) => broker.run(spec),
       inspect: (id) => broker.inspect(id),
       list: (labels) => broker.list(labels),
       ping: () => broker.ping(),
+      engineId: () => broker.engineId(),
       stop: async (id, options) => {
         if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
         return broker.stop(id, options);
@@ -260,5 +267,89 @@ describe('cleanup sweep on a real dev server and engine', () => {
       await resumed?.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test('a worker restarted under another spelling of the address is the same plane; SANDBOXPLANE_PLANE_ID names another', async () => {
+    const respelled = await startTestWorker(address.replace(/^127\.0\.0\.1:/, 'localhost:'), { env: { TEMPORAL_NAMESPACE: namespace } });
+    const named = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_PLANE_ID: 'sweep-ci-job-42' } });
+    try {
+      assert.equal(respelled.plane.planeId, worker.plane.planeId);
+      assert.equal(named.plane.planeId, 'sweep-ci-job-42');
+    } finally {
+      await respelled.stop();
+      await named.stop();
+    }
+  });
+
+  test('DESTROY_FAILED leftovers are retried: the container goes and the row is closed DESTROYED; a foreign leftover keeps it open', async () => {
+    const failedRow = (id: string, runtimeIds: readonly string[]) => {
+      const snapshot = projectionSnapshot({ id, runId: `run-of-${id}`, adapter: 'moto', state: 'READY' });
+      const write = (step: number, action: string, state: typeof snapshot.state, summary: Record<string, unknown>) =>
+        worker.store.sandboxes.record({ ...snapshot, state }, { step, action, actor: 'test', effect: action, reason: null, summary });
+      write(1, 'ready', 'READY', { endpoint: 'http://127.0.0.1:1', runtimeIds });
+      write(2, 'destroy_failed', 'DESTROY_FAILED', { code: 'DESTROY_FAILED' });
+    };
+    const leftover = await strayContainer(broker, imageId, 'sweep-destroy-failed', { [PLANE_LABEL]: worker.plane.planeId });
+    strays.push(leftover);
+    failedRow('sweep-destroy-failed', [leftover]);
+    const renamed = await strayContainer(broker, imageId, 'sweep-destroy-failed-foreign', { [PLANE_LABEL]: 'an-older-plane-id' });
+    strays.push(renamed);
+    failedRow('sweep-destroy-failed-foreign', [renamed]);
+    failedRow('sweep-destroy-failed-gone', ['0'.repeat(64)]);
+
+    const report = await sweepOnce(worker);
+    assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-destroy-failed' }), [], 'the leftover is removed');
+    assert.ok(report.removed.some((finding) => finding.subject === leftover));
+    assert.deepEqual(
+      report.reconciled.filter((entry) => entry.sandboxId.startsWith('sweep-destroy-failed')).sort((a, b) => a.sandboxId.localeCompare(b.sandboxId)),
+      [
+        { sandboxId: 'sweep-destroy-failed', state: 'DESTROYED' },
+        { sandboxId: 'sweep-destroy-failed-gone', state: 'DESTROYED' },
+      ],
+    );
+    assert.equal(worker.store.sandboxes.state('sweep-destroy-failed'), 'DESTROYED');
+    const closing = worker.store.sandboxes.audit('sweep-destroy-failed').at(-1);
+    assert.deepEqual([closing?.action, closing?.actor], ['reconciled', 'sweep']);
+    assert.match(closing?.reason ?? '', /teardown failed \(DESTROY_FAILED\)/);
+
+    assert.equal(worker.store.sandboxes.state('sweep-destroy-failed-foreign'), 'DESTROY_FAILED', 'never a false DESTROYED');
+    assert.equal((await broker.inspect(renamed)).state, 'running', 'a container of another plane is never touched by the sweep');
+    const open = report.remaining.find((finding) => finding.subject === 'sweep-destroy-failed-foreign');
+    assert.equal(open?.kind, 'stranded_sandbox');
+    assert.match(open?.detail ?? '', /recorded container .* is still present, labelled for plane an-older-plane-id/);
+    assert.ok(worker.store.leaks.outstanding().some((leak) => leak.subject === 'sweep-destroy-failed-foreign'));
+
+    const again = await sweepOnce(worker);
+    assert.ok(!again.reconciled.some((entry) => entry.sandboxId.startsWith('sweep-destroy-failed')), 'nothing to write twice');
+    assert.equal(worker.store.sandboxes.audit('sweep-destroy-failed-foreign').filter((op) => op.action === 'reconciled').length, 0);
+  });
+
+  test('mismatches under a running workflow are reported, never repaired: an exited container, then none at all', async () => {
+    await worker.sandboxes.create({ id: 'sweep-mismatch', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    const [container] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-mismatch' });
+    assert.ok(container);
+    await broker.stop(container.id, { timeoutSeconds: 0 });
+
+    const exited = await sweepOnce(worker);
+    const stopped = exited.remaining.find((finding) => finding.sandboxId === 'sweep-mismatch');
+    assert.deepEqual([stopped?.kind, stopped?.subject], ['live_mismatch', container.id]);
+    assert.match(stopped?.detail ?? '', /container exited under a READY sandbox/);
+    assert.ok(!exited.removed.some((finding) => finding.sandboxId === 'sweep-mismatch'), 'not removed');
+    assert.equal((await broker.inspect(container.id)).state, 'exited', 'not restarted either');
+    assert.equal(worker.store.sandboxes.state('sweep-mismatch'), 'READY');
+
+    await broker.remove(container.id, { force: true });
+    const missing = await sweepOnce(worker);
+    const none = missing.remaining.find((finding) => finding.sandboxId === 'sweep-mismatch');
+    assert.deepEqual([none?.kind, none?.subject], ['live_mismatch', 'sweep-mismatch']);
+    assert.match(none?.detail ?? '', /READY with no container/);
+    assert.equal(missing.counts.liveMismatches, 1);
+    assert.equal(worker.store.sandboxes.state('sweep-mismatch'), 'READY');
+    const leaks = await runCli(['leaks', '--json'], { ...worker.env, TEMPORAL_NAMESPACE: namespace });
+    assert.ok((JSON.parse(leaks.stdout) as { leaks: { kind: string; subject: string }[] }).leaks.some((leak) => leak.kind === 'live_mismatch' && leak.subject === 'sweep-mismatch'));
+
+    assert.equal((await worker.sandboxes.destroy('sweep-mismatch')).state, 'DESTROYED', 'same engine, recorded container gone: destroyed');
+    const later = await sweepOnce(worker);
+    assert.ok(!later.remaining.some((finding) => finding.sandboxId === 'sweep-mismatch'));
   });
 });

@@ -2,7 +2,8 @@ import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OPEN_LIFECYCLES_QUERY, sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
-import type { LeakFinding, ManagedContainer } from '../domain/leaks';
+import { isSandboxPlaneError } from '../domain/errors';
+import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
 import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
 import type { Store } from '../store';
@@ -13,7 +14,7 @@ export interface CleanupActivityDeps {
   readonly broker: ContainerBroker;
   /** A Temporal client, for the visibility query and the per-workflow double check. */
   readonly client: Client;
-  /** Containers labelled with another plane are left alone. */
+  /** This plane's id: only containers labelled with it are the sweep's (DESIGN §8). */
   readonly plane: string;
 }
 
@@ -37,27 +38,49 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
     }
   }
 
+  /**
+   * Why a sandbox's recorded runtime may still exist, though no container of this plane
+   * is labelled for it: a recorded container on another engine, or one that carries
+   * another plane's label. Closing the row as DESTROYED then would be a false "destroyed".
+   */
+  async function recordedLeftovers(sandboxId: string): Promise<string[]> {
+    const recorded = store.sandboxes.recordedRuntime(sandboxId);
+    if (recorded === undefined || recorded.runtimeIds.length === 0) return [];
+    if (recorded.engineId !== undefined && recorded.engineId !== (await broker.engineId())) {
+      return [`its recorded containers ${recorded.runtimeIds.join(', ')} are on Docker engine ${recorded.engineId}, which this sweep does not reach`];
+    }
+    const leftovers: string[] = [];
+    for (const id of recorded.runtimeIds) {
+      try {
+        const container = await broker.inspect(id);
+        if (container.labels[SANDBOX_ID_LABEL] !== sandboxId) continue;
+        leftovers.push(`its recorded container ${id.slice(0, 12)} is still present, labelled for plane ${container.labels[PLANE_LABEL] ?? '(none)'}`);
+      } catch (err) {
+        if (!(isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND')) throw err;
+      }
+    }
+    return leftovers;
+  }
+
   return {
     /**
-     * Every container carrying our managed-by label, in any state — except those another
-     * plane (another Temporal address or namespace) launched on the same engine.
+     * Every container of this plane carrying our managed-by label, in any state. One with
+     * another plane's label, or with none, is foreign: never listed, so never touched.
      */
     async listManagedContainers(): Promise<ManagedContainer[]> {
       return withTaxonomy(async () =>
-        (await broker.list(managedContainersFilter()))
-          .filter((container) => (container.labels[PLANE_LABEL] ?? deps.plane) === deps.plane)
-          .map((container) => ({
+        (await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane })).map((container) => ({
           id: container.id,
           sandboxId: container.labels[SANDBOX_ID_LABEL] ?? null,
           adapter: container.labels[ADAPTER_LABEL] ?? null,
-            state: container.state,
-          })),
+          state: container.state,
+        })),
       );
     },
 
-    /** Projection states of unfinished sandboxes, and of `alsoIds` (the sandboxes the containers name). */
-    async projectionStates(input: { alsoIds: readonly string[] }): Promise<Record<string, SandboxState>> {
-      return withTaxonomy(() => store.sandboxes.inventoryStates(input.alsoIds));
+    /** Projection rows the sweep has work for (unfinished or DESTROY_FAILED), and those of `alsoIds` (the sandboxes the containers name). */
+    async projectionRows(input: { alsoIds: readonly string[] }): Promise<Record<string, InventoryRow>> {
+      return withTaxonomy(() => store.sandboxes.inventoryRows(input.alsoIds));
     },
 
     /**
@@ -116,29 +139,35 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
     },
 
     /**
-     * Closes a stranded row (its workflow has ended, the row says otherwise): DESTROYED
-     * when none of its containers remain, DESTROY_FAILED when one refused to go (the
-     * next sweep tries again). Returns the state given, or `null` if the row was closed meanwhile.
+     * Closes a stranded row (its workflow has ended, the row says otherwise or says
+     * DESTROY_FAILED): DESTROYED when none of its containers remain — neither this
+     * plane's nor the ones it recorded — DESTROY_FAILED while one does (the next sweep
+     * tries again). `null` if its own workflow closed the row meanwhile.
      */
     async reconcileStranded(input: {
       finding: LeakFinding;
       containersRemain: boolean;
       sweepWorkflowId: string;
       step: number;
-    }): Promise<SandboxState | null> {
-      return withTaxonomy(() => {
+    }): Promise<ReconcileOutcome | null> {
+      return withTaxonomy(async () => {
         const sandboxId = input.finding.subject;
-        const state: SandboxState = input.containersRemain ? 'DESTROY_FAILED' : 'DESTROYED';
-        const closed = store.sandboxes.reconcile(sandboxId, state, input.sweepWorkflowId, {
+        const leftovers = [
+          ...(input.containersRemain ? ['its containers are still present after removal'] : []),
+          ...(await recordedLeftovers(sandboxId)),
+        ];
+        const state: SandboxState = leftovers.length > 0 ? 'DESTROY_FAILED' : 'DESTROYED';
+        const changed = store.sandboxes.reconcile(sandboxId, state, input.sweepWorkflowId, {
           step: input.step,
           action: 'reconciled',
           actor: 'sweep',
           effect: state === 'DESTROYED' ? 'destroyed' : 'failed',
-          reason: `${input.finding.detail}; Temporal has no open workflow for it, so the row is closed as ${state}`,
-          summary: { state },
+          reason: `${[input.finding.detail, ...leftovers].join('; ')}; Temporal has no open workflow for it, so the row is closed as ${state}`,
+          summary: { state, leftovers },
         });
-        if (closed) log.info('stranded sandbox reconciled', { sandboxId, state });
-        return closed ? state : null;
+        if (changed) log.info('stranded sandbox reconciled', { sandboxId, state, leftovers });
+        if (changed || store.sandboxes.state(sandboxId) === state) return { state, changed, leftovers };
+        return null;
       });
     },
 

@@ -13,10 +13,17 @@ export interface ManagedContainer {
   readonly state: string;
 }
 
+/** What the sweep reads of a projection row. */
+export interface InventoryRow {
+  readonly state: SandboxState;
+  readonly adapter: string;
+}
+
 export interface Inventory {
+  /** This plane's containers (foreign ones are never listed). */
   readonly containers: readonly ManagedContainer[];
-  /** Projection rows: sandbox id → state. */
-  readonly rows: Readonly<Record<string, SandboxState>>;
+  /** Projection rows the sweep has work for: sandbox id → state and adapter. */
+  readonly rows: Readonly<Record<string, InventoryRow>>;
   /** Sandboxes whose lifecycle workflow is running. */
   readonly running: readonly string[];
 }
@@ -32,7 +39,10 @@ export interface LeakFinding {
 export interface Classification {
   /** Containers to stop and remove: no open workflow for their sandbox, whatever the projection says. */
   readonly orphans: readonly LeakFinding[];
-  /** Rows that are not terminal although their workflow has ended: the sweep closes them (`reconciled`). */
+  /**
+   * Rows whose workflow has ended but which are not properly closed: not terminal, or
+   * DESTROY_FAILED (leftovers to retry). The sweep closes them once their containers are gone (`reconciled`).
+   */
   readonly stranded: readonly LeakFinding[];
   /** Reported and handed to the running workflow, never repaired by the sweep. */
   readonly liveMismatches: readonly LeakFinding[];
@@ -40,11 +50,15 @@ export interface Classification {
 
 const RUNTIME_STATES: ReadonlySet<SandboxState> = new Set(['PROVISIONING', 'READY', 'DESTROYING']);
 
+/** Adapters whose runtime is no container (the memory adapter lives in the worker's process). */
+const CONTAINERLESS_ADAPTERS: ReadonlySet<string> = new Set(['memory']);
+
 /**
  * Sorts what the sweep sees. The one rule that protects live work comes first: a
  * container of a sandbox whose workflow is running is never an orphan, whatever else
- * looks wrong — at most it is reported. Pure and deterministic: the cleanup workflow
- * runs it on recorded activity results.
+ * looks wrong — at most it is reported (DESIGN §8: an exited container under a READY
+ * sandbox, a READY sandbox with no container). Pure and deterministic: the cleanup
+ * workflow runs it on recorded activity results.
  */
 export function classifyInventory(inventory: Inventory): Classification {
   const running = new Set(inventory.running);
@@ -52,20 +66,21 @@ export function classifyInventory(inventory: Inventory): Classification {
   const stranded: LeakFinding[] = [];
   const liveMismatches: LeakFinding[] = [];
   const containersBySandbox = new Map<string, ManagedContainer[]>();
+  for (const container of inventory.containers) {
+    if (container.sandboxId !== null) containersBySandbox.set(container.sandboxId, [...(containersBySandbox.get(container.sandboxId) ?? []), container]);
+  }
 
   for (const container of inventory.containers) {
     const sandboxId = container.sandboxId;
-    if (sandboxId !== null) containersBySandbox.set(sandboxId, [...(containersBySandbox.get(sandboxId) ?? []), container]);
-    const row = sandboxId === null ? undefined : inventory.rows[sandboxId];
+    const row = sandboxId === null ? undefined : inventory.rows[sandboxId]?.state;
     if (sandboxId !== null && running.has(sandboxId)) {
-      if (row === undefined || !RUNTIME_STATES.has(row)) {
-        liveMismatches.push({
-          kind: 'live_mismatch',
-          subject: container.id,
-          sandboxId,
-          detail: `container ${container.state} while its sandbox's workflow runs in state ${row ?? 'with no projection row'}`,
-        });
-      }
+      const mismatch =
+        row === undefined || !RUNTIME_STATES.has(row)
+          ? `container ${container.state} while its sandbox's workflow runs in state ${row ?? 'with no projection row'}`
+          : row === 'READY' && container.state !== 'running' && !(containersBySandbox.get(sandboxId) ?? []).some((c) => c.state === 'running')
+            ? `container exited under a READY sandbox: it is ${container.state} while sandbox ${sandboxId}'s workflow runs and says READY`
+            : undefined;
+      if (mismatch !== undefined) liveMismatches.push({ kind: 'live_mismatch', subject: container.id, sandboxId, detail: mismatch });
       continue;
     }
     // Temporal is the authority (DESIGN §8): no open workflow means nobody will tear this down.
@@ -84,17 +99,42 @@ export function classifyInventory(inventory: Inventory): Classification {
     });
   }
 
-  for (const [sandboxId, state] of Object.entries(inventory.rows)) {
-    if (isTerminal(state) || running.has(sandboxId)) continue;
+  for (const [sandboxId, { state, adapter }] of Object.entries(inventory.rows)) {
     const containers = containersBySandbox.get(sandboxId) ?? [];
+    if (running.has(sandboxId)) {
+      if (state === 'READY' && containers.length === 0 && !CONTAINERLESS_ADAPTERS.has(adapter)) {
+        liveMismatches.push({
+          kind: 'live_mismatch',
+          subject: sandboxId,
+          sandboxId,
+          detail: `READY with no container: sandbox ${sandboxId}'s workflow runs and says READY, but no ${adapter} container of this plane exists`,
+        });
+      }
+      continue;
+    }
+    if (isTerminal(state) && state !== 'DESTROY_FAILED') continue;
+    const orphaned = containers.length > 0 ? `; its containers ${containers.map((c) => c.id.slice(0, 12)).join(', ')} are orphans` : '';
     stranded.push({
       kind: 'stranded_sandbox',
       subject: sandboxId,
       sandboxId,
-      detail: `projection says ${state} but no workflow runs for it${containers.length > 0 ? `; its containers ${containers.map((c) => c.id.slice(0, 12)).join(', ')} are orphans` : ''}`,
+      detail:
+        state === 'DESTROY_FAILED'
+          ? `its teardown failed (DESTROY_FAILED) and no workflow runs for it${orphaned}`
+          : `projection says ${state} but no workflow runs for it${orphaned}`,
     });
   }
   return { orphans, stranded, liveMismatches };
+}
+
+/**
+ * How the sweep left one row it tried to close: `changed` when it wrote the state, and
+ * what still stands in the way when that state is DESTROY_FAILED.
+ */
+export interface ReconcileOutcome {
+  readonly state: SandboxState;
+  readonly changed: boolean;
+  readonly leftovers: readonly string[];
 }
 
 /** What one sweep did and saw; `sandboxctl sweep --wait --json` prints it. */
@@ -112,8 +152,8 @@ export interface SweepReport {
     readonly outstanding: number;
   };
   readonly removed: readonly LeakFinding[];
-  /** Stranded rows closed by this sweep, and the state each was given. */
+  /** Stranded rows closed by this sweep (a DESTROY_FAILED one moves to DESTROYED), and the state each was given. */
   readonly reconciled: readonly { readonly sandboxId: string; readonly state: SandboxState }[];
-  /** Everything still wrong after re-measuring: kept orphans, stranded sandboxes, mismatches. */
+  /** Everything still wrong after re-measuring: kept orphans, stranded sandboxes, DESTROY_FAILED rows with leftovers, mismatches. */
   readonly remaining: readonly LeakFinding[];
 }

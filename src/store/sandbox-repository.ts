@@ -1,5 +1,6 @@
 import { SandboxPlaneError } from '../domain/errors';
 import { LIVE_STATES, TERMINAL_STATES, type SandboxState } from '../domain/sandbox-states';
+import type { InventoryRow } from '../domain/leaks';
 import type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 import type { SqliteDatabase } from './database';
 
@@ -44,6 +45,14 @@ const COUNTED_STATES = LIVE_STATES.filter((state) => state !== 'REQUESTED');
 const TERMINAL = [...TERMINAL_STATES];
 /** `state NOT IN (?, …)`, to be bound with {@link TERMINAL}: the rows of sandboxes that have not ended. */
 const NOT_TERMINAL = `state NOT IN (${TERMINAL.map(() => '?').join(', ')})`;
+/** Rows the sweep still has work for: not ended, or ended with a teardown that failed (its leftovers are retried). */
+const SWEEPABLE = `(${NOT_TERMINAL} OR state = 'DESTROY_FAILED')`;
+
+/** What provisioning recorded of a sandbox's runtime, as its audit trail holds it. */
+export interface RecordedRuntimeIds {
+  readonly runtimeIds: readonly string[];
+  readonly engineId?: string;
+}
 
 /**
  * The sandboxes table and its append-only audit trail. Writes are keyed by workflow
@@ -123,33 +132,46 @@ export class SandboxRepository {
     return row.n;
   }
 
-  /** States of the sandboxes that have not ended, plus those of `alsoIds` that exist. */
-  inventoryStates(alsoIds: readonly string[]): Record<string, SandboxState> {
-    const states: Record<string, SandboxState> = {};
-    const unfinished = this.db
-      .prepare(`SELECT id, state FROM sandboxes WHERE ${NOT_TERMINAL}`)
-      .all(...TERMINAL) as { id: string; state: SandboxState }[];
-    for (const row of unfinished) states[row.id] = row.state;
-    const one = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?');
+  /**
+   * State and adapter of the sandboxes the sweep has work for (not ended, or
+   * DESTROY_FAILED), plus those of `alsoIds` that exist.
+   */
+  inventoryRows(alsoIds: readonly string[]): Record<string, InventoryRow> {
+    const rows: Record<string, InventoryRow> = {};
+    const open = this.db.prepare(`SELECT id, state, adapter FROM sandboxes WHERE ${SWEEPABLE}`).all(...TERMINAL) as (InventoryRow & { id: string })[];
+    for (const { id, state, adapter } of open) rows[id] = { state, adapter };
+    const one = this.db.prepare('SELECT state, adapter FROM sandboxes WHERE id = ?');
     for (const id of alsoIds) {
-      const row = one.get(id) as { state: SandboxState } | undefined;
-      if (row !== undefined) states[id] = row.state;
+      const row = one.get(id) as InventoryRow | undefined;
+      if (row !== undefined) rows[id] = { state: row.state, adapter: row.adapter };
     }
-    return states;
+    return rows;
+  }
+
+  /** The runtime ids (and engine) of the newest audit row that records them; `undefined` if none does. */
+  recordedRuntime(sandboxId: string): RecordedRuntimeIds | undefined {
+    const row = this.db
+      .prepare(`SELECT summary FROM operations WHERE sandbox_id = ? AND json_type(summary, '$.runtimeIds') = 'array' ORDER BY seq DESC LIMIT 1`)
+      .get(sandboxId) as { summary: string } | undefined;
+    if (row === undefined) return undefined;
+    const summary = JSON.parse(row.summary) as { runtimeIds: unknown[]; engineId?: unknown };
+    const runtimeIds = summary.runtimeIds.filter((id): id is string => typeof id === 'string');
+    return typeof summary.engineId === 'string' ? { runtimeIds, engineId: summary.engineId } : { runtimeIds };
   }
 
   /**
-   * Closes a row whose workflow has ended without closing it (terminated, history lost):
-   * the sweep's `reconciled` audit row says why. A row already terminal is left as it is;
-   * `false` then.
+   * Closes a row whose workflow has ended without closing it (terminated, history lost),
+   * or moves a DESTROY_FAILED row on once its leftovers are gone: the sweep's
+   * `reconciled` audit row says why. Any other terminal row, or one already in `state`,
+   * is left as it is; `false` then.
    */
   reconcile(sandboxId: string, state: SandboxState, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
     return this.db
       .transaction(() => {
         const at = now.toISOString();
         const changed = this.db
-          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND ${NOT_TERMINAL}`)
-          .run(state, at, sandboxId, ...TERMINAL).changes;
+          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND state != ? AND ${SWEEPABLE}`)
+          .run(state, at, sandboxId, state, ...TERMINAL).changes;
         if (changed === 0) return false;
         this.appendOperation(sandboxId, workflowId, operation, at);
         return true;

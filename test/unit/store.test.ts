@@ -187,4 +187,38 @@ describe('quota and reconciliation in the projection', () => {
       store.close();
     }
   });
+
+  test('the sweep sees DESTROY_FAILED rows with their adapter, and may move them on to DESTROYED once', () => {
+    const store = Store.open(freshFile());
+    try {
+      const states = ['READY', 'DESTROY_FAILED', 'DESTROYED', 'FAILED'] as const;
+      states.forEach((state, index) => store.sandboxes.record(projectionSnapshot({ id: `r-${index}`, state, adapter: 'moto' }), op(1, 'requested')));
+      assert.deepEqual(store.sandboxes.inventoryRows([]), { 'r-0': { state: 'READY', adapter: 'moto' }, 'r-1': { state: 'DESTROY_FAILED', adapter: 'moto' } });
+      assert.deepEqual(Object.keys(store.sandboxes.inventoryRows(['r-2', 'unknown'])).sort(), ['r-0', 'r-1', 'r-2']);
+
+      assert.equal(store.sandboxes.reconcile('r-1', 'DESTROY_FAILED', 'sweep-1', op(1, 'reconciled')), false, 'nothing to write: it stays DESTROY_FAILED');
+      assert.equal(store.sandboxes.reconcile('r-1', 'DESTROYED', 'sweep-2', op(1, 'reconciled')), true);
+      assert.equal(store.sandboxes.state('r-1'), 'DESTROYED');
+      assert.deepEqual(store.sandboxes.audit('r-1').map((row) => row.action), ['requested', 'reconciled']);
+      assert.equal(store.sandboxes.reconcile('r-3', 'DESTROYED', 'sweep-2', op(2, 'reconciled')), false, 'FAILED is final');
+    } finally {
+      store.close();
+    }
+  });
+
+  test('recordedRuntime reads the newest audit row that records runtime ids', () => {
+    const store = Store.open(freshFile());
+    try {
+      const snapshot = projectionSnapshot({ id: 'rt-1', adapter: 'moto' });
+      assert.equal(store.sandboxes.recordedRuntime('rt-1'), undefined);
+      store.sandboxes.record(snapshot, op(1, 'requested'));
+      store.sandboxes.record(snapshot, { ...op(2, 'ready'), summary: { endpoint: 'http://x', runtimeIds: ['c-old'] } });
+      assert.deepEqual(store.sandboxes.recordedRuntime('rt-1'), { runtimeIds: ['c-old'] });
+      store.sandboxes.record(snapshot, { ...op(3, 'restarted'), summary: { runtimeIds: ['c-new'], engineId: 'E1' } });
+      store.sandboxes.record(snapshot, { ...op(4, 'destroying'), summary: {} });
+      assert.deepEqual(store.sandboxes.recordedRuntime('rt-1'), { runtimeIds: ['c-new'], engineId: 'E1' });
+    } finally {
+      store.close();
+    }
+  });
 });
