@@ -5,8 +5,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Connection } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time';
 import { ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
 import { CLEANUP_SCHEDULE_ID, CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { SandboxClient } from '../src/client/sandbox-client';
@@ -15,37 +13,15 @@ import { SandboxPlaneError } from '../src/domain/errors';
 import type { SweepReport } from '../src/domain/leaks';
 import { DockerContainerBroker, type ContainerBroker } from '../src/docker';
 import { Store } from '../src/store';
-import { ensureSearchAttributes } from '../src/temporal-dev/search-attribute-setup';
 import { runCli, spawnCli, stopChild } from './helpers/cli';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { createTestNamespace } from './helpers/test-namespace';
 import { projectionSnapshot } from './helpers/projection-row';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 const MIB = 1024 * 1024;
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE as string;
 const testImage = process.env.SANDBOXPLANE_TEST_IMAGE ?? 'local/sandboxplane-testhttp:1';
-
-/** A namespace of its own: the schedule id is fixed by contract, so each run needs its own namespace. */
-async function createNamespace(address: string): Promise<string> {
-  const namespace = `sweep-${randomUUID().slice(0, 8)}`;
-  const connection = await Connection.connect({ address });
-  try {
-    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        await connection.workflowService.describeNamespace({ namespace });
-        break;
-      } catch (err) {
-        if (attempt > 50) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
-    await ensureSearchAttributes(connection, namespace);
-  } finally {
-    await connection.close();
-  }
-  return namespace;
-}
 
 /** A container that looks like ours (labels, limits) but belongs to no sandbox. */
 async function strayContainer(broker: ContainerBroker, imageId: string, sandboxId: string, extraLabels: Record<string, string> = {}): Promise<string> {
@@ -76,7 +52,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
   before(async () => {
     assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
     address = await testTemporalAddress();
-    namespace = await createNamespace(address);
+    namespace = await createTestNamespace(address, 'sweep');
     imageId = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', testImage], { encoding: 'utf8' }).trim();
     worker = await startTestWorker(address, {
       // The health watch would repair the emulators the mismatch test breaks on purpose.
