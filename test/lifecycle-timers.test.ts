@@ -53,12 +53,14 @@ describe('lifecycle timers on the time-skipping test server', () => {
 
   const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
 
-  async function withWorker<T>(work: () => Promise<T>): Promise<T> {
+  const lifecycleActivities = () => createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS });
+
+  async function withWorker<T>(work: () => Promise<T>, activities: object = lifecycleActivities()): Promise<T> {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await testWorkflowBundle(),
-      activities: createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS }),
+      activities,
     });
     return worker.runUntil(work());
   }
@@ -114,5 +116,85 @@ describe('lifecycle timers on the time-skipping test server', () => {
       assert.deepEqual(actions('gated-1'), ['requested', 'screened', 'approval_expired']);
       assert.ok(!memory.liveSandboxIds().includes('gated-1'));
     });
+  });
+
+  /** The lifecycle's activities with a projection whose audit writes fail while `failing()` says so. */
+  function withFailingProjection(failing: () => boolean) {
+    const real = lifecycleActivities();
+    return {
+      ...real,
+      async recordTransitions(input: Parameters<typeof real.recordTransitions>[0]) {
+        if (failing()) throw new Error('SQLITE_IOERR: disk I/O error (the disk is full)');
+        return real.recordTransitions(input);
+      },
+    };
+  }
+
+  const readyStatus = async (handle: { query: (q: typeof statusQuery) => Promise<SandboxStatus> }) => {
+    let status: SandboxStatus;
+    do status = await handle.query(statusQuery);
+    while (status.state !== 'READY');
+    return status;
+  };
+
+  test('a projection that stays down never blocks expiry: torn down on time, the stale row is left for the sweep', async () => {
+    let down = false;
+    await withWorker(async () => {
+      const handle = await start('store-down', 'agent-3', HOUR);
+      await readyStatus(handle);
+      down = true;
+      const final = (await handle.result()) as SandboxStatus;
+      assert.equal(final.state, 'DESTROYED');
+      assert.ok(!memory.liveSandboxIds().includes('store-down'), 'torn down although nothing could be recorded');
+      assert.equal(store.sandboxes.state('store-down'), 'READY', 'the row is stale: the sweep closes it (Temporal is the authority)');
+    }, withFailingProjection(() => down));
+  });
+
+  test('audit rows the projection missed during an outage are written once it is back, in order', async () => {
+    let writes = 0;
+    // The first write after READY (the expiry warning) fails all its 8 attempts; later ones succeed.
+    let failuresLeft = 0;
+    await withWorker(async () => {
+      const handle = await start('store-blip', 'agent-4', HOUR);
+      await readyStatus(handle);
+      failuresLeft = 8;
+      const final = (await handle.result()) as SandboxStatus;
+      assert.equal(final.state, 'DESTROYED');
+      assert.deepEqual(actions('store-blip'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+      assert.equal(store.sandboxes.state('store-blip'), 'DESTROYED');
+      assert.ok(writes >= 9, 'the warning was retried, then written with the teardown');
+    }, withFailingProjection(() => {
+      writes += 1;
+      if (failuresLeft === 0) return false;
+      failuresLeft -= 1;
+      return true;
+    }));
+  });
+
+  test('an extension accepted while the move to READY is being recorded extends the READY sandbox', async () => {
+    const real = lifecycleActivities();
+    let recordingReady: () => void = () => undefined;
+    const readyBeingRecorded = new Promise<void>((resolve) => (recordingReady = resolve));
+    const slowReadyRecord = {
+      ...real,
+      async recordTransitions(input: Parameters<typeof real.recordTransitions>[0]) {
+        if (input.operations.some((op) => op.action === 'ready')) {
+          recordingReady();
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+        }
+        return real.recordTransitions(input);
+      },
+    };
+    await withWorker(async () => {
+      const handle = await start('extend-moving', 'agent-5', HOUR);
+      await readyBeingRecorded;
+      const extended = await handle.executeUpdate(extendUpdate, { args: [{ ttlSeconds: 600 }] });
+      assert.equal(extended.state, 'READY');
+      const readyRow = store.sandboxes.audit('extend-moving').find((op) => op.action === 'ready');
+      assert.equal(Date.parse(extended.expiresAt as string) - Date.parse(String(readyRow?.summary.expiresAt)), 600_000);
+      assert.deepEqual(actions('extend-moving'), ['requested', 'screened', 'ready', 'extended']);
+      assert.equal(store.sandboxes.state('extend-moving'), 'READY', 'the extension recorded READY, not the stale PROVISIONING');
+      await handle.terminate('test over');
+    }, slowReadyRecord);
   });
 });
