@@ -12,7 +12,7 @@ import {
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isDigestReference, isPinnedImage } from '../domain/image-reference';
-import type { LifecycleSettings } from '../domain/lifecycle-settings';
+import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
 import { DEFAULT_STORE_PATH } from './paths';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -135,6 +135,7 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600),
   SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600),
   SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60),
+  SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS),
   SANDBOXPLANE_MOTO_IMAGE: imageById.optional(),
   SANDBOXPLANE_FLOCI_IMAGE: imageByDigest.optional(),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
@@ -209,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxLifetimeSeconds: values.SANDBOXPLANE_MAX_LIFETIME,
       approvalTimeoutSeconds: values.SANDBOXPLANE_APPROVAL_TIMEOUT,
       expiryWarningSeconds: values.SANDBOXPLANE_EXPIRY_WARNING,
+      healthCheckIntervalSeconds: values.SANDBOXPLANE_HEALTH_INTERVAL,
     }),
     emulators: Object.freeze({
       motoImage: values.SANDBOXPLANE_MOTO_IMAGE,
