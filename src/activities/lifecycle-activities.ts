@@ -164,13 +164,13 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
      * Whether the sandbox's emulator still serves (the health watch). An unhealthy answer
      * is confirmed by looking again a few times, so one slow probe is not a death.
      */
-    async checkSandboxHealth(input: { sandboxId: string; adapter: AdapterName }): Promise<HealthCheck> {
+    async checkSandboxHealth(input: { sandboxId: string; adapter: AdapterName; runtime?: RuntimeHandle | null }): Promise<HealthCheck> {
       return withTaxonomy(async () => {
         const adapter = adapterFor(deps.adapters, input.adapter);
-        let report = await adapter.health(input.sandboxId);
+        let report = await adapter.health(input.sandboxId, input.runtime);
         for (let look = 1; !report.healthy && look < HEALTH_CONFIRMATIONS; look += 1) {
           await sleep(HEALTH_CONFIRMATION_PAUSE_MS);
-          report = await adapter.health(input.sandboxId);
+          report = await adapter.health(input.sandboxId, input.runtime);
         }
         if (!report.healthy) log.warn('sandbox emulator unhealthy', { sandboxId: input.sandboxId, detail: report.detail });
         return { healthy: report.healthy, detail: report.detail };
@@ -178,8 +178,8 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
     },
 
     /** What the sandbox holds, asked of its emulator; RESOURCE_DISCOVERY_FAILED when it cannot know. */
-    async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[] }): Promise<ResourceRef[]> {
-      return withTaxonomy(() => adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services));
+    async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[]; runtime?: RuntimeHandle | null }): Promise<ResourceRef[]> {
+      return withTaxonomy(() => adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime));
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */

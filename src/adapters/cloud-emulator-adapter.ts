@@ -66,12 +66,17 @@ export interface CloudEmulatorAdapter {
   readonly catalog: ServiceCatalog;
   launchPlan(request: ProvisionRequest): LaunchPlan;
   provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox>;
-  health(sandboxId: string): Promise<HealthReport>;
+  /**
+   * Whether the sandbox's emulator serves; `recorded` (what provisioning recorded) is
+   * looked at besides what is found by label. A runtime this adapter cannot reach is an
+   * error (unknown), never "unhealthy".
+   */
+  health(sandboxId: string, recorded?: RecordedRuntime | null): Promise<HealthReport>;
   /**
    * What the sandbox holds, for `services`. Throws RESOURCE_DISCOVERY_FAILED when it
    * cannot know; never returns an empty list it did not observe.
    */
-  listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]>;
+  listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceRef[]>;
   /**
    * Tears down everything of the sandbox: what it finds by label and what provisioning
    * `recorded`. Destroying what is gone is a success; a runtime recorded somewhere this

@@ -133,14 +133,17 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     }
   }
 
-  async health(sandboxId: string): Promise<HealthReport> {
-    const [container] = await this.containers(sandboxId);
+  async health(sandboxId: string, recorded?: RecordedRuntime | null): Promise<HealthReport> {
+    // On another engine this worker cannot see the container: not knowing is not a death.
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
     return this.options.probe(publishedEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
   }
 
-  async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]> {
-    const [container] = await this.containers(sandboxId);
+  async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceRef[]> {
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) {
       throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to ask`);
     }
@@ -215,9 +218,9 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return plane === undefined ? `sandboxplane-${sandboxId}` : `sandboxplane-${createHash('sha256').update(plane).digest('hex').slice(0, 8)}-${sandboxId}`;
   }
 
-  private async containers(sandboxId: string): Promise<ContainerInfo[]> {
-    const summaries = await this.options.broker.list(this.ownLabels(sandboxId));
-    const running = summaries.filter((summary) => summary.state === 'running');
-    return Promise.all(running.map((summary) => this.options.broker.inspect(summary.id)));
+  /** The sandbox's running containers: found by label, and by the ids it recorded (see {@link teardownTargets}). */
+  private async containers(sandboxId: string, recordedIds: readonly string[]): Promise<ContainerInfo[]> {
+    const found = await Promise.all((await this.teardownTargets(sandboxId, recordedIds)).map((id) => this.inspectIfPresent(id)));
+    return found.filter((info): info is ContainerInfo => info?.state === 'running');
   }
 }

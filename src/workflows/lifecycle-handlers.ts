@@ -171,7 +171,9 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     resourcesUpdate,
     () => {
       const { request } = ctx.record;
-      return runtime.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services });
+      const phase = ctx.phase;
+      const recorded = phase.name === 'ready' ? phase.runtime : null;
+      return runtime.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services, runtime: recorded });
     },
     {
       validator: () => {

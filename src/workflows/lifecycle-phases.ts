@@ -202,7 +202,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       action: 'ready',
       actor: 'worker',
       effect: 'ready',
-      summary: { endpoint: handle.endpoint, runtimeIds: handle.runtimeIds, expiresAt: iso(expiresAtMs) },
+      summary: { endpoint: handle.endpoint, runtimeIds: handle.runtimeIds, engineId: handle.engineId ?? null, expiresAt: iso(expiresAtMs) },
     });
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -312,7 +312,7 @@ async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined
   const { request } = ctx.record;
   let check: { healthy: boolean; detail: string } | undefined;
   try {
-    check = await healthWatch.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter });
+    check = await healthWatch.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
@@ -353,7 +353,12 @@ async function restartEmulator(ctx: LifecycleContext, died: string): Promise<End
       actor: HEALTH_WATCH_ACTOR,
       effect: 'restarted',
       reason: `${died}; restarted with empty state`,
-      summary: { from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds }, endpoint: handle.endpoint, runtimeIds: handle.runtimeIds },
+      summary: {
+        from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds },
+        endpoint: handle.endpoint,
+        runtimeIds: handle.runtimeIds,
+        engineId: handle.engineId ?? null,
+      },
     });
     return undefined;
   } catch (err) {

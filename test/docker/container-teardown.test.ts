@@ -117,4 +117,16 @@ describe('container teardown by recorded runtime ids, on the real engine', () =>
     );
     assert.deepEqual(await adapterFor('plane-a').destroy(sandboxId, context, handle), { removed: [...handle.runtimeIds], remaining: [] });
   });
+
+  test('the health watch of a worker whose plane id changed sees the recorded container alive, not dead', async () => {
+    const { sandboxId, handle } = await provision(adapterFor('plane-before'), 'health-renamed');
+    const renamed = adapterFor('plane-after');
+    assert.equal((await renamed.health(sandboxId)).healthy, false, 'by label alone it looks dead (it would be restarted, its state lost)');
+    assert.equal((await renamed.health(sandboxId, handle)).healthy, true, 'the recorded container is found and asked');
+    await assert.rejects(
+      adapterFor('plane-a', onAnotherEngine(broker)).health(sandboxId, handle),
+      (err: unknown) => err instanceof SandboxPlaneError && err.code === 'RUNTIME_ON_OTHER_ENGINE',
+      'from another engine the answer is "cannot tell", never "dead"',
+    );
+  });
 });
