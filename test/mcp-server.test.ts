@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { SandboxSummary } from '../src/client/sandbox-client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
-import { REPO_ROOT } from './helpers/cli';
+import { mcpServerTransport } from './helpers/mcp-transport';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 
@@ -61,13 +59,7 @@ describe('sandboxctl mcp (stdio)', () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', path.join(REPO_ROOT, 'src', 'cli', 'main.ts'), 'mcp'],
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SANDBOXPLANE_LOG_LEVEL: 'info', ...worker.env },
-      stderr: 'pipe',
-    });
+    const transport = mcpServerTransport(worker.env);
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     client = new Client({ name: 'mcp-test', version: '1.0.0' });
     client.onerror = (error) => protocolErrors.push(error);

@@ -8,6 +8,7 @@ import {
   type WorkflowHandle,
   WorkflowNotFoundError,
 } from '@temporalio/client';
+import { z } from 'zod';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
 import { clientConfigFor } from '../domain/client-config';
 import { isErrorCode } from '../domain/error-codes';
@@ -46,7 +47,7 @@ export interface CreateOptions {
    * The wait happens inside Temporal (an update sent with the start), not by polling.
    */
   readonly wait?: CreateWait;
-  /** Give up waiting after this long with WAIT_TIMEOUT; the sandbox itself goes on. Default 10 minutes. */
+  /** Give up waiting after this long with WAIT_TIMEOUT; the sandbox itself goes on. Default 10 minutes, at most a day. */
   readonly timeoutMs?: number;
 }
 
@@ -90,6 +91,24 @@ export interface ConnectOptions {
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
+/** The longest wait the `awaitState` update takes (its `timeoutSeconds` is at most a day). */
+const MAX_CREATE_TIMEOUT_MS = 86_400_000;
+
+/**
+ * Checked before the start: the wait travels as the update sent with the start, and a
+ * start goes ahead even when the workflow refuses that update, so a bad option would
+ * leave a sandbox behind that its caller was told was refused.
+ */
+const createOptionsSchema = z
+  .object({
+    wait: z.enum(['accepted', 'ready', 'ended']).default('accepted'),
+    timeoutMs: z
+      .number()
+      .positive('must be positive')
+      .max(MAX_CREATE_TIMEOUT_MS, `must be at most a day (${MAX_CREATE_TIMEOUT_MS})`)
+      .default(DEFAULT_CREATE_TIMEOUT_MS),
+  })
+  .strict();
 /**
  * Answers after which an update is sent again: the server lost it (NOT_FOUND), or the
  * run handed over to a fresh run while it waited (RUN_CONTINUED).
@@ -176,11 +195,11 @@ export class SandboxClient {
    */
   async create(input: SandboxRequestInput, options: CreateOptions = {}): Promise<SandboxStatus> {
     const parsed = parseOrThrow(sandboxRequestSchema, input, 'sandbox request');
+    const { wait, timeoutMs } = parseOrThrow(createOptionsSchema, options, 'create options');
     const request: IdentifiedRequest = { ...parsed, id: parsed.id ?? generateSandboxId() };
     const digest = requestDigest(request);
     const workflowId = workflowIdFor(request.id);
-    const until = AWAIT_TARGET[options.wait ?? 'accepted'];
-    const timeoutMs = options.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS;
+    const until = AWAIT_TARGET[wait];
     const lifecycleInput: LifecycleInput = { request, requestDigest: digest };
     const startOperation = new WithStartWorkflowOperation(SANDBOX_LIFECYCLE_WORKFLOW, {
       taskQueue: this.taskQueue,

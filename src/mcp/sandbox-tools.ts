@@ -7,6 +7,7 @@ import type { ErrorCode } from '../domain/error-codes';
 import { destroyPayloadSchema, extendPayloadSchema, type SandboxStatus } from '../domain/lifecycle-messages';
 import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../domain/sandbox-request';
 import { SANDBOX_STATES } from '../domain/sandbox-states';
+import { parseOrThrow } from '../domain/validation';
 
 /** Adds a description to the fields named in `descriptions`; the schemas themselves stay the SDK's. */
 function described<T extends z.ZodRawShape>(shape: T, descriptions: Partial<Record<keyof T, string>>): T {
@@ -147,12 +148,36 @@ export function errorResult(err: unknown, subject: string): CallToolResult {
   return structured({ error: { ...planeError.toJSON(), hint }, ...(status !== undefined ? { status } : {}) }, true);
 }
 
-async function answer(subject: string, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
-  try {
-    return await work();
-  } catch (err) {
-    return errorResult(err, subject);
-  }
+/**
+ * The schema as tools/list publishes it, but taking any arguments when the MCP SDK checks
+ * a call: the tool parses them itself ({@link toolHandler}), so a bad argument is refused
+ * with our INVALID_INPUT document (code, message naming the field, hint) like every other
+ * refusal, instead of the SDK's bare "MCP error -32602" text without a code.
+ */
+function publishedOnly<S extends z.AnyZodObject>(schema: S): S {
+  const published = Object.create(schema) as S;
+  published.safeParse = (data: unknown) => ({ success: true, data: data as z.output<S> });
+  published.safeParseAsync = async (data: unknown) => ({ success: true, data: data as z.output<S> });
+  return published;
+}
+
+/** Parses a call's arguments with the tool's schema, then runs it; every failure is a tool error result. */
+function toolHandler<S extends z.AnyZodObject>(
+  name: string,
+  schema: S,
+  subjectOf: (args: z.output<S>) => string,
+  work: (args: z.output<S>) => Promise<CallToolResult>,
+): (raw: unknown) => Promise<CallToolResult> {
+  return async (raw) => {
+    let subject = '(unnamed)';
+    try {
+      const args = parseOrThrow(schema, raw, `${name} arguments`);
+      subject = subjectOf(args);
+      return await work(args);
+    } catch (err) {
+      return errorResult(err, subject);
+    }
+  };
 }
 
 export interface SandboxToolsOptions {
@@ -165,7 +190,8 @@ export interface SandboxToolsOptions {
 /**
  * Registers create_sandbox, get_sandbox, list_sandboxes, extend_sandbox and
  * destroy_sandbox. Their input schemas are the SDK's zod schemas, so the MCP server
- * refuses what the SDK would refuse, before any call to Temporal.
+ * refuses what the SDK would refuse (INVALID_INPUT, as a tool error result), before any
+ * call to Temporal.
  *
  * No output schema: an MCP client checks structuredContent against it even on an
  * error result, and a refusal's `{"error": ...}` document is not a status.
@@ -178,16 +204,20 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
     {
       title: 'Create a sandbox',
       description: DESCRIPTIONS.create,
-      inputSchema: createSandboxInput,
+      inputSchema: publishedOnly(createSandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args) =>
-      answer(args.id ?? '(new)', async () => {
+    toolHandler(
+      'create_sandbox',
+      createSandboxInput,
+      (args) => args.id ?? '(new)',
+      async (args) => {
         const { wait, timeoutSeconds, ...request } = args;
         const client = await sandboxes();
         const status = await client.create(request, { wait, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
         return statusResult(status);
-      }),
+      },
+    ),
   );
 
   server.registerTool(
@@ -195,10 +225,10 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
     {
       title: 'Get a sandbox',
       description: DESCRIPTIONS.get,
-      inputSchema: getSandboxInput,
+      inputSchema: publishedOnly(getSandboxInput),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (args) => answer(args.id, async () => statusResult(await (await sandboxes()).status(args.id))),
+    toolHandler('get_sandbox', getSandboxInput, (args) => args.id, async (args) => statusResult(await (await sandboxes()).status(args.id))),
   );
 
   server.registerTool(
@@ -206,14 +236,15 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
     {
       title: 'List sandboxes',
       description: DESCRIPTIONS.list,
-      inputSchema: listSandboxesInput,
+      inputSchema: publishedOnly(listSandboxesInput),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (args) =>
-      answer('(list)', async () => {
-        const rows = await (await sandboxes()).list(args);
-        return structured({ sandboxes: rows });
-      }),
+    toolHandler(
+      'list_sandboxes',
+      listSandboxesInput,
+      () => '(list)',
+      async (args) => structured({ sandboxes: await (await sandboxes()).list(args) }),
+    ),
   );
 
   server.registerTool(
@@ -221,14 +252,15 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
     {
       title: 'Extend a sandbox',
       description: DESCRIPTIONS.extend,
-      inputSchema: extendSandboxInput,
+      inputSchema: publishedOnly(extendSandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    (args) =>
-      answer(args.id, async () => {
-        const { id, ...change } = args;
-        return statusResult(await (await sandboxes()).extend(id, { ...change, actor: actor() }));
-      }),
+    toolHandler(
+      'extend_sandbox',
+      extendSandboxInput,
+      (args) => args.id,
+      async ({ id, ...change }) => statusResult(await (await sandboxes()).extend(id, { ...change, actor: actor() })),
+    ),
   );
 
   server.registerTool(
@@ -236,13 +268,14 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
     {
       title: 'Destroy a sandbox',
       description: DESCRIPTIONS.destroy,
-      inputSchema: destroySandboxInput,
+      inputSchema: publishedOnly(destroySandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    (args) =>
-      answer(args.id, async () => {
-        const { id, ...options } = args;
-        return statusResult(await (await sandboxes()).destroy(id, { ...options, actor: actor() }));
-      }),
+    toolHandler(
+      'destroy_sandbox',
+      destroySandboxInput,
+      (args) => args.id,
+      async ({ id, ...options }) => statusResult(await (await sandboxes()).destroy(id, { ...options, actor: actor() })),
+    ),
   );
 }

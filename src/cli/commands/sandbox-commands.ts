@@ -43,7 +43,8 @@ const createOptionsSchema = z.object({
   capability: oneOf(CAPABILITIES).optional(),
   label: labelsSchema.optional(),
   wait: z.boolean().default(false),
-  timeout: durationSchema.optional(),
+  // The longest wait the SDK takes; refused here so the message names the flag.
+  timeout: durationSchema.pipe(z.number().max(86_400, 'must be at most 1d')).optional(),
   json: z.boolean().default(false),
 });
 
