@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cliEnv, REPO_ROOT } from './cli';
 
@@ -36,13 +37,49 @@ function gone(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
+/** Written by scripts/setup.sh once dist/ is compiled; absent while it rebuilds (it removes dist/ first). */
+const BUILD_STAMP = path.join(REPO_ROOT, 'dist', '.build-stamp');
+const BUILD_WAIT_MS = 180_000;
+
+function buildStampMs(): number | undefined {
+  try {
+    return fs.statSync(BUILD_STAMP).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Another `npm test` on this machine may be rebuilding dist/ right now: wait until it is done. */
+async function untilBuilt(): Promise<number> {
+  const deadline = Date.now() + BUILD_WAIT_MS;
+  for (;;) {
+    const stamp = buildStampMs();
+    if (stamp !== undefined) return stamp;
+    if (Date.now() > deadline) throw new Error(`${BUILD_STAMP} did not appear within ${BUILD_WAIT_MS} ms; run \`npm run setup\``);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /**
  * Starts `node bin/sandboxctl.js worker` (the compiled CLI, as an operator runs it) with
  * `env` as its whole plane configuration (TEMPORAL_*, SANDBOXPLANE_*, DOCKER_HOST; see
- * src/config/config.ts), and resolves once it logs `worker ready`.
+ * src/config/config.ts), and resolves once it logs `worker ready`. A start that fails
+ * because dist/ was rebuilt under it (a concurrent `npm test` elsewhere on the machine)
+ * is tried once more; once ready, the worker needs nothing more from dist/.
  */
 export async function startWorkerProcess(env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
   killAllOnExit();
+  const built = await untilBuilt();
+  try {
+    return await attemptStart(env, options.readyTimeoutMs ?? 120_000);
+  } catch (err) {
+    if (buildStampMs() === built) throw err;
+    await untilBuilt();
+    return attemptStart(env, options.readyTimeoutMs ?? 120_000);
+  }
+}
+
+async function attemptStart(env: Record<string, string>, timeoutMs: number): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [SANDBOXCTL, 'worker'], {
     cwd: REPO_ROOT,
     env: cliEnv({ ...env, SANDBOXPLANE_LOG_LEVEL: 'info' }),
@@ -76,7 +113,6 @@ export async function startWorkerProcess(env: Record<string, string>, options: {
     },
   };
 
-  const timeoutMs = options.readyTimeoutMs ?? 120_000;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`sandboxctl worker was not ready within ${timeoutMs} ms; its output:\n${tail}`)), timeoutMs);
