@@ -9,6 +9,12 @@ function expiryText(status: SandboxStatus): string {
   return `${status.expiresAt} (${formatTimeLeft(status.timeLeftSeconds)} left)`;
 }
 
+function healthText(status: SandboxStatus): string {
+  const { health } = status;
+  const checked = health.checkedAt === null ? 'not checked yet' : `checked ${health.checkedAt}`;
+  return `${health.status} (${checked}${health.restarts > 0 ? `; restarted ${health.restarts}×, its state was lost` : ''})`;
+}
+
 function servicesText(status: SandboxStatus): string {
   return status.services.map((service) => (status.fidelity[service] ? `${service} (${status.fidelity[service]})` : service)).join(', ');
 }
@@ -21,12 +27,15 @@ export function formatStatus(status: SandboxStatus): string {
   ];
   if (status.purpose !== null) fields.push(['purpose', status.purpose]);
   if (status.endpoint !== null) fields.push(['endpoint', status.endpoint]);
+  if (status.runtimeIds.length > 0) fields.push(['containers', status.runtimeIds.map((id) => id.slice(0, 12)).join(', ')]);
+  if (status.state === 'READY') fields.push(['health', healthText(status)]);
   fields.push(['expires', expiryText(status)]);
   if (status.decision !== null) fields.push(['decision', `${status.decision.effect}: ${status.decision.reasons.join('; ')}`]);
   if (status.approval !== null) fields.push(['approved by', `${status.approval.approver}${status.approval.reason ? ` (${status.approval.reason})` : ''}`]);
   if (status.error !== null) fields.push(['error', `${status.error.code}: ${status.error.message}`]);
-  // READY's text addresses people in the Temporal UI; the lines below say the same in CLI terms.
-  if (status.state !== 'READY') fields.push(['now', status.waitingFor]);
+  // READY's text addresses people in the Temporal UI; the lines below say the same in CLI terms —
+  // except after a restart, which the agent must hear about: its emulator's state was lost.
+  if (status.state !== 'READY' || status.health.restarts > 0) fields.push(['now', status.waitingFor]);
 
   const lines = [`sandbox ${status.id}  ${status.state}`, formatFields(fields)];
   if (status.state === 'AWAITING_APPROVAL') {
