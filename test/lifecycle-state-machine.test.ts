@@ -53,6 +53,23 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
     assert.equal((await resultOf('sandbox-bad-2')).error?.code, 'INVALID_INPUT');
   });
 
+  test('a run started by hand with forged carried state (as if continued as new) ends DENIED with INVALID_INPUT, not stuck', async () => {
+    const forged = {
+      record: { workflowId: 'sandbox-forged-1', runId: 'r', requestDigest: 'd', createdAtMs: 0, phase: { name: 'ready' }, waitingFor: '', approvalAttempts: [] },
+      step: 0,
+      unrecorded: [],
+      extendTimesMs: [],
+      destroyRequest: null,
+      inbox: [],
+    };
+    startByHand('sandbox-forged-1', { request: { id: 'forged-1', principal: 'agent-1', services: ['s3'] }, carried: forged });
+    const status = await resultOf('sandbox-forged-1');
+    assert.equal(status.state, 'DENIED');
+    assert.equal(status.error?.code, 'INVALID_INPUT');
+    assert.match(status.error?.message ?? '', /only a run that continued as new carries state/);
+    assert.equal(worker.store.sandboxes.exists('forged-1'), false);
+  });
+
   test("a request whose id is not its workflow's ends DENIED with INVALID_INPUT", async () => {
     startByHand('sandbox-mismatch-1', { request: { id: 'someone-else', principal: 'agent-1', services: ['s3'] } });
     const status = await resultOf('sandbox-mismatch-1');

@@ -126,6 +126,9 @@ function admit(input: unknown): Admission {
     problem = describeIssues(result.error.issues);
   } else if (workflowIdFor(result.data.request.id) !== workflowId) {
     problem = `request.id: must match the workflow id (${workflowId} is for id '${sandboxIdFromWorkflowId(workflowId) ?? workflowId}'), got '${result.data.request.id}'`;
+  } else if (result.data.carried !== undefined && workflowInfo().continuedFromExecutionRunId === undefined) {
+    // Only a run this workflow continued as new carries state; a run started by hand never does.
+    problem = 'carried: only a run that continued as new carries state; start a sandbox with `request` alone';
   } else if (result.data.carried !== undefined && result.data.carried.record.workflowId !== workflowId) {
     problem = `carried.record.workflowId: must be this workflow's id (${workflowId}), got '${result.data.carried.record.workflowId}'`;
   } else if (result.data.carried !== undefined) {
