@@ -7,19 +7,39 @@ import { Worker } from '@temporalio/worker';
 import { testWorkflowBundle } from '../helpers/workflow-bundle';
 
 /**
- * Histories recorded (with `temporal workflow show -o json`) on the lifecycle as it was
- * before the state machine: every path, including a run still READY when recorded.
+ * Histories recorded (with `temporal workflow show -o json`) on two earlier versions of
+ * the lifecycle, every path including runs still open when recorded:
+ *
+ * - histories-v1: before the state machine (no `lifecycle-state-machine` marker), the
+ *   frozen legacy version 1;
+ * - histories-v2: the state machine as it was at 5149b2f, before the health watch and
+ *   continue-as-new (no `lifecycle-health-watch` marker). Each file is named after its
+ *   sandbox id, so it replays under its own workflow id `sandbox-<name>`: the state
+ *   machine checks that the request's id is its workflow's.
+ *
  * They must replay on the current code, so sandboxes that were running at an upgrade
  * finish under the version they started with (docs/lifecycle.md, "Upgrades").
  */
-const FIXTURES = path.join(__dirname, '..', 'fixtures', 'histories-v1');
+const FIXTURES = path.join(__dirname, '..', 'fixtures');
+
+function recordedHistories(version: string, minimum: number) {
+  const dir = path.join(FIXTURES, version);
+  const files = fs.readdirSync(dir).filter((file) => file.endsWith('.json'));
+  assert.ok(files.length >= minimum, `found ${files.length} recorded histories in ${version}`);
+  return files.map((file) => ({ file, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))) }));
+}
 
 test('histories recorded before the state machine replay on the current workflow code', async () => {
-  const files = fs.readdirSync(FIXTURES).filter((file) => file.endsWith('.json'));
-  assert.ok(files.length >= 7, `found ${files.length} recorded histories`);
   const workflowBundle = await testWorkflowBundle();
-  for (const file of files) {
-    const history = historyFromJSON(JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8')));
+  for (const { file, history } of recordedHistories('histories-v1', 7)) {
     await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, `sandbox-${file}`), file);
+  }
+});
+
+test('histories recorded on the state machine before the health watch replay on the current workflow code', async () => {
+  const workflowBundle = await testWorkflowBundle();
+  for (const { file, history } of recordedHistories('histories-v2', 12)) {
+    const workflowId = `sandbox-${path.basename(file, '.json')}`;
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, workflowId), file);
   }
 });
