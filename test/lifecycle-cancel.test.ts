@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapter';
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 
@@ -87,3 +89,54 @@ describe('cancelling a lifecycle (Temporal cancellation) on a real dev server', 
     assert.equal(status.state, 'DESTROYED');
   });
 });
+
+/**
+ * `temporal workflow reset` (an operator action, docs/operations.md): a new run replays
+ * the history to the chosen point and goes on from there. Nothing is provisioned twice,
+ * and the new run's audit rows are its own, not mistaken for the old run's.
+ */
+describe('resetting a lifecycle (temporal workflow reset) on a real dev server', () => {
+  let worker: TestWorker;
+  let address: string;
+
+  before(async () => {
+    address = await testTemporalAddress();
+    worker = await startTestWorker(address);
+    worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+  });
+  after(async () => worker?.stop());
+
+  const reset = (id: string, type: 'FirstWorkflowTask' | 'LastWorkflowTask') =>
+    execFileSync(
+      locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI),
+      ['workflow', 'reset', '--address', address, '--workflow-id', `sandbox-${id}`, '--type', type, '--reason', 'test'],
+      { stdio: 'ignore' },
+    );
+
+  test('reset to the first workflow task: the sandbox is READY again on the same runtime, and its teardown is fully audited', async () => {
+    await worker.sandboxes.create({ id: 'reset-1', principal: 'agent-1', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    await worker.sandboxes.extend('reset-1', { ttlSeconds: 60 });
+    const { runId: before } = await worker.client.workflow.getHandle('sandbox-reset-1').describe();
+    reset('reset-1', 'FirstWorkflowTask');
+
+    const ready = await worker.sandboxes.create({ id: 'reset-1', principal: 'agent-1', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    assert.equal(ready.state, 'READY');
+    assert.notEqual((await worker.client.workflow.getHandle('sandbox-reset-1').describe()).runId, before, 'a new run');
+    assert.deepEqual(worker.memory.liveSandboxIds(), ['reset-1'], 'provisioning adopted the runtime: one, not two');
+    assert.equal(worker.store.sandboxes.state('reset-1'), 'READY');
+
+    const final = await worker.sandboxes.destroy('reset-1');
+    assert.equal(final.state, 'DESTROYED');
+    assert.deepEqual(worker.memory.liveSandboxIds(), []);
+    assert.equal(worker.store.sandboxes.state('reset-1'), 'DESTROYED');
+    // Steps of the reset run collide with the old run's numbers; each row must still be kept.
+    assert.deepEqual(lastActions(worker, 'reset-1', 2), ['destroying', 'destroyed']);
+  });
+});
+
+function lastActions(worker: TestWorker, id: string, n: number): string[] {
+  return worker.store.sandboxes
+    .audit(id)
+    .slice(-n)
+    .map((op) => op.action);
+}

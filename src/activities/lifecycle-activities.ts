@@ -73,9 +73,11 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
     snapshot: SandboxSnapshot;
     request: IdentifiedRequest;
     step: number;
+    /** The run screening (version-1 runs have none). */
+    runId?: string;
     nextStates: Readonly<Record<PolicyEffect, SandboxState>>;
   }): ScreeningResult {
-    const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step);
+    const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step, input.runId);
     if (earlier !== undefined) {
       const decision = earlier.summary.decision as Decision;
       return { decision, settings: deps.lifecycle, state: input.nextStates[decision.effect] };
@@ -91,7 +93,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
     const state = input.nextStates[decision.effect];
     store.sandboxes.record(
       { ...input.snapshot, state },
-      { step: input.step, action: 'screened', actor: 'policy', effect: decision.effect, reason: decision.reasons.join('; '), summary: { decision } },
+      { runId: input.runId, step: input.step, action: 'screened', actor: 'policy', effect: decision.effect, reason: decision.reasons.join('; '), summary: { decision } },
     );
     log.info('request screened', { sandboxId: input.request.id, effect: decision.effect, code: decision.code });
     return { decision, settings: deps.lifecycle, state };
@@ -129,7 +131,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       return withTaxonomy(() =>
         store.sandboxes.atomically(() => {
           store.sandboxes.record(input.snapshot, input.requested);
-          return screenRecorded(input);
+          return screenRecorded({ ...input, runId: input.requested.runId });
         }),
       );
     },

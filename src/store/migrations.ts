@@ -81,6 +81,35 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   `
   ALTER TABLE sandboxes ADD COLUMN run_id TEXT;
   `,
+  // 4: audit rows keyed by the workflow run that wrote them too: a reset run numbers its
+  // steps again from the reset point, and its rows must not be taken for the old run's
+  // (and dropped as already written). The row remembers which run wrote it last.
+  `
+  CREATE TABLE operations_v4 (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    sandbox_id  TEXT NOT NULL REFERENCES sandboxes (id),
+    workflow_id TEXT NOT NULL,
+    run_id      TEXT NOT NULL DEFAULT '',
+    step        INTEGER NOT NULL,
+    action      TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    effect      TEXT NOT NULL,
+    reason      TEXT,
+    summary     TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(summary)),
+    at          TEXT NOT NULL,
+    UNIQUE (workflow_id, run_id, step)
+  ) STRICT;
+  INSERT INTO operations_v4 (seq, sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+    SELECT seq, sandbox_id, workflow_id, '', step, action, actor, effect, reason, summary, at FROM operations;
+  DROP TABLE operations;
+  ALTER TABLE operations_v4 RENAME TO operations;
+  CREATE INDEX operations_sandbox ON operations (sandbox_id, seq);
+  CREATE TRIGGER operations_no_update BEFORE UPDATE ON operations
+    BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
+  CREATE TRIGGER operations_no_delete BEFORE DELETE ON operations
+    BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
+  ALTER TABLE sandboxes ADD COLUMN last_run_id TEXT;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

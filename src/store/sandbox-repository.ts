@@ -56,8 +56,8 @@ export interface RecordedRuntimeIds {
 
 /**
  * The sandboxes table and its append-only audit trail. Writes are keyed by workflow
- * id and step: an activity that retries writes nothing twice, and an older step never
- * overwrites a newer snapshot.
+ * id, run and step: an activity that retries writes nothing twice, and an older step
+ * of the same run never overwrites a newer snapshot.
  */
 export class SandboxRepository {
   constructor(private readonly db: SqliteDatabase) {}
@@ -80,19 +80,22 @@ export class SandboxRepository {
         this.db
           .prepare(
             `INSERT INTO sandboxes (id, workflow_id, run_id, principal, capability, adapter, services, state, purpose, labels,
-                                    request_digest, endpoint, expires_at, last_step, created_at, updated_at)
+                                    request_digest, endpoint, expires_at, last_step, last_run_id, created_at, updated_at)
              VALUES (@id, @workflowId, @runId, @principal, @capability, @adapter, @services, @state, @purpose, @labels,
-                     @requestDigest, @endpoint, @expiresAt, @step, @createdAt, @at)
+                     @requestDigest, @endpoint, @expiresAt, @step, @writerRunId, @createdAt, @at)
              ON CONFLICT (id) DO UPDATE SET state = excluded.state, endpoint = excluded.endpoint,
-               expires_at = excluded.expires_at, last_step = excluded.last_step, updated_at = excluded.updated_at,
-               run_id = COALESCE(sandboxes.run_id, excluded.run_id)
-             WHERE excluded.last_step > sandboxes.last_step`,
+               expires_at = excluded.expires_at, last_step = excluded.last_step, last_run_id = excluded.last_run_id,
+               updated_at = excluded.updated_at, run_id = COALESCE(sandboxes.run_id, excluded.run_id)
+             -- A newer step of the same run, or any step of another run: the run that took
+             -- over (a reset numbers its steps again from the reset point).
+             WHERE excluded.last_step > sandboxes.last_step OR excluded.last_run_id IS NOT sandboxes.last_run_id`,
           )
           .run({
             ...snapshot,
             services: JSON.stringify(snapshot.services),
             labels: JSON.stringify(snapshot.labels),
             step: operation.step,
+            writerRunId: operation.runId ?? null,
             at,
           });
         return this.appendOperation(snapshot.id, snapshot.workflowId, operation, at);
@@ -100,8 +103,9 @@ export class SandboxRepository {
       .immediate();
   }
 
-  operation(workflowId: string, step: number): StoredOperation | undefined {
-    const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND step = ?').get(workflowId, step) as
+  /** The row a run wrote at `step` (`runId` absent: a version-1 run's or the sweep's). */
+  operation(workflowId: string, step: number, runId?: string): StoredOperation | undefined {
+    const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) as
       | OperationRow
       | undefined;
     return row === undefined ? undefined : toOperation(row);
@@ -184,14 +188,25 @@ export class SandboxRepository {
     return this.exists(sandboxId) && this.appendOperation(sandboxId, workflowId, operation, now.toISOString());
   }
 
-  /** One audit row, keyed by workflow id and step: `false` when that step is already there. */
+  /** One audit row, keyed by workflow id, run and step: `false` when that step is already there. */
   private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
     const result = this.db
       .prepare(
-        `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, step, action, actor, effect, reason, summary, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(sandboxId, workflowId, operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+      .run(
+        sandboxId,
+        workflowId,
+        operation.runId ?? '',
+        operation.step,
+        operation.action,
+        operation.actor,
+        operation.effect,
+        operation.reason,
+        JSON.stringify(operation.summary),
+        at,
+      );
     return result.changes === 1;
   }
 

@@ -208,7 +208,7 @@ export class LifecycleContext {
 
   /** The operation with the next step number: what the projection stores. */
   numbered(operation: Operation): OperationRecord {
-    return { reason: null, summary: {}, ...operation, step: this.nextStep() };
+    return { reason: null, summary: {}, ...operation, runId: workflowInfo().runId, step: this.nextStep() };
   }
 
   /**
