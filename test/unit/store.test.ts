@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import { LATEST_SCHEMA_VERSION, Store } from '../../src/store';
+import { MIGRATIONS } from '../../src/store/migrations';
 import { projectionSnapshot } from '../helpers/projection-row';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-'));
@@ -86,6 +87,33 @@ describe('Store', () => {
         /upgrade/.test(err.hint),
     );
     assert.deepEqual(fs.readFileSync(file), before);
+  });
+
+  test('a version-3 database keeps its audit trail through migration 4, still append-only, now keyed by run too', () => {
+    const file = freshFile();
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const raw = new Database(file);
+    for (const migration of MIGRATIONS.slice(0, 3)) raw.exec(migration);
+    raw.pragma('user_version = 3');
+    raw.close();
+    const v3 = Store.open(file, { migrate: false });
+    insertSandbox(v3, 'old');
+    insertOperation(v3, 'old', 1);
+    insertOperation(v3, 'old', 2);
+    v3.close();
+
+    const store = Store.open(file);
+    try {
+      assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
+      assert.deepEqual(store.sandboxes.audit('old').map((op) => op.step), [1, 2], 'the old rows are kept, in order');
+      assert.throws(() => store.db.prepare("UPDATE operations SET actor = 'x'").run(), /append-only/);
+      assert.throws(() => store.db.prepare('DELETE FROM operations').run(), /append-only/);
+      const operation = { step: 2, action: 'ready', actor: 'worker', effect: 'ready', reason: null, summary: {} };
+      assert.equal(store.sandboxes.appendAudit('old', 'sandbox-old', operation), false, 'the same step of the same run is written once');
+      assert.equal(store.sandboxes.appendAudit('old', 'sandbox-old', { ...operation, runId: 'reset-run' }), true, "another run's step 2 is its own row");
+    } finally {
+      store.close();
+    }
   });
 
   test('foreign keys are enforced: no audit row for a sandbox that does not exist', () => {
