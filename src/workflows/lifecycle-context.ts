@@ -235,11 +235,6 @@ export class LifecycleContext {
     }
   }
 
-  /** Audit rows the projection has not taken yet (it was unavailable). */
-  get unrecordedCount(): number {
-    return this.unrecorded.length;
-  }
-
   /** Writes what is still unrecorded, with the current snapshot; once, at the end of a run. */
   async flushAudit(): Promise<void> {
     if (this.unrecorded.length > 0) await this.audit([]);
