@@ -87,6 +87,11 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     }
     assert.equal(status.workflowId, 'sandbox-cli-ready');
     assert.deepEqual(status.decision?.effect, 'allow');
+    assert.deepEqual(status.runtimeIds, ['memory-cli-ready']);
+    assert.ok(['ok', 'unknown'].includes(status.health.status) && status.health.restarts === 0, JSON.stringify(status.health));
+    const text = (await cli('status', 'cli-ready')).stdout;
+    assert.match(text, /containers\s+memory-cli-r/);
+    assert.match(text, /health\s+(ok|unknown) \((checked|not checked yet)/);
 
     // Visibility lags the workflow by about a second.
     let listed: SandboxSummary[] = [];
