@@ -60,7 +60,7 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
       dockerHost: engine.dockerHost,
       // Frequent looks, so the health watch sees the outage too; it must not call it a death.
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s', SANDBOXPLANE_HEALTH_INTERVAL: '5s' },
-      seed: (store) => store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' }),
+      seed: [['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow']],
     });
   });
 

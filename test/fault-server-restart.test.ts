@@ -30,11 +30,11 @@ describe('fault campaign: the Temporal dev server stopped and restarted on the s
       address: server.address,
       namespace: 'default',
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },
-      seed: (store) => {
-        store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
-        store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-        store.approvers.add('alice');
-      },
+      seed: [
+        ['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow'],
+        ['policy', 'add', '--principal', 'gated-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval'],
+        ['approvers', 'add', 'alice'],
+      ],
     });
   });
 

@@ -45,11 +45,11 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
       address,
       namespace,
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },
-      seed: (store) => {
-        store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
-        store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-        store.approvers.add('alice');
-      },
+      seed: [
+        ['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow'],
+        ['policy', 'add', '--principal', 'gated-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval'],
+        ['approvers', 'add', 'alice'],
+      ],
     });
     for (const name of SANDBOXES) ids[name] = plane.id(name);
   });

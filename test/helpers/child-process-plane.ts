@@ -11,9 +11,8 @@ import { SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
 import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
 import type { SandboxState } from '../../src/domain/sandbox-states';
 import { DockerContainerBroker, type ContainerSummary } from '../../src/docker';
-import { Store } from '../../src/store';
 import { eventually } from './eventually';
-import { startWorkerProcess, type WorkerProcess } from './worker-process';
+import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './worker-process';
 
 export interface ChildProcessPlaneOptions {
   readonly address: string;
@@ -22,8 +21,11 @@ export interface ChildProcessPlaneOptions {
   readonly dockerHost?: string;
   /** Extra worker environment: lifecycle durations, flags. */
   readonly env?: Record<string, string>;
-  /** Policy rows and approvers written into the store before the first worker starts. */
-  readonly seed: (store: Store) => void;
+  /**
+   * `sandboxctl` commands (policy rows, approvers) run once the first worker is up,
+   * e.g. `['policy', 'add', '--principal', 'agent-*', …]`.
+   */
+  readonly seed: readonly (readonly string[])[];
 }
 
 /**
@@ -40,6 +42,7 @@ export class ChildProcessPlane {
   private readonly tag = randomBytes(3).toString('hex');
   private readonly ids = new Set<string>();
   private readonly workers: WorkerProcess[] = [];
+  private seed: readonly (readonly string[])[];
 
   private constructor(
     readonly client: Client,
@@ -64,12 +67,7 @@ export class ChildProcessPlane {
     };
     this.broker = new DockerContainerBroker({ dockerHost });
     this.sandboxes = new SandboxClient({ client, taskQueue: this.env.SANDBOXPLANE_TASK_QUEUE as string });
-    const store = Store.open(this.env.SANDBOXPLANE_DB as string);
-    try {
-      options.seed(store);
-    } finally {
-      store.close();
-    }
+    this.seed = options.seed;
   }
 
   /** `client` must be connected to `options.address` and `options.namespace`. */
@@ -88,10 +86,15 @@ export class ChildProcessPlane {
     return id;
   }
 
-  /** Starts one more `sandboxctl worker` for this plane and waits until it is ready. */
+  /** Starts one more `sandboxctl worker` for this plane and waits until it is ready; the first also runs the seed commands. */
   async startWorker(): Promise<WorkerProcess> {
     const worker = await startWorkerProcess(this.env);
     this.workers.push(worker);
+    for (const args of this.seed) {
+      const result = await runSandboxctl(args, this.env);
+      assert.equal(result.code, 0, `sandboxctl ${args.join(' ')}: ${result.stderr}`);
+    }
+    this.seed = [];
     return worker;
   }
 

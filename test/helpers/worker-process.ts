@@ -37,6 +37,24 @@ function gone(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
+/**
+ * Runs the compiled `sandboxctl` (`node bin/sandboxctl.js ARGS`) to completion: the same
+ * build as the worker processes, so both agree on the store's schema even while the
+ * sources under test/ and src/ are newer than dist/.
+ */
+export async function runSandboxctl(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  await untilBuilt();
+  const child = spawn(process.execPath, [SANDBOXCTL, ...args], { cwd: REPO_ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** Written by scripts/setup.sh once dist/ is compiled; absent while it rebuilds (it removes dist/ first). */
 const BUILD_STAMP = path.join(REPO_ROOT, 'dist', '.build-stamp');
 const BUILD_WAIT_MS = 180_000;
