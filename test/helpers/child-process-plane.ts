@@ -149,20 +149,21 @@ export class ChildProcessPlane {
 
   /** Whatever a failed test left: running lifecycles terminated, workers stopped, containers removed, files deleted. */
   async dispose(): Promise<void> {
-    for (const id of this.ids) {
-      await this.client.workflow
-        .getHandle(`sandbox-${id}`)
-        .terminate('fault test clean-up')
+    try {
+      for (const worker of this.workers) await worker.kill();
+      for (const id of this.ids) {
+        await this.client.workflow
+          .getHandle(`sandbox-${id}`)
+          .terminate('fault test clean-up')
+          .catch(() => undefined);
+        for (const container of await this.containers(id).catch(() => [])) await this.broker.remove(container.id, { force: true }).catch(() => undefined);
+      }
+      await this.client.schedule
+        .getHandle(CLEANUP_SCHEDULE_ID)
+        .delete()
         .catch(() => undefined);
+    } finally {
+      fs.rmSync(this.dir, { recursive: true, force: true });
     }
-    await this.client.schedule
-      .getHandle(CLEANUP_SCHEDULE_ID)
-      .delete()
-      .catch(() => undefined);
-    for (const worker of this.workers) await worker.kill();
-    for (const id of this.ids) {
-      for (const container of await this.containers(id).catch(() => [])) await this.broker.remove(container.id, { force: true }).catch(() => undefined);
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
