@@ -14,8 +14,8 @@ import type { WorkerProcess } from './helpers/worker-process';
 
 type PendingActivity = temporal.api.workflow.v1.IPendingActivityInfo;
 
-/** The provision activity's retry policy (src/workflows/lifecycle-context.ts `runtime`): 5 attempts, 2 s doubling. */
-const PROVISION_ATTEMPTS = 5;
+/** How long the engine stays away: the issue's 30 s, well inside the runtime activities' ~2 min retry budget. */
+const OUTAGE_MS = 30_000;
 
 async function answers(endpoint: string): Promise<boolean> {
   try {
@@ -33,12 +33,12 @@ async function answers(endpoint: string): Promise<boolean> {
  * on while dockerd is down and the test can tell "the engine is away" from "the
  * emulators died". The endpoints are dark meanwhile (docker-proxy dies with dockerd).
  *
- * What the code does today (runtime activities: 5 attempts, 2/4/8/16 s apart, and
- * DOCKER_UNREACHABLE retryable): a create that starts as the engine stops spends its
- * whole budget in ~30 s and ends FAILED, with nothing left; a create that starts later
- * retries (DOCKER_UNREACHABLE) and succeeds once the engine is back. A READY sandbox
- * stays READY with the same container; a sweep afterwards removes nothing of a live
- * sandbox.
+ * Runtime activities retry DOCKER_UNREACHABLE (retryable) for about two minutes
+ * (src/workflows/lifecycle-context.ts `runtime`), so creates made while the engine is
+ * away retry and succeed once it is back. A READY sandbox stays READY with the same
+ * container and is never taken for dead; a sweep afterwards removes nothing of a live
+ * sandbox. (An outage longer than the budget ends a create FAILED with nothing left:
+ * the compensation the moto health-gate test covers.)
  */
 describe('fault campaign: the Docker engine stopped for 30 s', () => {
   let engine: PrivateDockerEngine;
@@ -77,7 +77,7 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     return (description.raw.pendingActivities ?? []).find((activity) => activity.activityType?.name === 'provisionSandbox');
   };
 
-  test('retryable errors while it is away, success once it is back, FAILED with nothing left when the retries run out, and no false orphans', async () => {
+  test('retryable errors while it is away, success once it is back, and no false orphans', async () => {
     const live = plane.id('live');
     const early = plane.id('early');
     const late = plane.id('late');
@@ -91,11 +91,11 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     const stoppedAt = Date.now();
     assert.equal(await answers(ready.endpoint), false, 'the endpoint is dark while dockerd is away (docker-proxy went with it)');
 
-    // Created the moment the engine is gone: its whole retry budget falls inside the outage.
+    // Created the moment the engine is gone: it retries through the whole outage.
     assert.equal((await plane.sandboxes.create({ id: early, principal: 'agent-2', adapter: 'moto', services: ['s3'] })).state, 'PROVISIONING');
     const retrying = await eventually('the first create to be retried', async () => {
       const pending = await pendingProvision(early);
-      return (pending?.attempt ?? 0) >= PROVISION_ATTEMPTS ? pending : undefined;
+      return (pending?.attempt ?? 0) >= 3 ? pending : undefined;
     });
     const failure = retrying.lastFailure;
     assert.equal(failure?.applicationFailureInfo?.type, 'DOCKER_UNREACHABLE', failure?.message ?? 'no failure recorded');
@@ -107,20 +107,16 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     assert.equal(status.state, 'READY', 'a READY sandbox is not ended by an engine outage');
     assert.notEqual(status.health.status, 'unhealthy', 'no answer from the engine is not a dead emulator');
 
-    // The engine comes back once the first create has spent its retries (about 30 s).
-    await eventually('the first create to run out of attempts', async () => ((await pendingProvision(early)) === undefined ? true : undefined));
-    const outageMs = Date.now() - stoppedAt;
-    assert.ok(outageMs >= 25_000, `the engine was away ${outageMs} ms`);
+    // The engine comes back after 30 s.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, OUTAGE_MS - (Date.now() - stoppedAt))));
+    assert.ok((await pendingProvision(early)) !== undefined, 'the first create is still retrying when the engine is back');
     await engine.start();
 
-    const failed = await plane.waitForState(early, 'FAILED', 90_000);
-    assert.equal(failed.error?.code, 'DOCKER_UNREACHABLE', failed.waitingFor);
-    assert.match(failed.waitingFor, /Whatever was created was torn down/);
-    assert.deepEqual(await plane.containers(early), [], 'nothing left of the create that failed');
-
-    const made = await plane.waitForState(late, 'READY', 90_000);
-    assert.equal((await plane.containers(late)).length, 1);
-    assert.deepEqual(made.runtimeIds, (await plane.containers(late)).map((c) => c.id));
+    for (const id of [early, late]) {
+      const made = await plane.waitForState(id, 'READY', 150_000);
+      assert.equal((await plane.containers(id)).length, 1);
+      assert.deepEqual(made.runtimeIds, (await plane.containers(id)).map((c) => c.id));
+    }
 
     const survivor = await plane.waitForStatus(live, 'READY and healthy again', (s) => s.state === 'READY' && s.health.status === 'ok');
     assert.equal(survivor.health.restarts, 0, 'the emulator was never restarted: it never died');
@@ -134,17 +130,11 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     });
     assert.deepEqual(report.removed, [], 'no false orphans');
     assert.equal(report.counts.orphans, 0);
-    assert.equal((await plane.containers(live)).length, 1);
-    assert.equal((await plane.containers(late)).length, 1);
-
-    for (const [id, state] of [
-      [live, 'READY'],
-      [late, 'READY'],
-      [early, 'FAILED'],
-    ] as const) {
-      await plane.waitForProjection(id, state);
+    for (const id of [live, early, late]) {
+      assert.equal((await plane.containers(id)).length, 1);
+      await plane.waitForProjection(id, 'READY');
     }
-    for (const id of [live, late]) {
+    for (const id of [live, early, late]) {
       assert.equal((await plane.sandboxes.destroy(id)).state, 'DESTROYED');
       assert.deepEqual(await plane.containers(id), []);
     }

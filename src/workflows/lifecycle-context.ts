@@ -31,7 +31,9 @@ export const runtime = proxyActivities<Activities>({
   // On cancellation, wait until a provision has really stopped: tearing down while it
   // still runs would let it create a container after the teardown.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '2 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
+  // About two minutes of retries (2, 4, 8, 16, then 20 s apart): a Docker engine restart
+  // is ridden out, not turned into a FAILED sandbox. Refusals (non-retryable) stop at once.
+  retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
 });
 
 /** The health watch's look: short, and tried twice at most — an unanswered look is "unknown", never a death. */
