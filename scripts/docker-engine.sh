@@ -90,7 +90,9 @@ clear_stale_state() {
 start_dockerd() {
   say "starting dockerd on $PRIVATE_HOST (data root $DATA_ROOT/data, log $LOG_FILE${*:+, options: $*})"
   # setsid + nohup: the engine outlives this script and the shell that ran it.
+  # --live-restore: sandboxes' containers keep running while dockerd restarts.
   setsid nohup dockerd \
+    --live-restore \
     --host="$PRIVATE_HOST" \
     --data-root="$DATA_ROOT/data" \
     --exec-root="$RUN_DIR/exec" \
