@@ -11,8 +11,10 @@ import { SandboxClient } from '../src/client/sandbox-client';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SweepReport } from '../src/domain/leaks';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker, type ContainerBroker } from '../src/docker';
 import { Store } from '../src/store';
+import { eventually } from './helpers/eventually';
 import { runCli, spawnCli, stopChild } from './helpers/cli';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
@@ -55,7 +57,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
     namespace = await createTestNamespace(address, 'sweep');
     imageId = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', testImage], { encoding: 'utf8' }).trim();
     worker = await startTestWorker(address, {
-      // The health watch would repair the emulators the mismatch test breaks on purpose.
+      // An hourly health watch: what it does in the mismatch test, it does because the sweep handed it over.
       env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage, SANDBOXPLANE_HEALTH_INTERVAL: '1h' },
     });
     worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
@@ -300,7 +302,8 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.equal(worker.store.sandboxes.audit('sweep-destroy-failed-foreign').filter((op) => op.action === 'reconciled').length, 0);
   });
 
-  test('mismatches under a running workflow are reported, never repaired: an exited container, then none at all', async () => {
+  test('mismatches under a running workflow are reported, never repaired by the sweep, and handed to the health watch', async () => {
+    // The worker's health watch looks only hourly: what it does here, it does because the sweep handed it over.
     await worker.sandboxes.create({ id: 'sweep-mismatch', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
     const [container] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-mismatch' });
     assert.ok(container);
@@ -310,21 +313,35 @@ describe('cleanup sweep on a real dev server and engine', () => {
     const stopped = exited.remaining.find((finding) => finding.sandboxId === 'sweep-mismatch');
     assert.deepEqual([stopped?.kind, stopped?.subject], ['live_mismatch', container.id]);
     assert.match(stopped?.detail ?? '', /container exited under a READY sandbox/);
-    assert.ok(!exited.removed.some((finding) => finding.sandboxId === 'sweep-mismatch'), 'not removed');
-    assert.equal((await broker.inspect(container.id)).state, 'exited', 'not restarted either');
+    assert.ok(!exited.removed.some((finding) => finding.sandboxId === 'sweep-mismatch'), 'not removed by the sweep');
+    const actions = () => worker.store.sandboxes.audit('sweep-mismatch').map((op) => `${op.action}:${op.actor}`);
+    assert.ok(!actions().some((action) => action.endsWith(':sweep')), 'the sweep wrote nothing to the sandbox');
+
+    // Handed over: the sandbox's own health watch restarts the emulator, long before its hourly look.
+    const restarted = await eventually('the health watch to restart the emulator', async () => {
+      const status = await worker.sandboxes.status('sweep-mismatch');
+      return status.health.restarts === 1 ? status : undefined;
+    });
+    assert.equal(restarted.state, 'READY');
+    assert.notDeepEqual(restarted.runtimeIds, [container.id]);
+    assert.ok(actions().includes('emulator_restarted:health-watch'));
     assert.equal(worker.store.sandboxes.state('sweep-mismatch'), 'READY');
 
-    await broker.remove(container.id, { force: true });
+    // Its new container vanishes altogether: READY with no container, reported, handed over
+    // again — a second death, so the sandbox ends FAILED, torn down.
+    for (const gone of await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-mismatch' })) await broker.remove(gone.id, { force: true });
     const missing = await sweepOnce(worker);
     const none = missing.remaining.find((finding) => finding.sandboxId === 'sweep-mismatch');
     assert.deepEqual([none?.kind, none?.subject], ['live_mismatch', 'sweep-mismatch']);
     assert.match(none?.detail ?? '', /READY with no container/);
     assert.equal(missing.counts.liveMismatches, 1);
-    assert.equal(worker.store.sandboxes.state('sweep-mismatch'), 'READY');
     const leaks = await runCli(['leaks', '--json'], { ...worker.env, TEMPORAL_NAMESPACE: namespace });
     assert.ok((JSON.parse(leaks.stdout) as { leaks: { kind: string; subject: string }[] }).leaks.some((leak) => leak.kind === 'live_mismatch' && leak.subject === 'sweep-mismatch'));
 
-    assert.equal((await worker.sandboxes.destroy('sweep-mismatch')).state, 'DESTROYED', 'same engine, recorded container gone: destroyed');
+    const final = (await worker.client.workflow.getHandle('sandbox-sweep-mismatch').result()) as SandboxStatus;
+    assert.equal(final.state, 'FAILED');
+    assert.equal(final.error?.code, 'EMULATOR_DIED');
+    assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-mismatch' }), []);
     const later = await sweepOnce(worker);
     assert.ok(!later.remaining.some((finding) => finding.sandboxId === 'sweep-mismatch'));
   });

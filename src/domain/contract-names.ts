@@ -31,6 +31,8 @@ export const LIFECYCLE_MESSAGES = {
   awaitStateUpdate: 'awaitState',
   /** Approve/deny for programs: the same judging as the signals, with the verdict returned. */
   decideUpdate: 'decide',
+  /** From the cleanup sweep: it saw a mismatch under this READY sandbox; the health watch looks now. */
+  checkHealthSignal: 'checkHealth',
   statusQuery: 'status',
 } as const;
 

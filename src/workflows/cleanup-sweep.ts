@@ -1,8 +1,10 @@
-import { log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { classifyInventory, type LeakFinding, type SweepReport } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
+import { checkHealthSignal } from './sandbox-messages';
 
 const cleanup = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -10,12 +12,32 @@ const cleanup = proxyActivities<Activities>({
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
 });
 
+/** Sweeps that start under this code hand the mismatches they see to the sandboxes' health watches. */
+const HAND_MISMATCHES_PATCH = 'sweep-hands-mismatches';
+
+/**
+ * A mismatch under a running workflow is never repaired here (DESIGN §8): it is handed
+ * to that sandbox's health watch, which looks at once instead of at its next turn.
+ */
+async function handToHealthWatch(mismatches: readonly LeakFinding[]): Promise<void> {
+  const sandboxIds = [...new Set(mismatches.map((finding) => finding.sandboxId).filter((id): id is string => id !== null))];
+  for (const sandboxId of sandboxIds) {
+    try {
+      await getExternalWorkflowHandle(workflowIdFor(sandboxId)).signal(checkHealthSignal);
+    } catch (err) {
+      // It ended meanwhile: nothing to hand over, and the next sweep judges it afresh.
+      log.info('mismatch not handed over: the sandbox workflow is gone', { sandboxId, error: String(err) });
+    }
+  }
+}
+
 /**
  * One cleanup pass (DESIGN §8): inventory this plane's containers, projection rows and
  * running lifecycles; remove the containers of sandboxes with no open workflow; measure
  * again, so a container that refuses to die stays an outstanding leak; close the rows of
  * sandboxes whose workflow has ended (a DESTROY_FAILED one too, once its leftovers are
- * gone); report what is left, and the mismatches under running workflows it never repairs.
+ * gone); report what is left, and hand the mismatches under running workflows, which it
+ * never repairs, to their health watches.
  */
 export async function cleanupSweep(): Promise<SweepReport> {
   const { workflowId } = workflowInfo();
@@ -62,6 +84,7 @@ export async function cleanupSweep(): Promise<SweepReport> {
   }
   const remaining = [...kept, ...unreconciled, ...found.liveMismatches];
   await cleanup.recordSweepFindings({ outstanding: remaining, removed });
+  if (patched(HAND_MISMATCHES_PATCH)) await handToHealthWatch(found.liveMismatches);
 
   return {
     sweptAt: new Date().toISOString(),

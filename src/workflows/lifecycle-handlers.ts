@@ -17,6 +17,7 @@ import { readyDetails } from './lifecycle-phases';
 import {
   approveSignal,
   awaitStateUpdate,
+  checkHealthSignal,
   decideUpdate,
   denySignal,
   destroyUpdate,
@@ -78,6 +79,14 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
   };
   setHandler(approveSignal, onSignal('approve'));
   setHandler(denySignal, onSignal('deny'));
+
+  // The sweep saw the container and the row disagree: the health watch looks now rather
+  // than at its next turn. Changing the phase wakes the READY loop.
+  setHandler(checkHealthSignal, () => {
+    const phase = ctx.phase;
+    if (!ctx.watchesHealth || phase.name !== 'ready' || ctx.moving) return;
+    ctx.revise({ ...phase, health: { ...phase.health, nextCheckAtMs: Math.min(phase.health.nextCheckAtMs, Date.now()) } });
+  });
 
   setHandler(
     awaitStateUpdate,

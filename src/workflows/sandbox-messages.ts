@@ -19,6 +19,9 @@ export { SANDBOX_LIFECYCLE_WORKFLOW } from '../domain/contract-names';
 export const approveSignal = defineSignal<[ApprovalPayload]>(LIFECYCLE_MESSAGES.approveSignal);
 export const denySignal = defineSignal<[ApprovalPayload]>(LIFECYCLE_MESSAGES.denySignal);
 
+/** The sweep hands a mismatch it saw to the sandbox's health watch (DESIGN §8); no payload. */
+export const checkHealthSignal = defineSignal<[]>(LIFECYCLE_MESSAGES.checkHealthSignal);
+
 /** Updates for programs: the caller hears accept or reject at once. */
 export const extendUpdate = defineUpdate<SandboxStatus, [ExtendPayload]>(LIFECYCLE_MESSAGES.extendUpdate);
 export const destroyUpdate = defineUpdate<SandboxStatus, [DestroyPayload]>(LIFECYCLE_MESSAGES.destroyUpdate);
