@@ -26,7 +26,7 @@ export {
 export type { ClientConfig } from './domain/client-config';
 export { SandboxPlaneError, isSandboxPlaneError, type ErrorDetails } from './domain/errors';
 export type { ApprovalAttempt, SandboxStatus } from './domain/lifecycle-messages';
-export type { ResourceRef } from './domain/resources';
+export type { ResourceListing, ResourceRef, UnlistedKind, UnlistedService } from './domain/resources';
 export { sandboxRequestSchema } from './domain/sandbox-request';
 export { SANDBOX_STATES, TERMINAL_STATES } from './domain/sandbox-states';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { ContainerEmulatorAdapter } from '../src/adapters/container-emulator';
 import { MOTO_PORT } from '../src/adapters/moto-adapter';
@@ -12,6 +12,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { SERVICE_CATALOGS } from '../src/domain/service-catalog';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
+import { createTableCommand } from './helpers/aws-fixtures';
 import { runCli } from './helpers/cli';
 import { isListening } from './helpers/free-port';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -70,14 +71,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
     const dynamodb = new DynamoDBClient(config);
     try {
       await s3.send(new CreateBucketCommand({ Bucket: 'agent-bucket' }));
-      await dynamodb.send(
-        new CreateTableCommand({
-          TableName: 'agent-table',
-          AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-          BillingMode: 'PAY_PER_REQUEST',
-        }),
-      );
+      await dynamodb.send(createTableCommand('agent-table'));
     } finally {
       s3.destroy();
       dynamodb.destroy();
@@ -181,7 +175,7 @@ describe('moto health gate on the lifecycle', () => {
           healthTimeoutMs: 2_000,
           probe: async () => ({ healthy: false, registeredServices: [], readyServices: [], detail: 'never healthy (test)' }),
           environment: () => ({}),
-          listResources: async () => [],
+          listResources: async () => ({ resources: [], unlisted: [] }),
         }),
       }),
     });

@@ -10,18 +10,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
 import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
 const SCRIPTS_DIR = path.join(TEST_DIR, '..', 'scripts');
-const UNIT_DIR = 'unit';
-
-/** A selected test file: its absolute path, and its path under test/ (what filters match). */
-interface TestFile {
-  readonly file: string;
-  readonly relative: string;
-}
-
 /** What a test file needs running before it starts. */
 interface Needs {
   readonly docker: boolean;
@@ -32,10 +25,6 @@ interface Needs {
 function needsOf(testFile: TestFile): Needs {
   const unit = isUnit(testFile);
   return { docker: !unit, temporal: !unit };
-}
-
-function isUnit(testFile: TestFile): boolean {
-  return testFile.relative.split(path.sep)[0] === UNIT_DIR;
 }
 
 /** Runs a set-up script; its progress goes to our stderr, its stdout comes back. */
@@ -67,15 +56,6 @@ function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: s
   return { SANDBOXPLANE_CHROMIUM: chromium };
 }
 
-function testFiles(unitOnly: boolean, filters: readonly string[]): TestFile[] {
-  return (fs.readdirSync(TEST_DIR, { recursive: true }) as string[])
-    .filter((relative) => relative.endsWith('.test.ts'))
-    .sort()
-    .map((relative) => ({ file: path.join(TEST_DIR, relative), relative }))
-    .filter((testFile) => !unitOnly || isUnit(testFile))
-    .filter(({ relative }) => filters.length === 0 || filters.some((filter) => relative.includes(filter)));
-}
-
 /** Runs the files with node's test runner and resolves with its exit code. */
 async function runNodeTest(files: readonly TestFile[], env: NodeJS.ProcessEnv): Promise<number> {
   const child = spawn(
@@ -96,7 +76,7 @@ async function run(): Promise<number> {
   const args = process.argv.slice(2);
   const unitOnly = args.includes('--unit');
   const filters = args.filter((arg) => arg !== '--unit');
-  const files = testFiles(unitOnly, filters);
+  const files = selectTestFiles(TEST_DIR, { unitOnly, filters });
   if (files.length === 0) throw new Error(`no test file${unitOnly ? ' under test/unit/' : ''} matches ${filters.join(' ')}`);
 
   const needs = files.map(needsOf);

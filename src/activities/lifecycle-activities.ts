@@ -7,6 +7,7 @@ import type {
   ResourceRef,
 } from '../adapters/cloud-emulator-adapter';
 import { SandboxPlaneError } from '../domain/errors';
+import { completeResources } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
@@ -179,9 +180,15 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       });
     },
 
-    /** What the sandbox holds, asked of its emulator; RESOURCE_DISCOVERY_FAILED when it cannot know. */
+    /**
+     * What the sandbox holds, asked of its emulator. A service that could not be listed
+     * makes it an error carrying the partial listing (see completeResources): retried only
+     * when an API call failed, never for a service that cannot be listed at all.
+     */
     async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[]; runtime?: RuntimeHandle | null }): Promise<ResourceRef[]> {
-      return withTaxonomy(() => adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime));
+      return withTaxonomy(async () =>
+        completeResources(await adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime)),
+      );
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */

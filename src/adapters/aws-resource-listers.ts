@@ -2,7 +2,8 @@ import { DynamoDBClient, paginateListTables } from '@aws-sdk/client-dynamodb';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { paginateListQueues, SQSClient } from '@aws-sdk/client-sqs';
 import type { ClientConfig } from '../domain/client-config';
-import { SandboxPlaneError } from '../domain/errors';
+import type { ResourceListing, UnlistedService } from '../domain/resources';
+import type { ServiceCatalog } from '../domain/service-catalog';
 import type { ResourceRef } from './cloud-emulator-adapter';
 
 type Lister = (config: ClientConfig) => Promise<ResourceRef[]>;
@@ -46,29 +47,32 @@ const LISTERS: Readonly<Record<string, Lister>> = {
 
 export const LISTABLE_SERVICES: readonly string[] = Object.freeze(Object.keys(LISTERS));
 
+type ServiceOutcome = { listed: ResourceRef[] } | { unlisted: UnlistedService };
+
+async function listOne(config: ClientConfig, catalog: ServiceCatalog, service: string): Promise<ServiceOutcome> {
+  const entry = Object.prototype.hasOwnProperty.call(catalog, service) ? catalog[service] : undefined;
+  // Not asked at all: its API needs what the sandbox lacks, so an answer would not be its inventory.
+  if (entry?.fidelity === 'UNAVAILABLE') return { unlisted: { service, kind: 'unavailable', reason: `${service} is UNAVAILABLE here: ${entry.note}` } };
+  const lister = LISTERS[service];
+  if (lister === undefined) {
+    return { unlisted: { service, kind: 'not_listable', reason: `no way to enumerate ${service} yet (listable: ${LISTABLE_SERVICES.join(', ')})` } };
+  }
+  try {
+    return { listed: await lister(config) };
+  } catch (err) {
+    return { unlisted: { service, kind: 'failed', reason: `listing ${service} at ${config.endpoint} failed: ${(err as Error).message}` } };
+  }
+}
+
 /**
- * Lists the resources of `services` through the emulator's AWS APIs. A service we
- * cannot enumerate, or an API call that fails, is RESOURCE_DISCOVERY_FAILED: an empty
- * list must mean "observed empty", never "did not look".
+ * Lists the resources of `services` through the emulator's AWS APIs, service by
+ * service and all at once: what could be listed is returned, and each service that
+ * could not be is named with its reason, so an empty list always means "observed empty".
  */
-export async function listThroughAwsApis(config: ClientConfig, services: readonly string[]): Promise<ResourceRef[]> {
-  const unlistable = services.filter((service) => LISTERS[service] === undefined);
-  if (unlistable.length > 0) {
-    throw new SandboxPlaneError(
-      'RESOURCE_DISCOVERY_FAILED',
-      `cannot enumerate ${unlistable.join(', ')} (listable: ${LISTABLE_SERVICES.join(', ')})`,
-      { details: { unlistable } },
-    );
-  }
-  const found: ResourceRef[] = [];
-  for (const service of services) {
-    try {
-      found.push(...(await (LISTERS[service] as Lister)(config)));
-    } catch (err) {
-      throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `listing ${service} at ${config.endpoint} failed: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-  }
-  return found;
+export async function listThroughAwsApis(config: ClientConfig, catalog: ServiceCatalog, services: readonly string[]): Promise<ResourceListing> {
+  const outcomes = await Promise.all(services.map((service) => listOne(config, catalog, service)));
+  return {
+    resources: outcomes.flatMap((outcome) => ('listed' in outcome ? outcome.listed : [])),
+    unlisted: outcomes.flatMap((outcome) => ('unlisted' in outcome ? [outcome.unlisted] : [])),
+  };
 }

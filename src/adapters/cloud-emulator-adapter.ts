@@ -42,8 +42,8 @@ export interface HealthReport {
   readonly detail: string;
 }
 
-export type { ResourceRef } from '../domain/resources';
-import type { ResourceRef } from '../domain/resources';
+export type { ResourceListing, ResourceRef, UnlistedService } from '../domain/resources';
+import type { ResourceListing } from '../domain/resources';
 
 export interface DestroyReport {
   readonly removed: readonly string[];
@@ -73,10 +73,11 @@ export interface CloudEmulatorAdapter {
    */
   health(sandboxId: string, recorded?: RecordedRuntime | null): Promise<HealthReport>;
   /**
-   * What the sandbox holds, for `services`. Throws RESOURCE_DISCOVERY_FAILED when it
-   * cannot know; never returns an empty list it did not observe.
+   * What the sandbox holds, service by service: each of `services` is either listed or
+   * named in `unlisted` with its reason, never an empty list that was not observed.
+   * Throws RESOURCE_DISCOVERY_FAILED when it cannot ask at all (no emulator running).
    */
-  listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceRef[]>;
+  listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing>;
   /**
    * Tears down everything of the sandbox: what it finds by label and what provisioning
    * `recorded`. Destroying what is gone is a success; a runtime recorded somewhere this

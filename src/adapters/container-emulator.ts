@@ -12,7 +12,7 @@ import type {
   ProvisionRequest,
   ProvisionedSandbox,
   RecordedRuntime,
-  ResourceRef,
+  ResourceListing,
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 
@@ -46,8 +46,8 @@ export interface ContainerEmulatorOptions {
    * its own public URL. By default the engine assigns one.
    */
   readonly hostPort?: () => Promise<number>;
-  /** Lists what the emulator holds; throws RESOURCE_DISCOVERY_FAILED when it cannot know. */
-  readonly listResources: (endpoint: string, services: readonly string[]) => Promise<ResourceRef[]>;
+  /** Lists what the emulator holds, naming each service it could not list (see CloudEmulatorAdapter). */
+  readonly listResources: (endpoint: string, services: readonly string[]) => Promise<ResourceListing>;
 }
 
 function publishedEndpoint(info: ContainerInfo, containerPort: number): string {
@@ -141,7 +141,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.options.probe(publishedEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
   }
 
-  async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceRef[]> {
+  async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing> {
     await this.refuseOtherEngine(sandboxId, recorded);
     const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) {

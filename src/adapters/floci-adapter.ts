@@ -12,7 +12,7 @@ const MIB = 1024 * 1024;
 
 export interface FlociAdapterOptions {
   readonly broker: ContainerBroker;
-  /** `floci/floci@sha256:<digest>`: a tag alone is refused by the configuration. */
+  /** Pinned: an image id (`sha256:…`) or `[host[:port]/]name@sha256:<digest>`; a tag alone is refused by the configuration. */
   readonly image: string;
   readonly healthTimeoutMs: number;
   readonly extraLabels?: Readonly<Record<string, string>>;
@@ -57,6 +57,6 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     // Floci must know its public URL at start, so the port is chosen before the run.
     hostPort: freeLoopbackPort,
     environment: ({ labels, baseUrl }) => flociEnvironment(baseUrl, labels),
-    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('floci', endpoint, REGION), services),
+    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('floci', endpoint, REGION), catalog, services),
   });
 }

@@ -7,6 +7,7 @@ import type {
   LaunchPlan,
   ProvisionRequest,
   ProvisionedSandbox,
+  ResourceListing,
   ResourceRef,
 } from './cloud-emulator-adapter';
 
@@ -51,12 +52,17 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
     };
   }
 
-  async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceRef[]> {
+  async listResources(sandboxId: string, services: readonly string[]): Promise<ResourceListing> {
     const sandbox = this.sandboxes.get(sandboxId);
     if (sandbox === undefined) {
       throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `this worker holds no memory sandbox ${sandboxId} (memory sandboxes do not survive a restart)`);
     }
-    return sandbox.resources.filter((resource) => services.includes(resource.service));
+    // Named like the container emulators name them, so workflow tests see the same shape.
+    const unavailable = services.filter((service) => this.catalog[service]?.fidelity === 'UNAVAILABLE');
+    return {
+      resources: sandbox.resources.filter((resource) => services.includes(resource.service) && !unavailable.includes(resource.service)),
+      unlisted: unavailable.map((service) => ({ service, kind: 'unavailable' as const, reason: `${service} is UNAVAILABLE here: ${this.catalog[service]?.note ?? ''}` })),
+    };
   }
 
   async destroy(sandboxId: string): Promise<DestroyReport> {

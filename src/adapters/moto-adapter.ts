@@ -42,9 +42,10 @@ export interface MotoAdapterOptions {
 
 /** moto's server in a container of its own: the emulator we can run end to end here. */
 export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulatorAdapter {
+  const catalog = SERVICE_CATALOGS.moto;
   return new ContainerEmulatorAdapter({
     adapter: 'moto',
-    catalog: SERVICE_CATALOGS.moto,
+    catalog,
     broker: options.broker,
     ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
     image: options.image,
@@ -55,6 +56,6 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     healthTimeoutMs: options.healthTimeoutMs,
     probe: motoHealthProbe,
     environment: () => ({}),
-    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION), services),
+    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION), catalog, services),
   });
 }

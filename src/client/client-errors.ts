@@ -24,7 +24,7 @@ export function toSandboxError(err: unknown, sandboxId = '(unnamed)'): SandboxPl
     return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
   }
   if (err instanceof ApplicationFailure && isErrorCode(err.type)) {
-    return new SandboxPlaneError(err.type, err.message, { details: { sandboxId }, cause: err });
+    return new SandboxPlaneError(err.type, err.message, { details: { ...carriedDetails(err), sandboxId }, cause: err });
   }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
     return new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${sandboxId} did not answer in time`, { cause: err });
@@ -40,4 +40,11 @@ export function toSandboxError(err: unknown, sandboxId = '(unnamed)'): SandboxPl
     if (mapped.code !== 'INTERNAL') return mapped;
   }
   return new SandboxPlaneError('INTERNAL', err instanceof Error ? err.message : String(err), { cause: err });
+}
+
+/** The details a taxonomy failure carries (activities/activity-failure.ts puts them in its first detail), if any. */
+function carriedDetails(failure: ApplicationFailure): Record<string, unknown> {
+  const first: unknown = failure.details?.[0];
+  const details = typeof first === 'object' && first !== null ? (first as { details?: unknown }).details : undefined;
+  return typeof details === 'object' && details !== null ? { ...(details as Record<string, unknown>) } : {};
 }

@@ -14,7 +14,7 @@ import { clientConfigFor } from '../domain/client-config';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
-import type { ResourceRef } from '../domain/resources';
+import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
 import {
   requestDigestOf,
   sandboxIdSchema,
@@ -303,13 +303,30 @@ export class SandboxClient {
   }
 
   /**
-   * What a READY sandbox holds (buckets, tables, queues), asked of its emulator.
-   * RESOURCE_DISCOVERY_FAILED when the emulator cannot say: an empty list always means
-   * "looked, found nothing".
+   * What a READY sandbox holds (buckets, tables, queues), asked of its emulator, when
+   * every requested service could be listed: an empty list always means "looked, found
+   * nothing". RESOURCES_PARTIAL when some service cannot be listed (one UNAVAILABLE here),
+   * RESOURCE_DISCOVERY_FAILED when the emulator cannot say; {@link resourceListing}
+   * returns what could be listed instead.
    */
   async resources(id: string): Promise<ResourceRef[]> {
     const sandboxId = this.checkId(id);
     return this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(resourcesUpdate));
+  }
+
+  /**
+   * What a READY sandbox holds, service by service: `resources` of the services that
+   * could be listed, and `unlisted` naming each that could not, with its kind and reason.
+   * Throws RESOURCE_DISCOVERY_FAILED only when nothing could be asked (no emulator).
+   */
+  async resourceListing(id: string): Promise<ResourceListing> {
+    try {
+      return { resources: await this.resources(id), unlisted: [] };
+    } catch (err) {
+      const listing = err instanceof SandboxPlaneError ? listingFromDetails(err.details) : undefined;
+      if (listing === undefined) throw err;
+      return listing;
+    }
   }
 
   /**

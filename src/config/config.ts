@@ -11,7 +11,7 @@ import {
 } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { formatDuration, parseDuration } from '../domain/duration';
-import { isDigestReference, isPinnedImage } from '../domain/image-reference';
+import { isPinnedImage } from '../domain/image-reference';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
 import { DEFAULT_STORE_PATH } from './paths';
 
@@ -45,7 +45,7 @@ export interface Config {
 export interface EmulatorSettings {
   /** The moto image by id (`sha256:…`), as scripts/build-moto-image.sh prints it. */
   readonly motoImage: string | undefined;
-  /** The Floci image by digest (`floci/floci@sha256:…`). */
+  /** The Floci image by id (`sha256:…`, one built here) or digest (`[host[:port]/]floci/floci@sha256:…`). */
   readonly flociImage: string | undefined;
   readonly healthTimeoutSeconds: number;
 }
@@ -114,12 +114,9 @@ const duration = (fallbackSeconds: number) =>
     })
     .default(formatDuration(fallbackSeconds));
 
-const imageById = z.string().refine(isPinnedImage, {
-  message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
-});
-
-const imageByDigest = z.string().refine(isDigestReference, {
-  message: 'must be pinned by digest, e.g. floci/floci@sha256:<64 hex>; a tag alone is refused because it can move',
+/** The broker's own pinning rule (domain/image-reference.ts), so the settings accept exactly what it runs. */
+const pinnedImage = z.string().refine(isPinnedImage, {
+  message: 'must be an image id (sha256:<64 hex>) or a digest reference ([host[:port]/]name@sha256:<64 hex>); a tag can move',
 });
 
 const envSchema = z.object({
@@ -136,8 +133,8 @@ const envSchema = z.object({
   SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600),
   SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60),
   SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS),
-  SANDBOXPLANE_MOTO_IMAGE: imageById.optional(),
-  SANDBOXPLANE_FLOCI_IMAGE: imageByDigest.optional(),
+  SANDBOXPLANE_MOTO_IMAGE: pinnedImage.optional(),
+  SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional(),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60),
   SANDBOXPLANE_PLANE_ID: planeId.optional(),

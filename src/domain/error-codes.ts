@@ -143,6 +143,11 @@ export const ERROR_CODES = {
     true,
     'The emulator could not say what it holds; treat its inventory as unknown, not as empty.',
   ),
+  RESOURCES_PARTIAL: spec(
+    'failure',
+    false,
+    'Some services could not be listed (named in the message): what was listed is real, the rest is unknown. `sandboxctl resources ID` shows both.',
+  ),
   WAIT_TIMEOUT: spec('failure', true, 'The sandbox is still working; check `sandboxctl status ID`, or wait longer.'),
 
   // Lookups

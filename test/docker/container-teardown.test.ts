@@ -50,7 +50,7 @@ describe('container teardown by recorded runtime ids, on the real engine', () =>
       healthTimeoutMs: 5_000,
       probe: async () => ({ healthy: true, registeredServices: ['s3'], readyServices: ['s3'], detail: 'test' }),
       environment: () => ({}),
-      listResources: async () => [],
+      listResources: async () => ({ resources: [], unlisted: [] }),
     });
   }
 

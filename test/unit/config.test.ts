@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { enableLocalFlags } from '../../src/config/local-flags';
 import { DEFAULT_STORE_PATH } from '../../src/config/paths';
+import { isPinnedImage } from '../../src/domain/image-reference';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -92,22 +93,23 @@ describe('loadConfig', () => {
     assert.match(err.message, /SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: is not a known flag; known flags: SANDBOXPLANE_FLAG_CLOUD_SANDBOX/);
   });
 
-  test('emulator images must be pinned: moto by id or digest, Floci by digest', () => {
+  test('emulator images must be pinned by the broker rule: an image id or a digest reference, with a registry port or not', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    const config = loadConfig({ SANDBOXPLANE_MOTO_IMAGE: digest, SANDBOXPLANE_FLOCI_IMAGE: `registry.local:5000/floci/floci:1.2@${digest}` });
-    assert.equal(config.emulators.motoImage, digest);
-    assert.equal(config.emulators.flociImage, `registry.local:5000/floci/floci:1.2@${digest}`);
-    const err = configError({ SANDBOXPLANE_MOTO_IMAGE: 'motoserver/moto:5', SANDBOXPLANE_FLOCI_IMAGE: digest });
-    assert.deepEqual(err.issues, [
-      {
-        key: 'SANDBOXPLANE_MOTO_IMAGE',
-        message: 'must be an image id (sha256:<64 hex>) or a digest reference (name@sha256:<64 hex>); a tag can move',
-      },
-      {
-        key: 'SANDBOXPLANE_FLOCI_IMAGE',
-        message: 'must be pinned by digest, e.g. floci/floci@sha256:<64 hex>; a tag alone is refused because it can move',
-      },
-    ]);
+    for (const image of [digest, 'a'.repeat(64), `floci/floci@${digest}`, `registry.local:5000/floci/floci:1.2@${digest}`, `localhost:5000/floci@${digest}`]) {
+      const config = loadConfig({ SANDBOXPLANE_MOTO_IMAGE: image, SANDBOXPLANE_FLOCI_IMAGE: image });
+      assert.equal(config.emulators.motoImage, image);
+      assert.equal(config.emulators.flociImage, image, `${image} is accepted for Floci as the broker accepts it`);
+      assert.equal(isPinnedImage(image), true);
+    }
+    const message = 'must be an image id (sha256:<64 hex>) or a digest reference ([host[:port]/]name@sha256:<64 hex>); a tag can move';
+    for (const image of ['motoserver/moto:5', 'floci/floci:latest', 'registry.local:5000/floci/floci:1.2', `sha256:${'a'.repeat(63)}`]) {
+      assert.equal(isPinnedImage(image), false);
+      const err = configError({ SANDBOXPLANE_MOTO_IMAGE: image, SANDBOXPLANE_FLOCI_IMAGE: image });
+      assert.deepEqual(err.issues, [
+        { key: 'SANDBOXPLANE_MOTO_IMAGE', message },
+        { key: 'SANDBOXPLANE_FLOCI_IMAGE', message },
+      ]);
+    }
   });
 
   test('empty values count as unset', () => {

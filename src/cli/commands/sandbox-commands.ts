@@ -149,15 +149,19 @@ export function registerSandboxCommands(program: Command): void {
 
   program
     .command('resources')
-    .description('what a READY sandbox holds (buckets, tables, queues), asked of its emulator')
+    .description('what a READY sandbox holds (buckets, tables, queues), asked of its emulator; names each service it could not list')
     .argument('<id>', 'sandbox id')
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
         const id = sandboxId(args);
-        const resources = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resources(id));
-        const human = resources.length === 0 ? 'nothing yet' : resources.map((r) => `${r.service}  ${r.type}  ${r.id}`).join('\n');
-        printResult({ json: raw.json === true }, { sandboxId: id, resources }, human);
+        const { resources, unlisted } = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resourceListing(id));
+        const lines = [
+          ...resources.map((r) => `${r.service}  ${r.type}  ${r.id}`),
+          ...unlisted.map((u) => `${u.service}  (not listed: ${u.reason})`),
+        ];
+        const human = resources.length === 0 && unlisted.length === 0 ? 'nothing yet' : lines.join('\n');
+        printResult({ json: raw.json === true }, { sandboxId: id, resources, unlisted, complete: unlisted.length === 0 }, human);
       }),
     );
 
