@@ -36,8 +36,12 @@ export const runtime = proxyActivities<Activities>({
   retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
 });
 
-/** The health watch's look: short, and tried twice at most — an unanswered look is "unknown", never a death. */
-export const healthWatch = proxyActivities<Activities>({
+/**
+ * A short look at a sandbox's runtime (the health watch, the resource listing), tried
+ * twice at most: an unanswered health look is "unknown", never a death, and a caller
+ * asking for resources hears in seconds, not after the runtime's two-minute budget.
+ */
+export const briefLook = proxyActivities<Activities>({
   startToCloseTimeout: '45 seconds',
   retry: { initialInterval: '2 seconds', maximumAttempts: 2, nonRetryableErrorTypes },
 });

@@ -6,7 +6,7 @@ import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS } from '../domain/lifecycle-setti
 import type { PolicyEffect } from '../domain/policy';
 import type { SandboxState } from '../domain/sandbox-states';
 import { describeIssues } from '../domain/validation';
-import { healthWatch, projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
+import { briefLook, projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
@@ -312,7 +312,7 @@ async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined
   const { request } = ctx.record;
   let check: { healthy: boolean; detail: string } | undefined;
   try {
-    check = await healthWatch.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
+    check = await briefLook.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
