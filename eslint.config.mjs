@@ -62,16 +62,9 @@ const RESTRICTED_PATH_ZONES = [
   },
 ];
 
-// Until issue 13 routes these through the store worker, these CLI files reach the store directly.
-const CLI_STORE_IMPORTERS = [
-  'src/cli/dev-launcher.ts',
-  'src/cli/doctor-checks.ts',
-  'src/cli/store-session.ts',
-  'src/cli/worker-command.ts',
-  'src/cli/format/policy-format.ts',
-  'src/cli/format/sandbox-format.ts',
-  'src/cli/commands/cleanup-commands.ts',
-];
+// The commands that host the store or check it (DESIGN §10: `dev`, `worker`, `doctor`);
+// every other command reaches the store through Temporal.
+const CLI_STORE_IMPORTERS = ['src/cli/dev-launcher.ts', 'src/cli/doctor-checks.ts', 'src/cli/worker-command.ts'];
 
 const restrictedPaths = (zones) => ['error', { basePath: import.meta.dirname, zones }];
 

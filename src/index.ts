@@ -1,6 +1,7 @@
 /**
  * The package entry, `cloud-sandbox-plane`: the client SDK agents and tools use to get
- * and manage sandboxes, its request schema, status and error types. Everything else in
+ * and manage sandboxes (and, through `StoreClient`, policy, approvers, audit, leaks and
+ * hosts), its request schema, status and error types. Everything else in
  * `dist/` is internal and unreachable through the package's `exports`.
  *
  * @example
@@ -23,10 +24,13 @@ export {
   type CreateWait,
   type SandboxSummary,
 } from './client/sandbox-client';
+export { StoreClient, type StoreClientOptions } from './client/store-client';
 export type { ClientConfig } from './domain/client-config';
 export { SandboxPlaneError, isSandboxPlaneError, type ErrorDetails } from './domain/errors';
 export type { ApprovalAttempt, SandboxStatus } from './domain/lifecycle-messages';
+export type { HostView } from './domain/hosts';
 export type { ResourceListing, ResourceRef, UnlistedKind, UnlistedService } from './domain/resources';
+export type { ApproverRecord, AuditEntry, LeakRecord, NewPolicyInput, PolicyRecord } from './domain/store-commands';
 export { sandboxRequestSchema } from './domain/sandbox-request';
 export { SANDBOX_STATES, TERMINAL_STATES } from './domain/sandbox-states';
 

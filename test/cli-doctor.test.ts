@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { Store } from '../src/store';
 import { runCli, spawnCli, stopChild } from './helpers/cli';
+import { startTestWorker } from './helpers/test-worker';
 import { freePort } from './helpers/free-port';
 import { testTemporalAddress } from './helpers/test-temporal';
 
@@ -91,15 +92,34 @@ describe('sandboxctl doctor', () => {
     assert.match(store.hint ?? '', /upgrade/);
   });
 
-  test('read commands never create a store: a mistyped SANDBOXPLANE_DB says so', async () => {
-    const typo = path.join(dir, 'typo', 'plane.sqlite');
-    const result = await runCli(['policy', 'list', '--json'], { SANDBOXPLANE_DB: typo });
+  test('store commands need no store file where the caller runs: a plane answers, and nothing is created', async () => {
+    const worker = await startTestWorker(address);
+    try {
+      const missing = path.join(dir, 'typo', 'plane.sqlite');
+      const result = await runCli(['policy', 'list', '--json'], { ...worker.env, SANDBOXPLANE_DB: missing });
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(JSON.parse(result.stdout), { policies: [] });
+      assert.equal(fs.existsSync(missing), false);
+      assert.equal(fs.existsSync(path.dirname(missing)), false);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test('with no worker answering, a store command fails with STORE_UNAVAILABLE and names the store worker', async () => {
+    const missing = path.join(dir, 'typo', 'plane.sqlite');
+    const result = await runCli(['policy', 'list', '--json'], {
+      TEMPORAL_ADDRESS: address,
+      SANDBOXPLANE_DB: missing,
+      SANDBOXPLANE_TASK_QUEUE: `nobody-${randomUUID()}`,
+    });
     assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
     const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string; hint: string } };
     assert.equal(error.code, 'STORE_UNAVAILABLE');
-    assert.match(error.message, /no store at .*typo/);
-    assert.match(error.hint, /Start the worker first/);
-    assert.equal(fs.existsSync(typo), false);
+    assert.match(error.message, /no worker answered policy\.list/);
+    assert.match(error.hint, /sandboxctl worker --role store/);
+    assert.equal(fs.existsSync(missing), false);
   });
 
   test('passes against `sandboxctl worker`, which drains and exits 0 on SIGTERM', async () => {

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { ApprovalOutcome, SandboxSummary } from '../src/client/sandbox-client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { StoredOperation, StoredPolicy } from '../src/store';
+import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
 import { runCli, type CliResult } from './helpers/cli';
+import { eventually } from './helpers/eventually';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 
@@ -169,6 +172,44 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.match(failure(status, 4, 'NOT_FOUND').message, /nosuch/);
     assert.match(failure(audit, 4, 'NOT_FOUND').message, /nosuch/);
     assert.match(failure(policy, 4, 'NOT_FOUND').message, /999/);
+  });
+
+  test('policy add works with no store file where the caller runs, and the change is a storeCommand execution', async () => {
+    // The caller's SANDBOXPLANE_DB names nothing: only the store worker holds the file.
+    const remote = { ...worker.env, SANDBOXPLANE_DB: '/nonexistent/x.sqlite' };
+    const added = output<StoredPolicy>(
+      await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote),
+    );
+    const { policies } = output<{ policies: StoredPolicy[] }>(await runCli(['policy', 'list', '--json'], remote));
+    assert.ok(policies.some((row) => row.id === added.id && row.principalPattern === 'remote-*'), 'the new row is listed');
+    assert.ok(worker.store.policies.list().some((row) => row.id === added.id), "the row is in the store worker's file");
+    assert.equal(fs.existsSync('/nonexistent/x.sqlite'), false);
+
+    const query = `WorkflowType = '${STORE_COMMAND_WORKFLOW}' AND TaskQueue = '${worker.config.taskQueue}'`;
+    const execution = await eventually('the policy change in Temporal visibility', async () => {
+      for await (const found of worker.client.workflow.list({ query })) {
+        if (found.workflowId.startsWith('store-policy-add-') && found.status.name === 'COMPLETED') {
+          const result: unknown = await worker.client.workflow.getHandle(found.workflowId, found.runId).result();
+          if ((result as StoredPolicy).id === added.id) return found;
+        }
+      }
+      return undefined;
+    });
+    assert.equal(execution.type, STORE_COMMAND_WORKFLOW);
+    assert.equal(execution.taskQueue, worker.config.taskQueue);
+  });
+
+  test('hosts lists the docker host of the all-roles worker, with the documented fields', async () => {
+    // The docker role registers its host when it starts; the store answers once it has.
+    const local = await eventually('host local in `sandboxctl hosts`', async () => {
+      const { hosts } = output<{ hosts: Record<string, unknown>[] }>(await cli('hosts', '--json'));
+      return hosts.find((host) => host.hostId === 'local');
+    });
+    for (const field of ['hostId', 'taskQueue', 'capacity', 'live', 'adapters', 'lastSeenAt']) assert.ok(field in local, `hosts[].${field}`);
+    assert.equal(local.live, true);
+    const human = await cli('hosts');
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+/);
   });
 
   test('invalid input → exit 2 naming every bad flag', async () => {

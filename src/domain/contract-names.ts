@@ -9,6 +9,10 @@ export const SANDBOX_LIFECYCLE_WORKFLOW = 'sandboxLifecycle';
 export const CLEANUP_WORKFLOW = 'cleanupSweep';
 /** Workflow type of the probe that proves a worker serves a task queue. */
 export const ROUND_TRIP_WORKFLOW = 'roundTrip';
+/** Workflow type of one caller's read or write of the store (policy, approvers, audit, leaks, hosts). */
+export const STORE_COMMAND_WORKFLOW = 'storeCommand';
+/** Prefix of a store command's workflow id: `store-<kind>-<uuid>`, the kind's dots as dashes. */
+export const STORE_COMMAND_WORKFLOW_ID_PREFIX = 'store-';
 
 /** The Temporal Schedule that runs {@link CLEANUP_WORKFLOW}. */
 export const CLEANUP_SCHEDULE_ID = 'sandboxplane-cleanup';

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Capability } from './capabilities';
 import { CAPABILITY_RULES } from './capabilities';
 
@@ -24,6 +25,14 @@ export interface PolicyRow {
   /** Live sandboxes the principal may hold at once under this row. */
   readonly maxConcurrent: number | null;
 }
+
+/** A principal name, or a glob where `*` stands for any run of characters: what a policy row matches. */
+export const principalPatternSchema = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(200, 'must be at most 200 characters')
+  .regex(/^[A-Za-z0-9._@:/+*-]+$/, 'may contain letters, digits, . _ @ : / + - and * (any run of characters) only');
 
 export function principalMatches(pattern: string, principal: string): boolean {
   const escaped = pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*');

@@ -26,7 +26,8 @@ const domainImportsStore = probe('domain', 'store', "import type { Store } from 
 const workflowImportsStore = probe('workflows', 'store', "import type { Store } from '../store';\nexport type Probe = Store;\n");
 const activityImportsStore = probe('activities', 'store', "import type { Store } from '../store';\nexport type Probe = Store;\n");
 const workflowImportsActivityType = probe('workflows', 'activities', "import type { Activities } from '../activities';\nexport type Probe = Activities;\n");
-const probes = [domainImportsStore, workflowImportsStore, activityImportsStore, workflowImportsActivityType];
+const commandImportsStore = probe('cli/commands', 'store', "import type { Store } from '../../store';\nexport type Probe = Store;\n");
+const probes = [domainImportsStore, workflowImportsStore, activityImportsStore, workflowImportsActivityType, commandImportsStore];
 
 describe('lint enforces the direction of imports', () => {
   let eslint: ESLint;
@@ -58,6 +59,12 @@ describe('lint enforces the direction of imports', () => {
     const errors = await restrictedPathErrors(workflowImportsStore);
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.match(errors[0] ?? '', /"\.\.\/store" imported in restricted zone\. src\/workflows imports only src\/domain and src\/workflows/);
+  });
+
+  test('a CLI command importing src/store is an error: callers reach the store through Temporal (DESIGN §10)', async () => {
+    const errors = await restrictedPathErrors(commandImportsStore);
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0] ?? '', /"\.\.\/\.\.\/store" imported in restricted zone\. The CLI reaches the store through Temporal/);
   });
 
   test('the same imports where STYLE.md allows them pass: activities → store, workflows → type of activities', async () => {

@@ -1,15 +1,11 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/config';
-import { SandboxPlaneError } from '../../domain/errors';
-import { approvalPayloadSchema } from '../../domain/lifecycle-messages';
+import { approverNameSchema } from '../../domain/store-commands';
 import { parseCliArgument } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatApproverList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStore, withStoreReadOnly } from '../store-session';
-
-/** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
-const approverNameSchema = approvalPayloadSchema.shape.approver;
+import { withStoreClient } from '../store-client-session';
 
 /** approvers add, list, remove: who may approve or deny requests. */
 export function registerApproverCommands(program: Command): void {
@@ -25,7 +21,7 @@ export function registerApproverCommands(program: Command): void {
     .action(
       action(async (raw, args) => {
         const name = parseCliArgument(approverNameSchema, args[0], 'NAME');
-        const approver = withStore(loadConfig(), (store) => store.approvers.add(name));
+        const approver = await withStoreClient(loadConfig(), (store) => store.addApprover(name));
         printResult({ json: raw.json === true }, approver, `Approver ${approver.name} is listed (since ${approver.addedAt}).`);
       }),
     );
@@ -36,7 +32,7 @@ export function registerApproverCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const list = withStoreReadOnly(loadConfig(), (store) => store.approvers.list());
+        const list = await withStoreClient(loadConfig(), (store) => store.listApprovers());
         printResult({ json: raw.json === true }, { approvers: list }, formatApproverList(list));
       }),
     );
@@ -49,10 +45,7 @@ export function registerApproverCommands(program: Command): void {
     .action(
       action(async (raw, args) => {
         const name = parseCliArgument(approverNameSchema, args[0], 'NAME');
-        const removed = withStore(loadConfig(), (store) => store.approvers.remove(name));
-        if (removed === undefined) {
-          throw new SandboxPlaneError('NOT_FOUND', `${name} is not a listed approver`, { hint: '`sandboxctl approvers list` shows who is.' });
-        }
+        const removed = await withStoreClient(loadConfig(), (store) => store.removeApprover(name));
         printResult({ json: raw.json === true }, removed, `Approver ${removed.name} is no longer listed.`);
       }),
     );

@@ -3,12 +3,12 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../../config/config';
 import type { SweepReport } from '../../domain/leaks';
-import type { StoredLeak } from '../../store';
+import type { LeakRecord } from '../../domain/store-commands';
 import { durationSchema, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withStoreReadOnly } from '../store-session';
+import { withStoreClient } from '../store-client-session';
 
 const sweepOptionsSchema = z.object({
   wait: z.boolean().default(false),
@@ -37,7 +37,7 @@ function formatReport(workflowId: string, report: SweepReport | undefined): stri
   return lines.join('\n');
 }
 
-function formatLeaks(leaks: readonly StoredLeak[]): string {
+function formatLeaks(leaks: readonly LeakRecord[]): string {
   if (leaks.length === 0) return 'no outstanding leaks';
   return formatTable(
     ['KIND', 'SUBJECT', 'SANDBOX', 'FIRST SEEN', 'LAST SEEN', 'DETAIL'],
@@ -71,7 +71,7 @@ export function registerCleanupCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const leaks = withStoreReadOnly(loadConfig(), (store) => store.leaks.outstanding());
+        const leaks = await withStoreClient(loadConfig(), (store) => store.leaks());
         printResult({ json: raw.json === true }, { leaks }, formatLeaks(leaks));
       }),
     );

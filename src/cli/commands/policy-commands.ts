@@ -2,21 +2,13 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../../config/config';
 import { CAPABILITIES } from '../../domain/capabilities';
-import { POLICY_EFFECTS } from '../../domain/policy';
+import { POLICY_EFFECTS, principalPatternSchema } from '../../domain/policy';
 import { sandboxRequestSchema } from '../../domain/sandbox-request';
 import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptions, wholeNumberSchema } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatPolicy, formatPolicyList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStore, withStoreReadOnly } from '../store-session';
-
-/** A principal name, or a glob where `*` stands for any run of characters. */
-const principalPatternSchema = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(200, 'must be at most 200 characters')
-  .regex(/^[A-Za-z0-9._@:/+*-]+$/, 'may contain letters, digits, . _ @ : / + - and * (any run of characters) only');
+import { withStoreClient } from '../store-client-session';
 
 const policyAddOptionsSchema = z.object({
   principal: principalPatternSchema,
@@ -31,7 +23,7 @@ const policyAddOptionsSchema = z.object({
 
 const policyIdSchema = wholeNumberSchema(1);
 
-/** policy add, policy list, policy remove: rows of the SQLite projection (SANDBOXPLANE_DB). */
+/** policy add, policy list, policy remove: rows the store role keeps, reached through Temporal. */
 export function registerPolicyCommands(program: Command): void {
   const policy = program
     .command('policy')
@@ -50,8 +42,8 @@ export function registerPolicyCommands(program: Command): void {
     .action(
       action(async (raw) => {
         const options = parseCliOptions(policyAddOptionsSchema, raw);
-        const row = withStore(loadConfig(), (store) =>
-          store.policies.add({
+        const row = await withStoreClient(loadConfig(), (store) =>
+          store.addPolicy({
             principalPattern: options.principal,
             capability: options.capability,
             effect: options.effect,
@@ -70,7 +62,7 @@ export function registerPolicyCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const policies = withStoreReadOnly(loadConfig(), (store) => store.policies.list());
+        const policies = await withStoreClient(loadConfig(), (store) => store.listPolicies());
         printResult({ json: raw.json === true }, { policies }, formatPolicyList(policies));
       }),
     );
@@ -83,7 +75,7 @@ export function registerPolicyCommands(program: Command): void {
     .action(
       action(async (raw, args) => {
         const id = parseCliArgument(policyIdSchema, args[0], 'ID');
-        const row = withStore(loadConfig(), (store) => store.policies.remove(id));
+        const row = await withStoreClient(loadConfig(), (store) => store.removePolicy(id));
         printResult({ json: raw.json === true }, row, `Removed ${formatPolicy(row)}.`);
       }),
     );

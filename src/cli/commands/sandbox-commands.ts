@@ -3,7 +3,6 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../../config/config';
 import { CAPABILITIES } from '../../domain/capabilities';
-import { SandboxPlaneError } from '../../domain/errors';
 import { DEFAULT_ADAPTER, principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
 import { SANDBOX_STATES } from '../../domain/sandbox-states';
 import { ADAPTER_NAMES } from '../../domain/service-catalog';
@@ -12,7 +11,7 @@ import { action, jsonOption } from '../command-action';
 import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
 import { printResult } from '../output';
 import { withSandboxClient } from '../sandbox-session';
-import { withStoreReadOnly } from '../store-session';
+import { withStoreClient } from '../store-client-session';
 
 const request = sandboxRequestSchema.shape;
 
@@ -186,20 +185,13 @@ export function registerSandboxCommands(program: Command): void {
 
   program
     .command('audit')
-    .description("one sandbox's audit trail from the SQLite projection (SANDBOXPLANE_DB), oldest first")
+    .description("one sandbox's audit trail, oldest first, as the store role recorded it")
     .argument('<id>', 'sandbox id')
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
         const id = sandboxId(args);
-        const operations = withStoreReadOnly(loadConfig(), (store) => {
-          if (!store.sandboxes.exists(id)) {
-            throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${id} in the projection`, {
-              hint: 'Check the id (`sandboxctl list`) and that SANDBOXPLANE_DB is the worker\'s database.',
-            });
-          }
-          return store.sandboxes.audit(id);
-        });
+        const operations = await withStoreClient(loadConfig(), (store) => store.audit(id));
         printResult({ json: raw.json === true }, { sandboxId: id, operations }, formatAudit(id, operations));
       }),
     );

@@ -1,8 +1,8 @@
 import { formatDuration } from '../../domain/duration';
-import type { StoredPolicy } from '../../store';
+import type { ApproverRecord, PolicyRecord } from '../../domain/store-commands';
 import { formatTable } from './table';
 
-function limitsText(policy: StoredPolicy): string {
+function limitsText(policy: PolicyRecord): string {
   const limits = [
     policy.maxTtlSeconds === null ? null : `max TTL ${formatDuration(policy.maxTtlSeconds)}`,
     policy.services === null ? null : `services ${policy.services.join(', ')}`,
@@ -12,11 +12,11 @@ function limitsText(policy: StoredPolicy): string {
 }
 
 /** One sentence for one row: `policy row 3: agent-* / cloud.sandbox → allow (max TTL 2h)`. */
-export function formatPolicy(policy: StoredPolicy): string {
+export function formatPolicy(policy: PolicyRecord): string {
   return `policy row ${policy.id}: ${policy.principalPattern} / ${policy.capability} → ${policy.effect} (${limitsText(policy)})`;
 }
 
-export function formatPolicyList(policies: readonly StoredPolicy[]): string {
+export function formatPolicyList(policies: readonly PolicyRecord[]): string {
   if (policies.length === 0) return 'No policy rows: every request is denied. Add one with `sandboxctl policy add`.';
   return formatTable(
     ['ID', 'PRINCIPAL', 'CAPABILITY', 'EFFECT', 'MAX-TTL', 'SERVICES', 'MAX-CONCURRENT'],
@@ -32,7 +32,7 @@ export function formatPolicyList(policies: readonly StoredPolicy[]): string {
   );
 }
 
-export function formatApproverList(approvers: readonly { name: string; addedAt: string }[]): string {
+export function formatApproverList(approvers: readonly ApproverRecord[]): string {
   if (approvers.length === 0) return 'No approvers: nobody can approve a request. Add one with `sandboxctl approvers add NAME`.';
   return formatTable(
     ['NAME', 'ADDED'],

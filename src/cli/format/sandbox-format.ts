@@ -1,6 +1,6 @@
 import type { ApprovalOutcome, SandboxSummary } from '../../client/sandbox-client';
 import type { SandboxStatus } from '../../domain/lifecycle-messages';
-import type { StoredOperation } from '../../store';
+import type { AuditEntry } from '../../domain/store-commands';
 import { formatFields, formatTable, formatTimeLeft } from './table';
 
 function expiryText(status: SandboxStatus): string {
@@ -71,7 +71,7 @@ export function formatSandboxList(rows: readonly SandboxSummary[]): string {
   );
 }
 
-export function formatAudit(sandboxId: string, operations: readonly StoredOperation[]): string {
+export function formatAudit(sandboxId: string, operations: readonly AuditEntry[]): string {
   if (operations.length === 0) return `No audit rows for sandbox ${sandboxId} yet.`;
   return `Audit trail of sandbox ${sandboxId}, oldest first:\n${formatTable(
     ['STEP', 'AT', 'ACTION', 'ACTOR', 'EFFECT', 'REASON'],

@@ -1,0 +1,63 @@
+import { SandboxPlaneError } from '../domain/errors';
+import {
+  storeCommandSchema,
+  type StoreCommand,
+  type StoreCommandKind,
+  type StoreCommandResults,
+} from '../domain/store-commands';
+import { parseOrThrow } from '../domain/validation';
+import type { Store } from '../store';
+import type { HostDirectory } from '../store/host-directory';
+import { withTaxonomy } from './activity-failure';
+
+export interface StoreCommandDeps {
+  readonly store: Store;
+  readonly hosts: HostDirectory;
+}
+
+type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kind: K }>) => Promise<StoreCommandResults[K]> | StoreCommandResults[K] };
+
+/**
+ * The store role's one caller-facing activity: it runs a caller's command against the
+ * SQLite projection (the single writer) and the host registry. The command is checked
+ * again here: a workflow started by hand (UI, `temporal workflow start`) is not trusted.
+ */
+export function createStoreCommandActivities(deps: StoreCommandDeps): { runStoreCommand(command: unknown): Promise<unknown> } {
+  const { store, hosts } = deps;
+  const handlers: Handlers = {
+    'policy.add': ({ kind: _kind, ...policy }) => store.policies.add(policy),
+    'policy.list': () => ({ policies: store.policies.list() }),
+    'policy.remove': ({ id }) => store.policies.remove(id),
+    'approvers.add': ({ name }) => store.approvers.add(name),
+    'approvers.list': () => ({ approvers: store.approvers.list() }),
+    'approvers.remove': ({ name }) => {
+      const removed = store.approvers.remove(name);
+      if (removed === undefined) {
+        throw new SandboxPlaneError('NOT_FOUND', `${name} is not a listed approver`, { hint: '`sandboxctl approvers list` shows who is.' });
+      }
+      return removed;
+    },
+    audit: ({ sandboxId }) => {
+      if (!store.sandboxes.exists(sandboxId)) {
+        throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId} in the projection`, {
+          hint: 'Check the id (`sandboxctl list` shows the sandboxes).',
+          details: { sandboxId },
+        });
+      }
+      return { sandboxId, operations: store.sandboxes.audit(sandboxId) };
+    },
+    leaks: () => ({ leaks: store.leaks.outstanding() }),
+    hosts: async () => ({ hosts: await hosts.list() }),
+    'hosts.register': ({ registration }) => hosts.register(registration),
+  };
+
+  return {
+    async runStoreCommand(input: unknown): Promise<unknown> {
+      return withTaxonomy(async () => {
+        const command = parseOrThrow(storeCommandSchema, input, 'store command');
+        const handle = handlers[command.kind] as (command: StoreCommand) => Promise<unknown> | unknown;
+        return handle(command);
+      });
+    },
+  };
+}

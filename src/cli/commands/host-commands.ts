@@ -1,0 +1,35 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../../config/config';
+import type { HostView } from '../../domain/hosts';
+import { action, jsonOption } from '../command-action';
+import { formatTable } from '../format/table';
+import { printResult } from '../output';
+import { withStoreClient } from '../store-client-session';
+
+function formatHosts(hosts: readonly HostView[]): string {
+  if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
+  return formatTable(
+    ['HOST', 'LIVE', 'SANDBOXES', 'ADAPTERS', 'LAST SEEN'],
+    hosts.map((host) => [
+      host.hostId,
+      host.live ? 'yes' : 'no',
+      `${host.liveSandboxes}/${host.capacity}`,
+      host.adapters.join(','),
+      host.lastSeenAt ?? 'never',
+    ]),
+  );
+}
+
+/** `hosts`: the Docker hosts the store role knows, and whether a worker serves each (DESIGN §10, §11). */
+export function registerHostCommands(program: Command): void {
+  program
+    .command('hosts')
+    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, adapters, last poll')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const hosts = await withStoreClient(loadConfig(), (store) => store.hosts());
+        printResult({ json: raw.json === true }, { hosts }, formatHosts(hosts));
+      }),
+    );
+}

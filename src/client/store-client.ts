@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, type Client, type Connection, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
+import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
+import { SandboxPlaneError } from '../domain/errors';
+import type { HostView } from '../domain/hosts';
+import {
+  storeCommandSchema,
+  type ApproverRecord,
+  type AuditEntry,
+  type LeakRecord,
+  type NewPolicyInput,
+  type PolicyRecord,
+  type StoreCommandInput,
+  type StoreCommandKind,
+  type StoreCommandResults,
+} from '../domain/store-commands';
+import { storeQueue } from '../domain/task-queues';
+import { parseOrThrow } from '../domain/validation';
+import { toSandboxError } from './client-errors';
+import type { ConnectOptions } from './sandbox-client';
+import { connectTemporal } from './temporal-connection';
+
+export interface StoreClientOptions {
+  /** A connected Temporal client. */
+  readonly client: Client;
+  /** The task queue the lifecycle workers poll (`<tq>`); the store worker polls `<tq>-store`. */
+  readonly taskQueue: string;
+}
+
+/** How long one command may take, start to answer: the store command's own 15 s pickup wait fits inside. */
+const COMMAND_TIMEOUT_SECONDS = 30;
+
+type CommandOf<K extends StoreCommandKind> = Extract<StoreCommandInput, { kind: K }>;
+
+/** `store-policy-add-<uuid>`: the kind shows in the Temporal UI's list of executions. */
+export function storeCommandWorkflowId(kind: StoreCommandKind): string {
+  return `${STORE_COMMAND_WORKFLOW_ID_PREFIX}${kind.replace(/\./g, '-')}-${randomUUID()}`;
+}
+
+/**
+ * Policy rows, approvers, audit trails, leaks and hosts, through Temporal only: each
+ * call is one `storeCommand` workflow that the store role (`<tq>-store`) serves, so a
+ * caller needs no access to the store's file, and each policy change is a visible
+ * execution. Every method throws a {@link SandboxPlaneError}: NOT_FOUND for an unknown
+ * row, approver or sandbox; STORE_UNAVAILABLE when no worker answers in time.
+ *
+ * @example
+ * const store = await StoreClient.connect({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'sandboxplane' });
+ * await store.addPolicy({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+ */
+export class StoreClient {
+  private readonly client: Client;
+  private readonly taskQueue: string;
+  private ownConnection: Connection | undefined;
+
+  constructor(options: StoreClientOptions) {
+    this.client = options.client;
+    this.taskQueue = options.taskQueue;
+  }
+
+  /** Connects to Temporal; {@link close} releases the connection. */
+  static async connect(options: ConnectOptions): Promise<StoreClient> {
+    const { client, connection } = await connectTemporal(options);
+    const store = new StoreClient({ client, taskQueue: options.taskQueue });
+    store.ownConnection = connection;
+    return store;
+  }
+
+  /** Closes the connection opened by {@link connect}; a no-op for an injected client. */
+  async close(): Promise<void> {
+    await this.ownConnection?.close();
+    this.ownConnection = undefined;
+  }
+
+  /** Adds a policy row; the worker applies it to the next request it screens. Limits left out are `null` (none). */
+  async addPolicy(policy: NewPolicyInput): Promise<PolicyRecord> {
+    return this.run({ kind: 'policy.add', ...policy }, `policy add: ${policy.principalPattern} / ${policy.capability} → ${policy.effect}`);
+  }
+
+  /** Every policy row, oldest first. */
+  async listPolicies(): Promise<PolicyRecord[]> {
+    return (await this.run({ kind: 'policy.list' })).policies;
+  }
+
+  /** Removes a policy row and returns it; NOT_FOUND when there is no row with this id. */
+  async removePolicy(id: number): Promise<PolicyRecord> {
+    return this.run({ kind: 'policy.remove', id }, `policy remove: row ${id}`);
+  }
+
+  /** Lists an approver; adding one twice keeps the first record. */
+  async addApprover(name: string): Promise<ApproverRecord> {
+    return this.run({ kind: 'approvers.add', name }, `approvers add: ${name}`);
+  }
+
+  /** Every listed approver, by name. */
+  async listApprovers(): Promise<ApproverRecord[]> {
+    return (await this.run({ kind: 'approvers.list' })).approvers;
+  }
+
+  /** Removes an approver (their later approvals are ignored); NOT_FOUND when not listed. */
+  async removeApprover(name: string): Promise<ApproverRecord> {
+    return this.run({ kind: 'approvers.remove', name }, `approvers remove: ${name}`);
+  }
+
+  /** A sandbox's audit trail, oldest first; NOT_FOUND when the store has never seen the sandbox. */
+  async audit(sandboxId: string): Promise<AuditEntry[]> {
+    return (await this.run({ kind: 'audit', sandboxId })).operations;
+  }
+
+  /** Outstanding leaks the cleanup sweep found and would not (or could not) remove. */
+  async leaks(): Promise<LeakRecord[]> {
+    return (await this.run({ kind: 'leaks' })).leaks;
+  }
+
+  /** The registered Docker hosts, with whether a worker polls each lately. */
+  async hosts(): Promise<HostView[]> {
+    return (await this.run({ kind: 'hosts' })).hosts;
+  }
+
+  /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer. */
+  private async run<K extends StoreCommandKind>(command: CommandOf<K>, summary: string = command.kind): Promise<StoreCommandResults[K]> {
+    const checked = parseOrThrow(storeCommandSchema, command, `${command.kind} command`);
+    try {
+      return (await this.client.workflow.execute(STORE_COMMAND_WORKFLOW, {
+        taskQueue: this.taskQueue,
+        workflowId: storeCommandWorkflowId(checked.kind),
+        args: [checked],
+        workflowExecutionTimeout: `${COMMAND_TIMEOUT_SECONDS}s`,
+        staticSummary: summary,
+      })) as StoreCommandResults[K];
+    } catch (err) {
+      throw this.explain(err, checked.kind);
+    }
+  }
+
+  /** The store's verdict with the hint it gave, or STORE_UNAVAILABLE when no worker ran the command at all. */
+  private explain(err: unknown, kind: StoreCommandKind): SandboxPlaneError {
+    if (err instanceof WorkflowFailedError && err.cause instanceof TimeoutFailure) {
+      return new SandboxPlaneError('STORE_UNAVAILABLE', `no worker answered ${kind} within ${COMMAND_TIMEOUT_SECONDS} s (task queues ${this.taskQueue} and ${storeQueue(this.taskQueue)})`, {
+        hint: `Start the plane's workers: \`sandboxctl worker\` (all roles), or a lifecycle worker on ${this.taskQueue} plus a store worker (\`sandboxctl worker --role store\`).`,
+        cause: err,
+      });
+    }
+    const mapped = toSandboxError(err, kind);
+    const hint = carriedHint(err);
+    return hint === undefined ? mapped : new SandboxPlaneError(mapped.code, mapped.message, { hint, details: mapped.details, cause: err });
+  }
+}
+
+/** The hint the store put on its failure (activities/activity-failure.ts keeps it in the first detail), if any. */
+function carriedHint(err: unknown): string | undefined {
+  const failure = err instanceof WorkflowFailedError ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const first: unknown = failure.details?.[0];
+  const hint = typeof first === 'object' && first !== null ? (first as { hint?: unknown }).hint : undefined;
+  return typeof hint === 'string' && hint !== '' ? hint : undefined;
+}

@@ -1,0 +1,115 @@
+/**
+ * The commands callers send to the store role (DESIGN §10): every read and write of the
+ * SQLite projection that a caller asks for travels as one of these, inside a
+ * `storeCommand` workflow, so callers need only Temporal. The client checks a command
+ * before sending it and the store worker checks it again, both with this one schema.
+ */
+import { z } from 'zod';
+import { CAPABILITIES } from './capabilities';
+import { hostRegistrationSchema, type HostView } from './hosts';
+import type { LeakKind } from './leaks';
+import { approvalPayloadSchema } from './lifecycle-messages';
+import type { OperationRecord } from './lifecycle-record';
+import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
+import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
+
+/** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
+export const approverNameSchema = approvalPayloadSchema.shape.approver;
+
+/** A policy row's id, as `sandboxctl policy list` shows it. */
+export const policyIdSchema = z.number().int('must be a whole number').min(1, 'must be at least 1');
+
+/** A new policy row: who, which capability, which effect, and the row's limits (null: none). */
+export const newPolicySchema = z
+  .object({
+    principalPattern: principalPatternSchema,
+    capability: z.enum(CAPABILITIES),
+    effect: z.enum(POLICY_EFFECTS),
+    maxTtlSeconds: z.number().int('must be whole seconds').positive('must be positive').nullable().default(null),
+    // Parsed exactly as a request's services are, so a row and a request compare like with like.
+    services: sandboxRequestSchema.shape.services.nullable().default(null),
+    maxConcurrent: z.number().int('must be a whole number').min(0, 'must be at least 0').nullable().default(null),
+  })
+  .strict();
+export type NewPolicyInput = z.input<typeof newPolicySchema>;
+
+export const storeCommandSchema = z.discriminatedUnion('kind', [
+  newPolicySchema.extend({ kind: z.literal('policy.add') }),
+  z.object({ kind: z.literal('policy.list') }).strict(),
+  z.object({ kind: z.literal('policy.remove'), id: policyIdSchema }).strict(),
+  z.object({ kind: z.literal('approvers.add'), name: approverNameSchema }).strict(),
+  z.object({ kind: z.literal('approvers.list') }).strict(),
+  z.object({ kind: z.literal('approvers.remove'), name: approverNameSchema }).strict(),
+  z.object({ kind: z.literal('audit'), sandboxId: sandboxIdSchema }).strict(),
+  z.object({ kind: z.literal('leaks') }).strict(),
+  z.object({ kind: z.literal('hosts') }).strict(),
+  z.object({ kind: z.literal('hosts.register'), registration: hostRegistrationSchema }).strict(),
+]);
+export type StoreCommand = z.output<typeof storeCommandSchema>;
+export type StoreCommandInput = z.input<typeof storeCommandSchema>;
+export type StoreCommandKind = StoreCommand['kind'];
+
+/**
+ * Commands a retry may repeat without changing the outcome. A policy row added twice is
+ * two rows, and a row removed twice is NOT_FOUND the second time, so those run once.
+ */
+export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
+  'policy.list',
+  'approvers.add',
+  'approvers.list',
+  'approvers.remove',
+  'audit',
+  'leaks',
+  'hosts',
+  'hosts.register',
+]);
+
+/** A policy row as the store keeps it. */
+export interface PolicyRecord extends PolicyRow {
+  readonly createdAt: string;
+}
+
+export interface ApproverRecord {
+  readonly name: string;
+  readonly addedAt: string;
+}
+
+/** One row of a sandbox's audit trail. */
+export interface AuditEntry extends OperationRecord {
+  readonly seq: number;
+  readonly sandboxId: string;
+  readonly workflowId: string;
+  readonly at: string;
+}
+
+/** A leak the cleanup sweep found, with when it was first and last seen. */
+export interface LeakRecord {
+  readonly id: number;
+  readonly kind: LeakKind;
+  readonly subject: string;
+  readonly sandboxId: string | null;
+  readonly detail: string;
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  readonly resolution: 'removed' | 'gone' | null;
+  readonly resolvedAt: string | null;
+}
+
+/** What each command answers; the shapes of `sandboxctl … --json` (DESIGN §11). */
+export interface StoreCommandResults {
+  'policy.add': PolicyRecord;
+  'policy.list': { policies: PolicyRecord[] };
+  'policy.remove': PolicyRecord;
+  'approvers.add': ApproverRecord;
+  'approvers.list': { approvers: ApproverRecord[] };
+  'approvers.remove': ApproverRecord;
+  audit: { sandboxId: string; operations: AuditEntry[] };
+  leaks: { leaks: LeakRecord[] };
+  hosts: { hosts: HostView[] };
+  'hosts.register': HostView;
+}
+
+/** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */
+export interface StoreCommandActivities {
+  runStoreCommand(command: StoreCommandInput): Promise<unknown>;
+}

@@ -1,0 +1,121 @@
+/**
+ * The store role's command activity against a real SQLite file: it validates what a
+ * workflow hands it, dispatches by kind, and fails with taxonomy types. Needs neither
+ * Docker nor Temporal.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
+import type { HostRegistration, HostView } from '../../src/domain/hosts';
+import { storeCommandSchema } from '../../src/domain/store-commands';
+import { Store } from '../../src/store';
+import type { HostDirectory } from '../../src/store/host-directory';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-commands-'));
+const store = Store.open(path.join(dir, 'plane.sqlite'));
+after(() => {
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** Keeps registrations in memory: the activity's part is the dispatch, not the registry. */
+class InMemoryHosts implements HostDirectory {
+  readonly registered: HostView[] = [];
+  async list(): Promise<HostView[]> {
+    return this.registered;
+  }
+  async register(registration: HostRegistration): Promise<HostView> {
+    const view: HostView = {
+      hostId: registration.hostId,
+      taskQueue: registration.taskQueue,
+      capacity: registration.capacity,
+      adapters: registration.adapters,
+      engineId: registration.engineId,
+      live: true,
+      lastSeenAt: null,
+      liveSandboxes: 0,
+      registeredAt: new Date().toISOString(),
+    };
+    this.registered.push(view);
+    return view;
+  }
+}
+
+const hosts = new InMemoryHosts();
+const { runStoreCommand } = createStoreCommandActivities({ store, hosts });
+
+async function failureOf(command: unknown): Promise<ApplicationFailure> {
+  try {
+    await runStoreCommand(command);
+  } catch (err) {
+    assert.ok(err instanceof ApplicationFailure, `an ApplicationFailure, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`${JSON.stringify(command)} succeeded`);
+}
+
+describe('runStoreCommand', () => {
+  test('policy add, list and remove reach the store', async () => {
+    const added = (await runStoreCommand({ kind: 'policy.add', principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow', services: ['s3'] })) as {
+      id: number;
+      maxTtlSeconds: number | null;
+      services: string[] | null;
+    };
+    assert.deepEqual([added.maxTtlSeconds, added.services], [null, ['s3']]);
+    assert.deepEqual(store.policies.list().map((row) => row.id), [added.id]);
+    const listed = (await runStoreCommand({ kind: 'policy.list' })) as { policies: { id: number }[] };
+    assert.deepEqual(listed.policies.map((row) => row.id), [added.id]);
+    assert.equal(((await runStoreCommand({ kind: 'policy.remove', id: added.id })) as { id: number }).id, added.id);
+    assert.deepEqual(store.policies.list(), []);
+  });
+
+  test('approvers: add twice keeps the first record; removing an unlisted one is NOT_FOUND with a hint', async () => {
+    const first = await runStoreCommand({ kind: 'approvers.add', name: 'alice' });
+    assert.deepEqual(await runStoreCommand({ kind: 'approvers.add', name: 'alice' }), first);
+    assert.deepEqual(await runStoreCommand({ kind: 'approvers.list' }), { approvers: [first] });
+    assert.deepEqual(await runStoreCommand({ kind: 'approvers.remove', name: 'alice' }), first);
+    const missing = await failureOf({ kind: 'approvers.remove', name: 'alice' });
+    assert.equal(missing.type, 'NOT_FOUND');
+    assert.equal(missing.nonRetryable, true);
+    assert.match(String((missing.details?.[0] as { hint?: string }).hint), /approvers list/);
+  });
+
+  test('audit of an unknown sandbox is NOT_FOUND; leaks and hosts answer with their documented shapes', async () => {
+    assert.equal((await failureOf({ kind: 'audit', sandboxId: 'nosuch' })).type, 'NOT_FOUND');
+    assert.deepEqual(await runStoreCommand({ kind: 'leaks' }), { leaks: [] });
+    const registration: HostRegistration = { hostId: 'local', taskQueue: 'tq-docker-local', adapters: ['memory'], capacity: 4, engineId: null, identity: 'w1' };
+    assert.equal(((await runStoreCommand({ kind: 'hosts.register', registration })) as HostView).hostId, 'local');
+    const { hosts: listed } = (await runStoreCommand({ kind: 'hosts' })) as { hosts: HostView[] };
+    assert.deepEqual(listed.map((host) => [host.hostId, host.capacity]), [['local', 4]]);
+  });
+
+  test('a malformed command is INVALID_INPUT naming what to fix, and changes nothing', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ kind: 'policy.drop' }, /kind/],
+      [{ kind: 'policy.add', principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'maybe' }, /effect/],
+      [{ kind: 'policy.add', principalPattern: 'a b', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: -1 }, /principalPattern.*maxTtlSeconds|maxTtlSeconds.*principalPattern/],
+      [{ kind: 'policy.remove', id: 0 }, /id: must be at least 1/],
+      [{ kind: 'approvers.add', name: '' }, /name/],
+      [{ kind: 'audit', sandboxId: 'Not An Id' }, /sandboxId/],
+      [{ kind: 'hosts.register', registration: { hostId: 'UPPER' } }, /registration\.hostId/],
+      [{ kind: 'leaks', extra: true }, /extra/],
+      ['policy.list', /kind|object/],
+    ];
+    for (const [command, names] of cases) {
+      const failure = await failureOf(command);
+      assert.equal(failure.type, 'INVALID_INPUT', JSON.stringify(command));
+      assert.equal(failure.nonRetryable, true);
+      assert.match(failure.message, names, JSON.stringify(command));
+    }
+    assert.deepEqual(store.policies.list(), []);
+  });
+
+  test('the client and the worker read one schema: every kind the client sends parses', () => {
+    const kinds = storeCommandSchema.options.map((option) => option.shape.kind.value);
+    assert.deepEqual(kinds.sort(), ['approvers.add', 'approvers.list', 'approvers.remove', 'audit', 'hosts', 'hosts.register', 'leaks', 'policy.add', 'policy.list', 'policy.remove']);
+  });
+});
