@@ -117,7 +117,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.equal(audit.sandboxId, 'cli-ready');
     assert.deepEqual(
       audit.operations.map((op) => op.action),
-      ['requested', 'screened', 'ready', 'extended', 'destroying', 'destroyed'],
+      ['requested', 'screened', 'placed', 'ready', 'extended', 'destroying', 'destroyed'],
     );
     const extendRow = audit.operations.find((op) => op.action === 'extended');
     assert.equal(extendRow?.reason, 'more tests');
@@ -157,7 +157,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.equal(denied.status.error?.code, 'APPROVAL_DENIED');
     assert.deepEqual(
       worker.store.sandboxes.audit('cli-review').map((op) => op.action),
-      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approved', 'ready'],
+      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
     );
   });
 

@@ -17,7 +17,9 @@ import { FEATURE_FLAG_NAMES, type FeatureFlags } from '../src/domain/feature-fla
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { LifecycleSettings } from '../src/domain/lifecycle-settings';
 import { sandboxRequestSchema } from '../src/domain/sandbox-request';
+import { DEFAULT_HOST_ID, dockerQueue, storeQueue } from '../src/domain/task-queues';
 import { Store } from '../src/store';
+import { RoleWorkers } from '../src/worker/role-workers';
 import { extendUpdate, statusQuery } from '../src/workflows/sandbox-messages';
 import { createTimeSkippingEnv } from './helpers/time-skipping';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
@@ -53,16 +55,16 @@ describe('lifecycle timers on the time-skipping test server', () => {
 
   const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
 
-  const lifecycleActivities = () => createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS });
+  const lifecycleActivities = () => createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS, liveHostIds: async () => new Set([DEFAULT_HOST_ID]) });
 
+  /** The lifecycle queue with the workflows, and the same activities on the store and docker queues (DESIGN §10). */
   async function withWorker<T>(work: () => Promise<T>, activities: object = lifecycleActivities()): Promise<T> {
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await testWorkflowBundle(),
-      activities,
-    });
-    return worker.runUntil(work());
+    store.hosts.register({ hostId: DEFAULT_HOST_ID, taskQueue: dockerQueue(taskQueue, DEFAULT_HOST_ID), adapters: ['memory'], capacity: 100, engineId: null, identity: 'timers' });
+    const connection = env.nativeConnection;
+    const worker = await Worker.create({ connection, taskQueue, workflowBundle: await testWorkflowBundle() });
+    const storeWorker = await Worker.create({ connection, taskQueue: storeQueue(taskQueue), activities });
+    const dockerWorker = await Worker.create({ connection, taskQueue: dockerQueue(taskQueue, DEFAULT_HOST_ID), activities });
+    return new RoleWorkers([worker, storeWorker, dockerWorker]).runUntil(work());
   }
 
   function start(id: string, principal: string, ttlSeconds?: number) {
@@ -79,7 +81,7 @@ describe('lifecycle timers on the time-skipping test server', () => {
       const final = (await handle.result()) as SandboxStatus;
       assert.equal(final.state, 'DESTROYED');
       assert.ok(Date.now() - startedWall < 60_000, 'two hours of workflow time took seconds');
-      assert.deepEqual(actions('ttl-2h'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+      assert.deepEqual(actions('ttl-2h'), ['requested', 'screened', 'placed', 'ready', 'expiring', 'destroying', 'destroyed']);
       const audit = store.sandboxes.audit('ttl-2h');
       const ready = audit.find((op) => op.action === 'ready');
       const expiresAt = Date.parse(String(ready?.summary.expiresAt));
@@ -101,7 +103,7 @@ describe('lifecycle timers on the time-skipping test server', () => {
       const final = (await handle.result()) as SandboxStatus;
       assert.equal(final.state, 'DESTROYED');
       assert.equal(final.expiresAt, extended.expiresAt);
-      assert.deepEqual(actions('ext-1'), ['requested', 'screened', 'ready', 'extended', 'expiring', 'destroying', 'destroyed']);
+      assert.deepEqual(actions('ext-1'), ['requested', 'screened', 'placed', 'ready', 'extended', 'expiring', 'destroying', 'destroyed']);
       const expiring = store.sandboxes.audit('ext-1').find((op) => op.action === 'expiring');
       assert.equal(expiring?.summary.expiresAt, extended.expiresAt, 'the warning is for the new expiry');
     });
@@ -160,7 +162,7 @@ describe('lifecycle timers on the time-skipping test server', () => {
       failuresLeft = 8;
       const final = (await handle.result()) as SandboxStatus;
       assert.equal(final.state, 'DESTROYED');
-      assert.deepEqual(actions('store-blip'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+      assert.deepEqual(actions('store-blip'), ['requested', 'screened', 'placed', 'ready', 'expiring', 'destroying', 'destroyed']);
       assert.equal(store.sandboxes.state('store-blip'), 'DESTROYED');
       assert.ok(writes >= 9, 'the warning was retried, then written with the teardown');
     }, withFailingProjection(() => {
@@ -192,7 +194,7 @@ describe('lifecycle timers on the time-skipping test server', () => {
       assert.equal(extended.state, 'READY');
       const readyRow = store.sandboxes.audit('extend-moving').find((op) => op.action === 'ready');
       assert.equal(Date.parse(extended.expiresAt as string) - Date.parse(String(readyRow?.summary.expiresAt)), 600_000);
-      assert.deepEqual(actions('extend-moving'), ['requested', 'screened', 'ready', 'extended']);
+      assert.deepEqual(actions('extend-moving'), ['requested', 'screened', 'placed', 'ready', 'extended']);
       assert.equal(store.sandboxes.state('extend-moving'), 'READY', 'the extension recorded READY, not the stale PROVISIONING');
       await handle.terminate('test over');
     }, slowReadyRecord);

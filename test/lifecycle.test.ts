@@ -99,7 +99,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     assert.equal(gone.clientConfig, null);
     assert.equal(gone.timeLeftSeconds, null);
     assert.ok(!worker.memory.liveSandboxIds().includes('ttl-1'));
-    assert.deepEqual(actions(worker, 'ttl-1'), ['requested', 'screened', 'ready', 'expiring', 'destroying', 'destroyed']);
+    assert.deepEqual(actions(worker, 'ttl-1'), ['requested', 'screened', 'placed', 'ready', 'expiring', 'destroying', 'destroyed']);
     const destroying = worker.store.sandboxes.audit('ttl-1').find((op) => op.action === 'destroying');
     assert.equal(destroying?.actor, 'timer');
     assert.equal(destroying?.reason, 'TTL expired');
@@ -153,7 +153,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const audit = worker.store.sandboxes.audit('gated-a');
     assert.deepEqual(
       audit.map((op) => op.action),
-      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'ready'],
+      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
     );
     const ignored = audit.filter((op) => op.action === 'approve_ignored').map((op) => op.reason ?? '');
     assert.match(ignored[0] ?? '', /gated-1 requested this sandbox and cannot approve it/);
@@ -208,7 +208,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await assert.rejects(worker.sandboxes.extend('ext-1', { ttlSeconds: 60 }), rejectsWith('INVALID_STATE'));
 
     const audit = worker.store.sandboxes.audit('ext-1');
-    assert.deepEqual(audit.map((op) => op.action), ['requested', 'screened', 'ready', 'extended', 'destroying', 'destroyed']);
+    assert.deepEqual(audit.map((op) => op.action), ['requested', 'screened', 'placed', 'ready', 'extended', 'destroying', 'destroyed']);
     assert.deepEqual(
       audit.filter((op) => op.action === 'extended' || op.action === 'destroying').map((op) => [op.actor, op.reason]),
       [

@@ -6,17 +6,29 @@ import { isSandboxPlaneError } from '../domain/errors';
 import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
 import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
+import type { HostView } from '../domain/hosts';
 import type { Store } from '../store';
+import type { HostDirectory } from '../store/host-directory';
+import type { RecordedRuntimeIds } from '../store/sandbox-repository';
 import { withTaxonomy } from './activity-failure';
 
-export interface CleanupActivityDeps {
-  readonly store: Store;
+/** What the docker role's sweep activities need: that engine, and whose containers are ours. */
+export interface HostSweepActivityDeps {
   readonly broker: ContainerBroker;
-  /** A Temporal client, for the visibility query and the per-workflow double check. */
-  readonly client: Client;
   /** This plane's id: only containers labelled with it are the sweep's (DESIGN §8). */
   readonly plane: string;
 }
+
+/** What the store role's sweep activities need: the projection and Temporal's view of what runs. */
+export interface ProjectionSweepActivityDeps {
+  readonly store: Store;
+  /** A Temporal client, for the visibility query and the per-workflow double check. */
+  readonly client: Client;
+  /** The registered hosts with their liveness. */
+  readonly hosts: HostDirectory;
+}
+
+export type CleanupActivityDeps = HostSweepActivityDeps & ProjectionSweepActivityDeps;
 
 /** Teardown lines go to the activity's log, so they carry the sweep's workflow and activity ids. */
 const activityLogger: BrokerLogger = {
@@ -24,44 +36,36 @@ const activityLogger: BrokerLogger = {
   warn: (obj, msg) => log.warn(msg, { ...obj }),
 };
 
-/** Activities of the cleanup sweep: inventory, removal of proven orphans, and the leak record. */
+/** Every cleanup activity: what a worker running all roles registers on the lifecycle queue (sweeps started before hosts). */
 export function createCleanupActivities(deps: CleanupActivityDeps) {
-  const { store, broker, client } = deps;
+  const host = createHostSweepActivities(deps);
+  const projection = createProjectionSweepActivities(deps);
+  return {
+    ...host,
+    ...projection,
 
-  async function isRunning(sandboxId: string): Promise<boolean> {
-    try {
-      const description = await client.workflow.getHandle(workflowIdFor(sandboxId)).describe();
-      return description.status.name === 'RUNNING';
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
-      throw err;
-    }
-  }
+    /** Version 1 of the sweep: {@link host.removeContainer} and its audit row in one step. */
+    async removeOrphanContainer(input: { finding: LeakFinding; sweepWorkflowId: string; step: number }): Promise<{ removed: boolean; error: string | null }> {
+      const outcome = await host.removeContainer({ containerId: input.finding.subject });
+      if (outcome.removed) await projection.recordOrphanRemoval(input);
+      return outcome;
+    },
 
-  /**
-   * Why a sandbox's recorded runtime may still exist, though no container of this plane
-   * is labelled for it: a recorded container on another engine, or one that carries
-   * another plane's label. Closing the row as DESTROYED then would be a false "destroyed".
-   */
-  async function recordedLeftovers(sandboxId: string): Promise<string[]> {
-    const recorded = store.sandboxes.recordedRuntime(sandboxId);
-    if (recorded === undefined || recorded.runtimeIds.length === 0) return [];
-    if (recorded.engineId !== undefined && recorded.engineId !== (await broker.engineId())) {
-      return [`its recorded containers ${recorded.runtimeIds.join(', ')} are on Docker engine ${recorded.engineId}, which this sweep does not reach`];
-    }
-    const leftovers: string[] = [];
-    for (const id of recorded.runtimeIds) {
-      try {
-        const container = await broker.inspect(id);
-        if (container.labels[SANDBOX_ID_LABEL] !== sandboxId) continue;
-        leftovers.push(`its recorded container ${id.slice(0, 12)} is still present, labelled for plane ${container.labels[PLANE_LABEL] ?? '(none)'}`);
-      } catch (err) {
-        if (!(isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND')) throw err;
-      }
-    }
-    return leftovers;
-  }
+    /** Version 1 of the sweep: leftovers on this engine, then {@link projection.closeStranded}. */
+    async reconcileStranded(input: { finding: LeakFinding; containersRemain: boolean; sweepWorkflowId: string; step: number }): Promise<ReconcileOutcome | null> {
+      const recorded = (await projection.recordedRuntimes({ sandboxIds: [input.finding.subject] }))[input.finding.subject];
+      const leftovers = [
+        ...(input.containersRemain ? ['its containers are still present after removal'] : []),
+        ...(recorded === undefined ? [] : await host.recordedLeftovers({ sandboxId: input.finding.subject, recorded })),
+      ];
+      return projection.closeStranded({ finding: input.finding, leftovers, sweepWorkflowId: input.sweepWorkflowId, step: input.step });
+    },
+  };
+}
 
+/** The sweep's activities on one docker host: that engine's containers of this plane. */
+export function createHostSweepActivities(deps: HostSweepActivityDeps) {
+  const { broker } = deps;
   return {
     /**
      * Every container of this plane carrying our managed-by label, in any state. One with
@@ -78,9 +82,82 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
       );
     },
 
-    /** Projection rows the sweep has work for (unfinished or DESTROY_FAILED), and those of `alsoIds` (the sandboxes the containers name). */
-    async projectionRows(input: { alsoIds: readonly string[] }): Promise<Record<string, InventoryRow>> {
-      return withTaxonomy(() => store.sandboxes.inventoryRows(input.alsoIds));
+    /**
+     * Stops and removes one orphan. A failure is reported, not thrown: the sweep goes on
+     * and re-measures, and a container that refuses to die stays an outstanding leak.
+     */
+    async removeContainer(input: { containerId: string }): Promise<{ removed: boolean; error: string | null }> {
+      const beating = setInterval(() => heartbeat({ removing: input.containerId }), 5_000);
+      try {
+        heartbeat({ removing: input.containerId });
+        const outcome = await stopAndRemove(broker, input.containerId, { logger: activityLogger });
+        log.info('orphan container removed', { containerId: input.containerId, ...outcome });
+        return { removed: true, error: null };
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        log.warn('orphan container could not be removed', { containerId: input.containerId, error: message });
+        return { removed: false, error: message };
+      } finally {
+        clearInterval(beating);
+      }
+    },
+
+    /**
+     * Why a sandbox's recorded runtime may still exist, though no container of this plane
+     * is labelled for it: a recorded container on another engine, or one that carries
+     * another plane's label. Closing the row as DESTROYED then would be a false "destroyed".
+     */
+    async recordedLeftovers(input: { sandboxId: string; recorded: RecordedRuntimeIds }): Promise<string[]> {
+      return withTaxonomy(async () => {
+        const { sandboxId, recorded } = input;
+        if (recorded.runtimeIds.length === 0) return [];
+        if (recorded.engineId !== undefined && recorded.engineId !== (await broker.engineId())) {
+          return [`its recorded containers ${recorded.runtimeIds.join(', ')} are on Docker engine ${recorded.engineId}, which this sweep does not reach`];
+        }
+        const leftovers: string[] = [];
+        for (const id of recorded.runtimeIds) {
+          try {
+            const container = await broker.inspect(id);
+            if (container.labels[SANDBOX_ID_LABEL] !== sandboxId) continue;
+            leftovers.push(`its recorded container ${id.slice(0, 12)} is still present, labelled for plane ${container.labels[PLANE_LABEL] ?? '(none)'}`);
+          } catch (err) {
+            if (!(isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND')) throw err;
+          }
+        }
+        return leftovers;
+      });
+    },
+  };
+}
+
+/** The sweep's activities on the store role: the projection's rows, Temporal's open lifecycles, and the leak record. */
+export function createProjectionSweepActivities(deps: ProjectionSweepActivityDeps) {
+  const { store, client } = deps;
+
+  async function isRunning(sandboxId: string): Promise<boolean> {
+    try {
+      const description = await client.workflow.getHandle(workflowIdFor(sandboxId)).describe();
+      return description.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  return {
+    /**
+     * Projection rows the sweep has work for (unfinished or DESTROY_FAILED), and those of
+     * `alsoIds` (the sandboxes the containers name). With `hostId`, only the rows placed
+     * on that host (and, with `includeUnplaced`, those placed on none).
+     */
+    async projectionRows(input: { alsoIds: readonly string[]; hostId?: string; includeUnplaced?: boolean }): Promise<Record<string, InventoryRow>> {
+      return withTaxonomy(() => {
+        const rows = store.sandboxes.inventoryRows(input.alsoIds);
+        if (input.hostId === undefined) return rows;
+        const named = new Set(input.alsoIds);
+        const mine = (row: InventoryRow) => row.host === input.hostId || (input.includeUnplaced === true && (row.host ?? null) === null);
+        return Object.fromEntries(Object.entries(rows).filter(([id, row]) => named.has(id) || mine(row)));
+      });
     },
 
     /**
@@ -103,59 +180,44 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
       });
     },
 
-    /**
-     * Stops and removes one orphan. A failure is reported, not thrown: the sweep goes on
-     * and re-measures, and a container that refuses to die stays an outstanding leak.
-     */
-    async removeOrphanContainer(input: {
-      finding: LeakFinding;
-      sweepWorkflowId: string;
-      step: number;
-    }): Promise<{ removed: boolean; error: string | null }> {
-      const { finding } = input;
-      const beating = setInterval(() => heartbeat({ removing: finding.subject }), 5_000);
-      try {
-        heartbeat({ removing: finding.subject });
-        const outcome = await stopAndRemove(broker, finding.subject, { logger: activityLogger });
-        log.info('orphan container removed', { containerId: finding.subject, sandboxId: finding.sandboxId, ...outcome });
-        if (finding.sandboxId !== null) {
-          store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, {
-            step: input.step,
-            action: 'orphan_removed',
-            actor: 'sweep',
-            effect: 'removed',
-            reason: finding.detail,
-            summary: { containerId: finding.subject },
-          });
+    /** The `orphan_removed` audit row of a removed orphan (when it names a sandbox). */
+    async recordOrphanRemoval(input: { finding: LeakFinding; sweepWorkflowId: string; step: number }): Promise<void> {
+      return withTaxonomy(() => {
+        const { finding } = input;
+        if (finding.sandboxId === null) return;
+        store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, {
+          step: input.step,
+          action: 'orphan_removed',
+          actor: 'sweep',
+          effect: 'removed',
+          reason: finding.detail,
+          summary: { containerId: finding.subject },
+        });
+      });
+    },
+
+    /** The runtime ids (and engine) each sandbox's audit trail recorded, for those that recorded any. */
+    async recordedRuntimes(input: { sandboxIds: readonly string[] }): Promise<Record<string, RecordedRuntimeIds>> {
+      return withTaxonomy(() => {
+        const out: Record<string, RecordedRuntimeIds> = {};
+        for (const id of input.sandboxIds) {
+          const recorded = store.sandboxes.recordedRuntime(id);
+          if (recorded !== undefined) out[id] = recorded;
         }
-        return { removed: true, error: null };
-      } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        log.warn('orphan container could not be removed', { containerId: finding.subject, error: message });
-        return { removed: false, error: message };
-      } finally {
-        clearInterval(beating);
-      }
+        return out;
+      });
     },
 
     /**
      * Closes a stranded row (its workflow has ended, the row says otherwise or says
-     * DESTROY_FAILED): DESTROYED when none of its containers remain — neither this
-     * plane's nor the ones it recorded — DESTROY_FAILED while one does (the next sweep
-     * tries again). `null` if its own workflow closed the row meanwhile.
+     * DESTROY_FAILED): DESTROYED when nothing of it remains (`leftovers` empty),
+     * DESTROY_FAILED while something does (the next sweep tries again). `null` if its own
+     * workflow closed the row meanwhile.
      */
-    async reconcileStranded(input: {
-      finding: LeakFinding;
-      containersRemain: boolean;
-      sweepWorkflowId: string;
-      step: number;
-    }): Promise<ReconcileOutcome | null> {
-      return withTaxonomy(async () => {
+    async closeStranded(input: { finding: LeakFinding; leftovers: readonly string[]; sweepWorkflowId: string; step: number }): Promise<ReconcileOutcome | null> {
+      return withTaxonomy(() => {
         const sandboxId = input.finding.subject;
-        const leftovers = [
-          ...(input.containersRemain ? ['its containers are still present after removal'] : []),
-          ...(await recordedLeftovers(sandboxId)),
-        ];
+        const leftovers = [...input.leftovers];
         const state: SandboxState = leftovers.length > 0 ? 'DESTROY_FAILED' : 'DESTROYED';
         const changed = store.sandboxes.reconcile(sandboxId, state, input.sweepWorkflowId, {
           step: input.step,
@@ -174,6 +236,11 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
     /** Writes the sweep's findings to the leaks table (outstanding, removed, gone). */
     async recordSweepFindings(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }): Promise<void> {
       return withTaxonomy(() => store.leaks.recordSweep(input));
+    },
+
+    /** The registered docker hosts and whether a worker serves each: the hosts a sweep fans out to. */
+    async sweepHosts(): Promise<HostView[]> {
+      return withTaxonomy(() => deps.hosts.list());
     },
   };
 }

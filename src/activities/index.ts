@@ -4,30 +4,61 @@ import type { ContainerBroker } from '../docker';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { Store } from '../store';
-import { createCleanupActivities } from './cleanup-activities';
-import { createLifecycleActivities } from './lifecycle-activities';
+import type { HostDirectory } from '../store/host-directory';
+import { createCleanupActivities, createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
+import { createStoreCommandActivities } from './store-command-activities';
+import { createLifecycleActivities, createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
 
-/** Everything the activities need, wired by the worker (real parts) or by tests. */
-export interface ActivityDeps {
+/** What the store role's activities need (DESIGN §10): the projection and Temporal. */
+export interface StoreRoleDeps {
   readonly store: Store;
   readonly workerIdentity: string;
-  readonly adapters: AdapterRegistry;
-  readonly broker: ContainerBroker;
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
   /** A Temporal client, for the sweep's visibility queries. */
   readonly client: Client;
+  /** The docker host registry, with Temporal's word on which hosts are live. */
+  readonly hosts: HostDirectory & { liveHostIds(): Promise<ReadonlySet<string>> };
+}
+
+/** What a docker role's activities need: its engine and the adapters on it. */
+export interface DockerRoleDeps {
+  readonly adapters: AdapterRegistry;
+  readonly broker: ContainerBroker;
   /** This worker's plane id (SANDBOXPLANE_PLANE_ID or derived from Temporal), as its containers are labelled. */
   readonly plane: string;
 }
 
-/** Builds every activity the worker registers; workflows see only the type. */
+/** Everything the activities of all roles need, wired by the worker (real parts) or by tests. */
+export type ActivityDeps = StoreRoleDeps & DockerRoleDeps;
+
+/** The store role's activities, on `<tq>-store`. */
+export function createStoreActivities(deps: StoreRoleDeps) {
+  return {
+    ...createWorkerHealthActivities(deps),
+    ...createProjectionActivities({ ...deps, liveHostIds: () => deps.hosts.liveHostIds() }),
+    ...createProjectionSweepActivities(deps),
+    ...createStoreCommandActivities(deps),
+  };
+}
+
+/** A docker role's activities, on `<tq>-docker-<hostId>`. */
+export function createDockerActivities(deps: DockerRoleDeps) {
+  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps) };
+}
+
+/**
+ * Every activity, as one worker running all roles registers them on the lifecycle queue
+ * too: runs that started before worker roles schedule everything there. Workflows see
+ * only the type.
+ */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createWorkerHealthActivities(deps),
-    ...createLifecycleActivities(deps),
+    ...createLifecycleActivities({ ...deps, liveHostIds: () => deps.hosts.liveHostIds() }),
     ...createCleanupActivities(deps),
+    ...createStoreCommandActivities(deps),
   };
 }
 

@@ -9,6 +9,7 @@ import type {
 import { SandboxPlaneError } from '../domain/errors';
 import { completeResources } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
+import type { Placement } from '../domain/hosts';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
@@ -19,12 +20,24 @@ import { ADAPTER_NAMES, type AdapterName } from '../domain/service-catalog';
 import type { OperationRecord, SandboxSnapshot, Store } from '../store';
 import { withTaxonomy } from './activity-failure';
 
-export interface LifecycleActivityDeps {
+/** What the store role's lifecycle activities need: the projection, and who is live to place on. */
+export interface ProjectionActivityDeps {
   readonly store: Store;
-  readonly adapters: AdapterRegistry;
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
+  /** The docker hosts a worker serves now (Temporal's pollers, or a fresh registration). */
+  readonly liveHostIds: () => Promise<ReadonlySet<string>>;
 }
+
+/** What the docker role's lifecycle activities need: the adapters of its engine. */
+export interface RuntimeActivityDeps {
+  readonly adapters: AdapterRegistry;
+}
+
+export type LifecycleActivityDeps = ProjectionActivityDeps & RuntimeActivityDeps;
+
+/** Where placement put a sandbox, or why no host took it (the workflow waits and asks again). */
+export type PlacementResult = { readonly placement: Placement } | { readonly refused: string };
 
 export interface ScreeningResult {
   readonly decision: Decision;
@@ -61,13 +74,24 @@ function adapterFor(adapters: AdapterRegistry, name: AdapterName): CloudEmulator
   return adapter;
 }
 
-/**
- * Activities of the sandbox lifecycle. Projection writes are keyed by workflow id and
- * step, so a retried activity records nothing twice.
- */
+/** Every lifecycle activity: what a worker running all roles registers on the lifecycle queue. */
 export function createLifecycleActivities(deps: LifecycleActivityDeps) {
+  return { ...createProjectionActivities(deps), ...createRuntimeActivities(deps) };
+}
+
+/** Adapters some registered docker host runs: what screening may grant. */
+function registeredAdapters(store: Store): AdapterName[] {
+  const offered = new Set(store.hosts.list().flatMap((host) => host.adapters));
+  return ADAPTER_NAMES.filter((name) => offered.has(name));
+}
+
+/**
+ * The lifecycle's activities on the store role: screening, audit rows and placement.
+ * Projection writes are keyed by workflow id, run and step, so a retried activity
+ * records nothing twice.
+ */
+export function createProjectionActivities(deps: ProjectionActivityDeps) {
   const { store } = deps;
-  const availableAdapters = ADAPTER_NAMES.filter((name) => deps.adapters[name] !== undefined);
 
   /** The screening verdict, recorded at `step` (or read back when a retry finds it there); call inside a transaction. */
   function screenRecorded(input: {
@@ -88,7 +112,7 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       flags: deps.flags,
       policies: store.policies.list(),
       liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
-      availableAdapters,
+      availableAdapters: registeredAdapters(store),
       ttl: deps.lifecycle,
     });
     const state = input.nextStates[decision.effect];
@@ -147,6 +171,39 @@ export function createLifecycleActivities(deps: LifecycleActivityDeps) {
       return withTaxonomy(() => store.approvers.has(input.approver));
     },
 
+    /**
+     * Places a screened sandbox on the least-loaded live docker host with room for its
+     * adapter, and records the placement (its row's host and a `placed` audit row) in one
+     * transaction. No room anywhere is an answer, not an error: the workflow waits and asks again.
+     */
+    async placeSandbox(input: { snapshot: SandboxSnapshot; adapter: AdapterName; operation: OperationRecord }): Promise<PlacementResult> {
+      const liveHostIds = await deps.liveHostIds();
+      return withTaxonomy(() =>
+        store.sandboxes.atomically((): PlacementResult => {
+          const placed = store.hosts.place({ sandboxId: input.snapshot.id, adapter: input.adapter, liveHostIds });
+          if ('refused' in placed) return placed;
+          if (placed.fresh) {
+            const { placement } = placed;
+            store.sandboxes.appendAudit(input.snapshot.id, input.snapshot.workflowId, {
+              ...input.operation,
+              reason: `placed on docker host ${placement.hostId}`,
+              summary: { ...input.operation.summary, hostId: placement.hostId, taskQueue: placement.taskQueue },
+            });
+            log.info('sandbox placed', { sandboxId: input.snapshot.id, hostId: placement.hostId });
+          }
+          return { placement: placed.placement };
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * The lifecycle's activities on a docker host: the runtime of each sandbox placed
+ * there, through that engine's adapters.
+ */
+export function createRuntimeActivities(deps: RuntimeActivityDeps) {
+  return {
     /** Provisions through the sandbox's adapter; idempotent, so a retry adopts what the first try made. */
     async provisionSandbox(input: {
       sandboxId: string;

@@ -8,6 +8,7 @@ import { fileSchema, parseCliOptions, portSchema } from './cli-options';
 import { action, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
+import { registerHostCommands } from './commands/host-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
@@ -16,6 +17,13 @@ const devOptionsSchema = z.object({
   port: portSchema.optional(),
   uiPort: portSchema.default(8233),
   db: fileSchema.optional(),
+});
+
+// Checked by the configuration's own rules (SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY): one home for each.
+const workerOptionsSchema = z.object({
+  role: z.string().optional(),
+  hostId: z.string().optional(),
+  capacity: z.string().optional(),
 });
 
 const HELP_FOOTER = `
@@ -32,6 +40,8 @@ Environment:
   SANDBOXPLANE_MOTO_IMAGE  moto image id (sha256:...); set by npm start
   SANDBOXPLANE_FLOCI_IMAGE Floci image by digest (floci/floci@sha256:...)
   SANDBOXPLANE_SWEEP_INTERVAL  how often the cleanup schedule runs (default 5m)
+  SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY, _PLACEMENT_WAIT
+                           worker roles and docker hosts (docs/deploy.md)
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
@@ -66,11 +76,21 @@ export function buildProgram(): Command {
 
   program
     .command('worker')
-    .description('run the worker only, against TEMPORAL_ADDRESS, until SIGINT or SIGTERM')
+    .description('run the worker only, against TEMPORAL_ADDRESS, until SIGINT or SIGTERM (all roles unless --role says which)')
+    .option('--role <roles>', 'all, or a comma list of lifecycle, store, docker (env SANDBOXPLANE_WORKER_ROLES; default all)')
+    .option('--host-id <name>', 'the docker role\'s host id; its queue is <task queue>-docker-<name> (env SANDBOXPLANE_HOST_ID; default local)')
+    .option('--capacity <n>', 'how many sandboxes the docker role\'s host takes at once (env SANDBOXPLANE_HOST_CAPACITY; default 100)')
     .addOption(jsonOption())
     .action(
-      action(async () => {
-        const config = loadConfig();
+      action(async (raw) => {
+        const options = parseCliOptions(workerOptionsSchema, raw);
+        // A bad flag is reported under its variable's name (the error says which values work).
+        const config = loadConfig({
+          ...process.env,
+          ...(options.role === undefined ? {} : { SANDBOXPLANE_WORKER_ROLES: options.role }),
+          ...(options.hostId === undefined ? {} : { SANDBOXPLANE_HOST_ID: options.hostId }),
+          ...(options.capacity === undefined ? {} : { SANDBOXPLANE_HOST_CAPACITY: options.capacity }),
+        });
         const { runWorkerCommand } = await import('./worker-command.js');
         await runWorkerCommand(config, createLogger(config.logLevel));
       }),
@@ -110,6 +130,7 @@ export function buildProgram(): Command {
   registerPolicyCommands(program);
   registerApproverCommands(program);
   registerCleanupCommands(program);
+  registerHostCommands(program);
 
   return program;
 }

@@ -6,10 +6,13 @@ import { createPlaneWorker } from '../worker/plane-worker';
 import { ensureScheduleOrWarn } from './cleanup-schedule-setup';
 import { StopRequested, watchStopSignals } from './stop-signals';
 
-/** `sandboxctl worker`: the worker alone, until SIGINT or SIGTERM (then a graceful drain). */
+/**
+ * `sandboxctl worker`: the configured roles (all three by default) until SIGINT or
+ * SIGTERM, then a graceful drain. Only the store role opens the SQLite file.
+ */
 export async function runWorkerCommand(config: Config, logger: Logger): Promise<void> {
   const stop = watchStopSignals(() => undefined);
-  const store = Store.open(config.storePath);
+  const store = config.workerRoles.includes('store') ? Store.open(config.storePath) : undefined;
   try {
     // A managed cluster may refuse operator calls; the worker can still serve, so warn and go on.
     await stop.untilStopped(ensureSearchAttributesAt(config.temporalAddress, config.temporalNamespace)).catch((err: unknown) => {
@@ -17,10 +20,9 @@ export async function runWorkerCommand(config: Config, logger: Logger): Promise<
       logger.warn({ err }, 'could not register search attributes; `sandboxctl doctor` shows which are missing');
     });
     const plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
-    await ensureScheduleOrWarn(plane.client, config, logger);
-    void stop.requested.then(() => {
-      if (plane.worker.getState() === 'RUNNING') plane.worker.shutdown();
-    });
+    // The schedule starts sweeps on the lifecycle queue; whoever runs the store role keeps it in place.
+    if (store !== undefined) await ensureScheduleOrWarn(plane.client, config, logger);
+    void stop.requested.then(() => plane.worker.shutdown());
     try {
       await plane.worker.run();
     } finally {
@@ -29,7 +31,7 @@ export async function runWorkerCommand(config: Config, logger: Logger): Promise<
   } catch (err) {
     if (!(err instanceof StopRequested)) throw err;
   } finally {
-    store.close();
+    store?.close();
     stop.dispose();
   }
 }

@@ -1,3 +1,5 @@
+import { hostIdSchema } from '../domain/hosts';
+import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
 import {
@@ -39,6 +41,10 @@ export interface Config {
    * label; `undefined` means derived from Temporal's cluster and namespace ids at start.
    */
   readonly planeId: string | undefined;
+  /** The roles `sandboxctl worker` runs (DESIGN §10); all three by default. */
+  readonly workerRoles: readonly WorkerRole[];
+  /** The docker role's host: its id (which names its queue) and how many sandboxes it takes. */
+  readonly host: { readonly id: string; readonly capacity: number };
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -119,6 +125,26 @@ const pinnedImage = z.string().refine(isPinnedImage, {
   message: 'must be an image id (sha256:<64 hex>) or a digest reference ([host[:port]/]name@sha256:<64 hex>); a tag can move',
 });
 
+/** `all`, or a comma-separated list of roles (DESIGN §10), as a sorted list without repeats. */
+const workerRoles = z
+  .string()
+  .transform((text, ctx) => {
+    const names = text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+    if (names.length === 1 && names[0] === 'all') return [...WORKER_ROLES];
+    const unknown = names.filter((name) => !(WORKER_ROLES as readonly string[]).includes(name));
+    if (names.length === 0 || unknown.length > 0) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be all or a comma-separated list of ${WORKER_ROLES.join(', ')}; got '${text}'` });
+      return z.NEVER;
+    }
+    return WORKER_ROLES.filter((role) => names.includes(role));
+  })
+  .default('all');
+
+const positiveCount = z
+  .string()
+  .regex(/^[1-9][0-9]{0,5}$/, 'must be a whole number from 1 to 999999')
+  .transform(Number);
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: identifier('default').default('default'),
@@ -138,6 +164,10 @@ const envSchema = z.object({
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60),
   SANDBOXPLANE_PLANE_ID: planeId.optional(),
+  SANDBOXPLANE_WORKER_ROLES: workerRoles,
+  SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID),
+  SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100'),
+  SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
 });
 
 /**
@@ -208,6 +238,7 @@ export function loadConfig(env: Env = process.env): Config {
       approvalTimeoutSeconds: values.SANDBOXPLANE_APPROVAL_TIMEOUT,
       expiryWarningSeconds: values.SANDBOXPLANE_EXPIRY_WARNING,
       healthCheckIntervalSeconds: values.SANDBOXPLANE_HEALTH_INTERVAL,
+      placementWaitSeconds: values.SANDBOXPLANE_PLACEMENT_WAIT,
     }),
     emulators: Object.freeze({
       motoImage: values.SANDBOXPLANE_MOTO_IMAGE,
@@ -216,6 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
     planeId: values.SANDBOXPLANE_PLANE_ID,
+    workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
+    host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY }),
   });
 }
 

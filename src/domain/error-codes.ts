@@ -29,6 +29,7 @@ export const ERROR_CODES = {
     'This database was written by a newer cloud-sandbox-plane: upgrade this installation, or point SANDBOXPLANE_DB at another file.',
   ),
   STORE_UNAVAILABLE: spec('failure', true, 'Check that SANDBOXPLANE_DB names a writable file on a local disk.'),
+  STORE_CONFLICT: spec('refused', false, 'Run exactly one store worker per plane (`sandboxctl hosts` and `sandboxctl doctor` show who polls).'),
 
   // Temporal
   TEMPORAL_UNREACHABLE: spec(
@@ -104,7 +105,8 @@ export const ERROR_CODES = {
   SERVICE_NOT_ALLOWED: spec('refused', false, 'Drop the named services, or ask an operator for a policy row that covers them.'),
   TTL_EXCEEDS_CEILING: spec('refused', false, 'Ask for a shorter --ttl, at most the ceiling named in the message.'),
   QUOTA_EXCEEDED: spec('refused', false, 'Destroy one of your live sandboxes (`sandboxctl list`), or ask for a higher --max-concurrent.'),
-  ADAPTER_UNAVAILABLE: spec('refused', false, 'Choose an adapter this worker runs (--adapter memory|moto|floci) or ask an operator to enable it.'),
+  ADAPTER_UNAVAILABLE: spec('refused', false, 'Choose an adapter a docker host runs (`sandboxctl hosts`; --adapter memory|moto|floci) or ask an operator to enable it.'),
+  NO_CAPACITY: spec('refused', false, 'Every docker host that runs this adapter is full or down (`sandboxctl hosts`): destroy a sandbox, or ask an operator for a host or a higher --capacity.'),
   APPROVAL_DENIED: spec('refused', false, 'A reviewer denied the request; read the reason and ask again with a changed request.'),
   APPROVAL_EXPIRED: spec('refused', false, 'Nobody approved in time; ask again, and ask a reviewer to look at the Temporal UI.'),
   APPROVER_NOT_ALLOWED: spec(

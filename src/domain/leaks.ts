@@ -2,7 +2,7 @@ import type { SandboxState } from './sandbox-states';
 import { isTerminal } from './sandbox-states';
 
 /** What the sweep can find wrong (DESIGN §8). */
-export const LEAK_KINDS = ['orphan_container', 'stranded_sandbox', 'live_mismatch'] as const;
+export const LEAK_KINDS = ['orphan_container', 'stranded_sandbox', 'live_mismatch', 'host_unreachable'] as const;
 export type LeakKind = (typeof LEAK_KINDS)[number];
 
 /** A container carrying our managed-by label, as the broker lists it. */
@@ -17,6 +17,8 @@ export interface ManagedContainer {
 export interface InventoryRow {
   readonly state: SandboxState;
   readonly adapter: string;
+  /** The docker host it was placed on; null for sandboxes placed before hosts existed (or never placed). */
+  readonly host?: string | null;
 }
 
 export interface Inventory {
@@ -156,4 +158,6 @@ export interface SweepReport {
   readonly reconciled: readonly { readonly sandboxId: string; readonly state: SandboxState }[];
   /** Everything still wrong after re-measuring: kept orphans, stranded sandboxes, DESTROY_FAILED rows with leftovers, mismatches. */
   readonly remaining: readonly LeakFinding[];
+  /** The docker hosts the sweep knew, and whether each was live and swept (absent from sweeps before hosts). */
+  readonly hosts?: readonly { readonly hostId: string; readonly live: boolean; readonly swept: boolean }[];
 }

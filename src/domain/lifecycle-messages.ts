@@ -159,6 +159,8 @@ export interface SandboxStatus {
   /** The runtime's handles (container ids) once provisioned; `[]` when none. */
   readonly runtimeIds: readonly string[];
   readonly health: SandboxHealth;
+  /** The docker host it runs on (DESIGN §11); null before placement and for sandboxes placed before hosts existed. */
+  readonly host: string | null;
   readonly clientConfig: ClientConfig | null;
   readonly fidelity: Readonly<Record<string, Fidelity>>;
   readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null } | null;

@@ -1,3 +1,4 @@
+import type { Placement } from './hosts';
 import { clientConfigFor } from './client-config';
 import type { ErrorCode } from './error-codes';
 import type { LifecycleSettings } from './lifecycle-settings';
@@ -106,6 +107,8 @@ export interface SandboxRecord {
   readonly waitingFor: string;
   readonly approval: Approval | null;
   readonly approvalAttempts: readonly ApprovalAttempt[];
+  /** The docker host the sandbox was placed on; absent before placement (and in runs from before hosts). */
+  readonly host?: Placement | null;
 }
 
 /** What the projection keeps of one sandbox; never credentials. */
@@ -158,7 +161,7 @@ function screeningOf(phase: Phase): Screening | null {
   return phase.name === 'requested' ? null : phase.screening;
 }
 
-function runtimeOf(phase: Phase): RuntimeHandle | null {
+export function runtimeOf(phase: Phase): RuntimeHandle | null {
   return phase.name === 'ready' || phase.name === 'ending' || phase.name === 'ended' ? phase.runtime : null;
 }
 
@@ -200,6 +203,7 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     region: runtime?.region ?? null,
     runtimeIds: runtimeOf(phase)?.runtimeIds ?? [],
     health: healthOf(phase),
+    host: record.host?.hostId ?? null,
     clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region),
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },

@@ -11,6 +11,13 @@ export interface LifecycleSettings extends TtlSettings {
    * results recorded before the watch existed: {@link DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS} then.
    */
   readonly healthCheckIntervalSeconds?: number;
+  /**
+   * How long a screened sandbox waits for a docker host with room before it is refused
+   * (NO_CAPACITY). Absent in screening results recorded before placement existed.
+   */
+  readonly placementWaitSeconds?: number;
 }
+
+export const DEFAULT_PLACEMENT_WAIT_SECONDS = 120;
 
 export const DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS = 30;

@@ -63,7 +63,7 @@ export function screenRequest(input: ScreeningInput): Decision {
     return denied('FLAG_DISABLED', `the ${request.adapter} adapter is behind ${flagEnvName(adapterFlag)}, which is off`);
   }
   if (!input.availableAdapters.includes(request.adapter)) {
-    return denied('ADAPTER_UNAVAILABLE', `this worker does not run the ${request.adapter} adapter`);
+    return denied('ADAPTER_UNAVAILABLE', `no docker host of this plane runs the ${request.adapter} adapter`);
   }
 
   const policy = evaluatePolicy({

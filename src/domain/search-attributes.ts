@@ -6,4 +6,7 @@ export const SandboxPrincipal = defineSearchAttributeKey('SandboxPrincipal', Sea
 export const SandboxCapability = defineSearchAttributeKey('SandboxCapability', SearchAttributeType.KEYWORD);
 export const SandboxExpiresAt = defineSearchAttributeKey('SandboxExpiresAt', SearchAttributeType.DATETIME);
 
-export const SEARCH_ATTRIBUTE_KEYS = Object.freeze([SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt]);
+/** The docker host a sandbox was placed on (DESIGN §10). */
+export const SandboxHost = defineSearchAttributeKey('SandboxHost', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTE_KEYS = Object.freeze([SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt, SandboxHost]);

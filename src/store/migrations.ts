@@ -110,6 +110,39 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
     BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
   ALTER TABLE sandboxes ADD COLUMN last_run_id TEXT;
   `,
+  // 5: docker hosts (the registry placement chooses from), the host each sandbox was
+  // placed on, and a leak kind for sandboxes that wait on a host no worker serves.
+  `
+  CREATE TABLE hosts (
+    host_id       TEXT PRIMARY KEY,
+    task_queue    TEXT NOT NULL,
+    adapters      TEXT NOT NULL CHECK (json_valid(adapters)),
+    capacity      INTEGER NOT NULL CHECK (capacity > 0),
+    engine_id     TEXT,
+    identity      TEXT NOT NULL,
+    registered_at TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+  ) STRICT;
+  ALTER TABLE sandboxes ADD COLUMN host TEXT;
+  CREATE INDEX sandboxes_host_state ON sandboxes (host, state);
+
+  CREATE TABLE leaks_v5 (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind        TEXT NOT NULL CHECK (kind IN ('orphan_container', 'stranded_sandbox', 'live_mismatch', 'host_unreachable')),
+    subject     TEXT NOT NULL,
+    sandbox_id  TEXT,
+    detail      TEXT NOT NULL,
+    first_seen  TEXT NOT NULL,
+    last_seen   TEXT NOT NULL,
+    resolution  TEXT CHECK (resolution IS NULL OR resolution IN ('removed', 'gone')),
+    resolved_at TEXT,
+    UNIQUE (kind, subject)
+  ) STRICT;
+  INSERT INTO leaks_v5 SELECT * FROM leaks;
+  DROP TABLE leaks;
+  ALTER TABLE leaks_v5 RENAME TO leaks;
+  CREATE INDEX leaks_outstanding ON leaks (resolution, last_seen);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -142,12 +142,12 @@ export class SandboxRepository {
    */
   inventoryRows(alsoIds: readonly string[]): Record<string, InventoryRow> {
     const rows: Record<string, InventoryRow> = {};
-    const open = this.db.prepare(`SELECT id, state, adapter FROM sandboxes WHERE ${SWEEPABLE}`).all(...TERMINAL) as (InventoryRow & { id: string })[];
-    for (const { id, state, adapter } of open) rows[id] = { state, adapter };
-    const one = this.db.prepare('SELECT state, adapter FROM sandboxes WHERE id = ?');
+    const open = this.db.prepare(`SELECT id, state, adapter, host FROM sandboxes WHERE ${SWEEPABLE}`).all(...TERMINAL) as (InventoryRow & { id: string })[];
+    for (const { id, state, adapter, host } of open) rows[id] = { state, adapter, host };
+    const one = this.db.prepare('SELECT state, adapter, host FROM sandboxes WHERE id = ?');
     for (const id of alsoIds) {
       const row = one.get(id) as InventoryRow | undefined;
-      if (row !== undefined) rows[id] = { state: row.state, adapter: row.adapter };
+      if (row !== undefined) rows[id] = { state: row.state, adapter: row.adapter, host: row.host };
     }
     return rows;
   }

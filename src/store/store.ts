@@ -1,5 +1,6 @@
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
 import { LATEST_SCHEMA_VERSION } from './migrations';
+import { HostRepository } from './host-repository';
 import { LeakRepository } from './leak-repository';
 import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
@@ -13,6 +14,7 @@ export class Store {
   readonly policies: PolicyRepository;
   readonly approvers: ApproverRepository;
   readonly leaks: LeakRepository;
+  readonly hosts: HostRepository;
 
   private constructor(
     readonly file: string,
@@ -22,6 +24,7 @@ export class Store {
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
+    this.hosts = new HostRepository(db);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */

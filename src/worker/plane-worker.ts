@@ -2,20 +2,31 @@ import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { connectTemporal } from '../client/temporal-connection';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createActivities } from '../activities';
+import { createActivities, createDockerActivities, createStoreActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
+import { SandboxPlaneError } from '../domain/errors';
+import type { HostRegistration } from '../domain/hosts';
+import { ADAPTER_NAMES } from '../domain/service-catalog';
+import { dockerQueue, storeQueue, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
+import { registerHostUntilDone } from './host-registration';
 import { resolvePlaneId } from './plane-identity';
+import { RoleWorkers } from './role-workers';
 import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
+import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
+import { TemporalHostDirectory } from './temporal-host-directory';
 
 export interface PlaneWorkerOptions {
   readonly config: Config;
-  readonly store: Store;
+  /** The SQLite projection; required when the store role runs here, and never opened otherwise. */
+  readonly store?: Store;
   readonly logger: Logger;
+  /** The roles to run; `config.workerRoles` (all three unless configured) by default. */
+  readonly roles?: readonly WorkerRole[];
   /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
   readonly workflowBundle?: WorkflowBundle;
   readonly identity?: string;
@@ -26,8 +37,12 @@ export interface PlaneWorkerOptions {
 }
 
 export interface PlaneWorker {
-  readonly worker: Worker;
+  /** The workers of every role this process runs, driven as one. */
+  readonly worker: RoleWorkers;
   readonly identity: string;
+  readonly roles: readonly WorkerRole[];
+  /** The task queues this process polls, by role. */
+  readonly queues: Readonly<Partial<Record<WorkerRole, string>>>;
   /** The value of `io.sandboxplane.plane` on this worker's containers (SANDBOXPLANE_PLANE_ID or derived). */
   readonly planeId: string;
   /** A Temporal client on the worker's namespace (schedules, queries). */
@@ -40,19 +55,22 @@ export function workflowsPath(): string {
   return require.resolve('../workflows');
 }
 
-/** Connects to Temporal and builds the worker for our task queue, with every activity wired. */
+/**
+ * Connects to Temporal and builds one worker per role (DESIGN §10): lifecycle workflows
+ * on `<tq>`, the projection on `<tq>-store`, this engine's runtime on
+ * `<tq>-docker-<hostId>`. A process with every role also serves every activity on
+ * `<tq>`, where runs started before the roles existed still schedule them.
+ */
 export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<PlaneWorker> {
-  const { config, store, logger } = options;
+  const { config, logger } = options;
+  const roles = options.roles ?? config.workerRoles;
+  const has = (role: WorkerRole) => roles.includes(role);
+  if (roles.length === 0) throw new SandboxPlaneError('INVALID_INPUT', 'a worker runs at least one role');
+  const store = options.store;
+  if (has('store') && store === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'the store role needs the SQLite projection');
   installRuntimeLogger(logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
-  // Bundled here rather than by Worker.create so webpack's report stays at debug level.
-  const workflowBundle =
-    options.workflowBundle ??
-    (await bundleWorkflowCode({
-      workflowsPath: workflowsPath(),
-      logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
-    }));
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const { client, connection: clientConnection } = await connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace }).catch(
     async (err: unknown) => {
@@ -60,35 +78,67 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       throw err;
     },
   );
-  try {
-    const planeId = await resolvePlaneId(config, clientConnection.workflowService);
-    const worker = await Worker.create({
-      connection,
-      namespace: config.temporalNamespace,
-      taskQueue: config.taskQueue,
-      identity,
-      activities: createActivities({
-        store,
-        workerIdentity: identity,
-        adapters: options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId),
-        broker,
-        flags: config.flags,
-        lifecycle: config.lifecycle,
-        client,
-        plane: planeId,
-      }),
-      workflowBundle,
-      shutdownGraceTime: '10 seconds',
-    });
-    logger.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace, identity, planeId }, 'worker ready');
-    const close = async () => {
-      await clientConnection.close();
-      await connection.close();
-    };
-    return { worker, identity, planeId, client, close };
-  } catch (err) {
+  const close = async () => {
     await clientConnection.close();
     await connection.close();
+  };
+  try {
+    const planeId = await resolvePlaneId(config, clientConnection.workflowService);
+    const namespace = config.temporalNamespace;
+    const hosts = store === undefined ? undefined : new TemporalHostDirectory(store, clientConnection.workflowService, namespace);
+    const adapters = has('docker') ? (options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId)) : undefined;
+    const workers: Worker[] = [];
+    const queues: Partial<Record<WorkerRole, string>> = {};
+    const common = { connection, namespace, shutdownGraceTime: '10 seconds' } as const;
+
+    if (has('store') && store !== undefined && hosts !== undefined) {
+      const taskQueue = storeQueue(config.taskQueue);
+      const storeIdentity = storeWorkerIdentity(store.file);
+      await refuseSecondStoreWorker({ service: clientConnection.workflowService, namespace, taskQueue, identity: storeIdentity });
+      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts };
+      workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
+      queues.store = taskQueue;
+    }
+    if (has('docker') && adapters !== undefined) {
+      const taskQueue = dockerQueue(config.taskQueue, config.host.id);
+      workers.push(
+        await Worker.create({ ...common, taskQueue, identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`, activities: createDockerActivities({ adapters, broker, plane: planeId }) }),
+      );
+      queues.docker = taskQueue;
+    }
+    if (has('lifecycle')) {
+      // Bundled here rather than by Worker.create so webpack's report stays at debug level.
+      const workflowBundle =
+        options.workflowBundle ??
+        (await bundleWorkflowCode({
+          workflowsPath: workflowsPath(),
+          logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
+        }));
+      const everyRole = WORKER_ROLES.every(has) && store !== undefined && hosts !== undefined && adapters !== undefined;
+      const legacyActivities = everyRole
+        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId })
+        : undefined;
+      workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle, activities: legacyActivities }));
+      queues.lifecycle = config.taskQueue;
+    }
+
+    if (has('docker') && adapters !== undefined) {
+      const registration: HostRegistration = {
+        hostId: config.host.id,
+        taskQueue: dockerQueue(config.taskQueue, config.host.id),
+        adapters: ADAPTER_NAMES.filter((name) => adapters[name] !== undefined),
+        capacity: config.host.capacity,
+        engineId: await broker.engineId().catch(() => null),
+        identity,
+      };
+      // With the store here, before any poll: the first request already finds this host.
+      if (hosts !== undefined) await hosts.register(registration);
+      else registerHostUntilDone({ client, taskQueue: config.taskQueue, registration, logger });
+    }
+    logger.info({ roles, queues, namespace, identity, planeId }, 'worker ready');
+    return { worker: new RoleWorkers(workers), identity, roles, queues, planeId, client, close };
+  } catch (err) {
+    await close();
     throw err;
   }
 }

@@ -1,16 +1,20 @@
-import { getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { executeChild, getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { classifyInventory, type LeakFinding, type SweepReport } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
+import { DEFAULT_HOST_ID, storeQueue } from '../domain/task-queues';
 import { checkHealthSignal } from './sandbox-messages';
 
-const cleanup = proxyActivities<Activities>({
+const CLEANUP_OPTIONS = {
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
-});
+};
+
+/** Activities of sweeps started before docker hosts: everything on the lifecycle queue. */
+const cleanup = proxyActivities<Activities>(CLEANUP_OPTIONS);
 
 /** Sweeps that start under this code hand the mismatches they see to the sandboxes' health watches. */
 const HAND_MISMATCHES_PATCH = 'sweep-hands-mismatches';
@@ -31,15 +35,144 @@ async function handToHealthWatch(mismatches: readonly LeakFinding[]): Promise<vo
   }
 }
 
+/** Sweeps that start under this code fan out one child per live docker host (DESIGN §10). */
+const PER_HOST_PATCH = 'sweep-per-host';
+
 /**
- * One cleanup pass (DESIGN §8): inventory this plane's containers, projection rows and
- * running lifecycles; remove the containers of sandboxes with no open workflow; measure
- * again, so a container that refuses to die stays an outstanding leak; close the rows of
- * sandboxes whose workflow has ended (a DESTROY_FAILED one too, once its leftovers are
- * gone); report what is left, and hand the mismatches under running workflows, which it
- * never repairs, to their health watches.
+ * One cleanup pass (DESIGN §8): one child sweep per live docker host judges and removes
+ * that host's orphans and closes the rows of its ended sandboxes (see
+ * {@link cleanupHostSweep}); a host no worker serves is reported with the sandboxes that
+ * wait for it. The findings are recorded once, and the mismatches under running
+ * workflows, which a sweep never repairs, go to their health watches.
  */
 export async function cleanupSweep(): Promise<SweepReport> {
+  if (!patched(PER_HOST_PATCH)) return singleEngineSweep();
+  const { workflowId } = workflowInfo();
+  const store = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
+  const hosts = await store.sweepHosts();
+  const live = hosts.filter((host) => host.live);
+  // Rows from before placement name no host: the single-machine host (or the first) judges them.
+  const judgesUnplaced = live.find((host) => host.hostId === DEFAULT_HOST_ID) ?? live[0];
+  const reports = await Promise.all(
+    live.map((host) =>
+      executeChild(cleanupHostSweep, {
+        workflowId: `${workflowId}-${host.hostId}`,
+        args: [{ hostId: host.hostId, taskQueue: host.taskQueue, includeUnplaced: host === judgesUnplaced }],
+      }),
+    ),
+  );
+  const unreachable: LeakFinding[] = hosts
+    .filter((host) => !host.live && host.liveSandboxes > 0)
+    .map((host) => ({
+      kind: 'host_unreachable',
+      subject: host.hostId,
+      sandboxId: null,
+      detail:
+        `no worker has polled ${host.taskQueue} since ${host.lastSeenAt ?? 'it registered'}; ${host.liveSandboxes} sandbox(es) placed there ` +
+        'wait for it (their teardown retries on that queue once a docker worker serves it again)',
+    }));
+  const removed = reports.flatMap((report) => report.removed);
+  const remaining = [...reports.flatMap((report) => report.remaining), ...unreachable];
+  const liveMismatches = reports.flatMap((report) => report.remaining.filter((finding) => finding.kind === 'live_mismatch'));
+  await store.recordSweepFindings({ outstanding: remaining, removed });
+  await handToHealthWatch(liveMismatches);
+  const sum = (count: (report: HostSweepReport) => number) => reports.reduce((total, report) => total + count(report), 0);
+  return {
+    sweptAt: new Date().toISOString(),
+    workflowId,
+    counts: {
+      containers: sum((report) => report.counts.containers),
+      orphans: sum((report) => report.counts.orphans),
+      stranded: sum((report) => report.counts.stranded),
+      liveMismatches: liveMismatches.length,
+      removed: removed.length,
+      reconciled: sum((report) => report.reconciled.length),
+      outstanding: remaining.length,
+    },
+    removed,
+    reconciled: reports.flatMap((report) => report.reconciled),
+    remaining,
+    hosts: hosts.map((host) => ({ hostId: host.hostId, live: host.live, swept: live.includes(host) })),
+  };
+}
+
+/** What one host's sweep did and saw; its parent records the findings. */
+export type HostSweepReport = Omit<SweepReport, 'sweptAt' | 'workflowId' | 'hosts'>;
+
+/**
+ * One docker host's part of a sweep: that engine's containers of this plane, the rows
+ * placed there, and Temporal's open lifecycles. Orphans (no open workflow) are removed
+ * by the host's docker worker and measured again; rows whose workflow has ended are
+ * closed — DESTROYED once nothing of them remains, DESTROY_FAILED while something does.
+ */
+export async function cleanupHostSweep(input: { hostId: string; taskQueue: string; includeUnplaced: boolean }): Promise<HostSweepReport> {
+  const { workflowId } = workflowInfo();
+  const docker = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: input.taskQueue });
+  const store = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
+  const containers = await docker.listManagedContainers();
+  const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];
+  const rows = await store.projectionRows({ alsoIds: named, hostId: input.hostId, includeUnplaced: input.includeUnplaced });
+  const candidates = [...new Set([...named, ...Object.keys(rows)])].sort();
+  const running = await store.runningSandboxes({ candidates });
+  const found = classifyInventory({ containers, rows, running });
+
+  let step = 0;
+  for (const orphan of found.orphans) {
+    step += 1;
+    try {
+      const outcome = await docker.removeContainer({ containerId: orphan.subject });
+      if (outcome.removed) await store.recordOrphanRemoval({ finding: orphan, sweepWorkflowId: workflowId, step });
+    } catch (err) {
+      // A hung engine call must not cost the whole sweep: measuring again will show the container stayed.
+      log.warn('orphan removal did not finish', { containerId: orphan.subject, error: String(err) });
+    }
+  }
+  const afterContainers = await docker.listManagedContainers();
+  const after = new Set(afterContainers.map((container) => container.id));
+  const removed = found.orphans.filter((orphan) => !after.has(orphan.subject));
+  const kept = found.orphans.filter((orphan) => after.has(orphan.subject)).map((orphan) => ({ ...orphan, detail: `${orphan.detail}; still present after removal` }));
+
+  const recorded = await store.recordedRuntimes({ sandboxIds: found.stranded.map((finding) => finding.subject) });
+  const reconciled: { sandboxId: string; state: SandboxState }[] = [];
+  const unreconciled: LeakFinding[] = [];
+  for (const finding of found.stranded) {
+    step += 1;
+    try {
+      const runtimeIds = recorded[finding.subject];
+      const leftovers = [
+        ...(afterContainers.some((container) => container.sandboxId === finding.subject) ? ['its containers are still present after removal'] : []),
+        ...(runtimeIds === undefined ? [] : await docker.recordedLeftovers({ sandboxId: finding.subject, recorded: runtimeIds })),
+      ];
+      const outcome = await store.closeStranded({ finding, leftovers, sweepWorkflowId: workflowId, step });
+      if (outcome?.changed === true) reconciled.push({ sandboxId: finding.subject, state: outcome.state });
+      if (outcome?.state === 'DESTROY_FAILED') unreconciled.push({ ...finding, detail: [finding.detail, ...outcome.leftovers].join('; ') });
+    } catch (err) {
+      log.warn('stranded row not reconciled', { sandboxId: finding.subject, error: String(err) });
+      unreconciled.push(finding);
+    }
+  }
+  const remaining = [...kept, ...unreconciled, ...found.liveMismatches];
+  return {
+    counts: {
+      containers: containers.length,
+      orphans: found.orphans.length,
+      stranded: found.stranded.length,
+      liveMismatches: found.liveMismatches.length,
+      removed: removed.length,
+      reconciled: reconciled.length,
+      outstanding: remaining.length,
+    },
+    removed,
+    reconciled,
+    remaining,
+  };
+}
+
+/**
+ * The sweep as it ran before docker hosts (one engine, every activity on the lifecycle
+ * queue): kept unchanged so a sweep in flight during an upgrade replays.
+ */
+async function singleEngineSweep(): Promise<SweepReport> {
   const { workflowId } = workflowInfo();
   const containers = await cleanup.listManagedContainers();
   const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];

@@ -1,4 +1,4 @@
-export { cleanupSweep } from './cleanup-sweep';
+export { cleanupHostSweep, cleanupSweep } from './cleanup-sweep';
 export { roundTrip } from './round-trip';
 export { sandboxLifecycle } from './sandbox-lifecycle';
 export { storeCommand } from './store-command';

@@ -5,6 +5,7 @@ import type { ApprovalAttempt } from '../domain/lifecycle-messages';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import {
   expiresAtMsOf,
+  runtimeOf,
   snapshotOf,
   stateOf,
   statusOf,
@@ -13,19 +14,23 @@ import {
   type Phase,
   type SandboxRecord,
 } from '../domain/lifecycle-record';
-import { SandboxExpiresAt, SandboxState as SandboxStateKey } from '../domain/search-attributes';
+import type { Placement } from '../domain/hosts';
+import { SandboxExpiresAt, SandboxHost, SandboxState as SandboxStateKey } from '../domain/search-attributes';
+import { storeQueue } from '../domain/task-queues';
 import { failureCode } from './workflow-failures';
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
 
 // A bounded retry (about two minutes): a projection that stays down costs audit rows
 // their timeliness, never the lifecycle — see {@link LifecycleContext.audit}.
-export const projection = proxyActivities<Activities>({
+const PROJECTION_OPTIONS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
-});
+} as const;
 
-export const runtime = proxyActivities<Activities>({
+export const projection = proxyActivities<Activities>(PROJECTION_OPTIONS);
+
+const RUNTIME_OPTIONS = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '30 seconds',
   // On cancellation, wait until a provision has really stopped: tearing down while it
@@ -34,17 +39,39 @@ export const runtime = proxyActivities<Activities>({
   // About two minutes of retries (2, 4, 8, 16, then 20 s apart): a Docker engine restart
   // is ridden out, not turned into a FAILED sandbox. Refusals (non-retryable) stop at once.
   retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
-});
+} as const;
+
+export const runtime = proxyActivities<Activities>(RUNTIME_OPTIONS);
 
 /**
  * A short look at a sandbox's runtime (the health watch, the resource listing), tried
  * twice at most: an unanswered health look is "unknown", never a death, and a caller
  * asking for resources hears in seconds, not after the runtime's two-minute budget.
  */
-export const briefLook = proxyActivities<Activities>({
+const BRIEF_LOOK_OPTIONS = {
   startToCloseTimeout: '45 seconds',
+  // A host whose worker is gone never picks the look up: no answer is an answer ("unknown").
+  scheduleToStartTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', maximumAttempts: 2, nonRetryableErrorTypes },
-});
+} as const;
+
+export const briefLook = proxyActivities<Activities>(BRIEF_LOOK_OPTIONS);
+
+const proxiesByQueue = new Map<string, { runtime: typeof runtime; briefLook: typeof briefLook; projection: typeof projection }>();
+
+/** The same three kinds of activity, sent to one task queue (a host's, or the store's). */
+function proxiesOn(taskQueue: string) {
+  let proxies = proxiesByQueue.get(taskQueue);
+  if (proxies === undefined) {
+    proxies = {
+      projection: proxyActivities<Activities>({ ...PROJECTION_OPTIONS, taskQueue }),
+      runtime: proxyActivities<Activities>({ ...RUNTIME_OPTIONS, taskQueue }),
+      briefLook: proxyActivities<Activities>({ ...BRIEF_LOOK_OPTIONS, taskQueue }),
+    };
+    proxiesByQueue.set(taskQueue, proxies);
+  }
+  return proxies;
+}
 
 /** One audit row, as the workflow describes it; the step number is added when it is recorded. */
 export interface Operation {
@@ -131,6 +158,12 @@ export class LifecycleContext {
    * as new: `false` for runs that started before these existed (they replay unchanged).
    */
   watchesHealth = true;
+  /**
+   * Whether this run places its sandbox on a docker host and sends activities to the
+   * role queues (DESIGN §10); `false` for runs that started before worker roles: they
+   * keep everything on the lifecycle queue, where a worker with every role serves it.
+   */
+  placesOnHosts = true;
 
   constructor(record: SandboxRecord, carried?: Omit<CarriedLifecycle, 'record'>) {
     this.current = record;
@@ -161,6 +194,34 @@ export class LifecycleContext {
     for (const pending of this.inbox) {
       if (pending.fromUpdate === true) pending.continued = true;
     }
+  }
+
+  /** The projection's activities: on the store role's queue. */
+  get projection(): typeof projection {
+    return this.placesOnHosts ? proxiesOn(storeQueue(workflowInfo().taskQueue)).projection : projection;
+  }
+
+  /** The runtime's activities: on the queue of the host the sandbox was placed on. */
+  get runtime(): typeof runtime {
+    const host = this.current.host;
+    return this.placesOnHosts && host ? proxiesOn(host.taskQueue).runtime : runtime;
+  }
+
+  /** A short look at the runtime, on the same host queue as {@link runtime}. */
+  get briefLook(): typeof briefLook {
+    const host = this.current.host;
+    return this.placesOnHosts && host ? proxiesOn(host.taskQueue).briefLook : briefLook;
+  }
+
+  /** Whether the sandbox may hold a runtime somewhere: placed, or from before placement existed. */
+  get mayHoldRuntime(): boolean {
+    return !this.placesOnHosts || (this.current.host ?? null) !== null || runtimeOf(this.current.phase) !== null;
+  }
+
+  /** Records where the sandbox runs: from now on its runtime activities go to that host's queue. */
+  placed(placement: Placement): void {
+    this.current = { ...this.current, host: placement };
+    upsertSearchAttributes([{ key: SandboxHost, value: placement.hostId }]);
   }
 
   /** Whether this run's history is long enough to hand over to a new run. */
@@ -228,7 +289,7 @@ export class LifecycleContext {
     const pending = [...this.unrecorded, ...list.map((operation) => this.numbered(operation))];
     const sent = new Set(pending.map((operation) => operation.step));
     try {
-      await projection.recordTransitions({ snapshot: snapshotOf(record), operations: pending });
+      await this.projection.recordTransitions({ snapshot: snapshotOf(record), operations: pending });
       // Only what this write carried: a background write may have queued rows meanwhile.
       this.unrecorded = this.unrecorded.filter((operation) => !sent.has(operation.step));
     } catch (err) {

@@ -12,7 +12,7 @@ import type { Phase } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
 import { checkExtension } from '../domain/ttl';
 import { describeIssues } from '../domain/validation';
-import { briefLook, type LifecycleContext, type PendingApproval } from './lifecycle-context';
+import type { LifecycleContext, PendingApproval } from './lifecycle-context';
 import { readyDetails } from './lifecycle-phases';
 import {
   approveSignal,
@@ -182,7 +182,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       const { request } = ctx.record;
       const phase = ctx.phase;
       const recorded = phase.name === 'ready' ? phase.runtime : null;
-      return briefLook.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services, runtime: recorded });
+      return ctx.briefLook.listSandboxResources({ sandboxId: request.id, adapter: request.adapter, services: request.services, runtime: recorded });
     },
     {
       validator: () => {

@@ -2,11 +2,12 @@ import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { snapshotOf, type Approval, type EndState, type HealthWatch, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
-import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS } from '../domain/lifecycle-settings';
+import type { Placement } from '../domain/hosts';
+import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, DEFAULT_PLACEMENT_WAIT_SECONDS } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
 import type { SandboxState } from '../domain/sandbox-states';
 import { describeIssues } from '../domain/validation';
-import { briefLook, projection, runtime, type DestroyRequest, type LifecycleContext, type PendingApproval } from './lifecycle-context';
+import type { DestroyRequest, LifecycleContext, PendingApproval } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
@@ -66,7 +67,7 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
   const { request } = ctx.record;
   let screening: Screening;
   try {
-    screening = await projection.screenNewRequest({
+    screening = await ctx.projection.screenNewRequest({
       snapshot: snapshotOf(ctx.record),
       request,
       requested: ctx.numbered({
@@ -176,7 +177,7 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
   if (approver === ctx.record.request.principal) return ignore(approver, `${approver} requested this sandbox and cannot ${pending.signal} it`);
   let listed: boolean;
   try {
-    listed = await projection.isListedApprover({ approver });
+    listed = await ctx.projection.isListedApprover({ approver });
   } catch (err) {
     if (isCancellation(err)) throw err;
     const error = failureCode(err, 'STORE_UNAVAILABLE');
@@ -193,8 +194,23 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
   const { request } = ctx.record;
   const { screening } = phase;
   if (ctx.destroyRequest !== undefined) return withdraw(ctx, screening, ctx.destroyRequest, 'before provisioning');
+  if (!ctx.mayHoldRuntime) {
+    const placement = await placeOnHost(ctx, screening);
+    if ('code' in placement) {
+      return ctx.enter(ended('DENIED', { screening, error: placement }), `Refused (${placement.code}): ${placement.message}. Nothing was provisioned.`, {
+        action: 'placement_refused',
+        actor: PLACEMENT_ACTOR,
+        effect: 'deny',
+        reason: placement.message,
+        summary: { code: placement.code },
+      });
+    }
+    if ('withdrawn' in placement) return withdraw(ctx, screening, placement.withdrawn, 'while waiting for a docker host');
+    ctx.placed(placement);
+    ctx.revise(ctx.phase, `Provisioning on docker host ${placement.hostId} through the ${request.adapter} adapter.`);
+  }
   try {
-    const handle = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
     const now = Date.now();
     const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
     const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
@@ -219,11 +235,47 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
   }
 }
 
+/** Who places sandboxes on docker hosts, in the audit trail. */
+const PLACEMENT_ACTOR = 'placement';
+
+/** How often a sandbox that found no room asks again. */
+const PLACEMENT_RETRY_MS = 5_000;
+
+/**
+ * Places the sandbox on a docker host (the store role chooses the least-loaded live one
+ * with room and records it). No room: wait, asking again, until the placement wait runs
+ * out — then a NO_CAPACITY refusal, never an overcommit. A destroy ends the wait.
+ */
+async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise<Placement | LifecycleError | { withdrawn: DestroyRequest }> {
+  const { request } = ctx.record;
+  const waitSeconds = screening.settings.placementWaitSeconds ?? DEFAULT_PLACEMENT_WAIT_SECONDS;
+  const deadlineMs = Date.now() + waitSeconds * 1000;
+  // One audit step for the placement, however often it is asked for.
+  const operation = ctx.numbered({ action: 'placed', actor: PLACEMENT_ACTOR, effect: 'placed', summary: { adapter: request.adapter } });
+  for (;;) {
+    let refused: string;
+    try {
+      const result = await ctx.projection.placeSandbox({ snapshot: snapshotOf(ctx.record), adapter: request.adapter, operation });
+      if ('placement' in result) return result.placement;
+      refused = result.refused;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const error = failureCode(err, 'STORE_UNAVAILABLE');
+      refused = `the store role did not answer (${error.code}: ${error.message})`;
+    }
+    if (Date.now() >= deadlineMs) return { code: 'NO_CAPACITY', message: `${refused}; waited ${formatDuration(waitSeconds)}` };
+    ctx.revise(ctx.phase, `Waiting until ${iso(deadlineMs)} for a docker host with room: ${refused}.`);
+    if (await condition(() => ctx.destroyRequest !== undefined, Math.min(PLACEMENT_RETRY_MS, Math.max(1, deadlineMs - Date.now())))) {
+      return { withdrawn: ctx.destroyRequest as DestroyRequest };
+    }
+  }
+}
+
 /** Best effort after a failed provision (the adapter's destroy is idempotent); returns what stayed. */
 async function compensate(ctx: LifecycleContext): Promise<string[]> {
   const { request } = ctx.record;
   try {
-    return [...(await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter })).remaining];
+    return [...(await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter })).remaining];
   } catch (err) {
     const failure = failureCode(err, 'DESTROY_FAILED');
     log.error('compensation after a failed provision failed; the sweep will find the leftovers', { error: failure });
@@ -312,7 +364,7 @@ async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined
   const { request } = ctx.record;
   let check: { healthy: boolean; detail: string } | undefined;
   try {
-    check = await briefLook.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
+    check = await ctx.briefLook.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
@@ -342,9 +394,9 @@ async function restartEmulator(ctx: LifecycleContext, died: string): Promise<End
   const { request } = ctx.record;
   const phase = ctx.phase as PhaseNamed<'ready'>;
   try {
-    const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
+    const report = await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
     if (report.remaining.length > 0) throw new Error(`the dead emulator could not be removed: ${report.remaining.join(', ')}`);
-    const handle = await runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
     const now = Date.now();
     const current = ctx.phase as PhaseNamed<'ready'>;
     const restarted: PhaseNamed<'ready'> = { ...current, runtime: handle, health: freshWatch(current.screening, now, current.health.restarts + 1, now) };
@@ -378,7 +430,7 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
   const destroying = { action: 'destroying', actor, effect: 'destroy', reason };
   let error: LifecycleError;
   try {
-    const report = await runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
+    const report = await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
     if (report.remaining.length === 0) {
       const outcome = failure === undefined ? `Destroyed (${reason}).` : `Failed (${failure.code}): ${failure.message}. Everything was torn down.`;
       return await ctx.enter({ name: 'ended', state: failure === undefined ? 'DESTROYED' : 'FAILED', screening, runtime: handle, expiresAtMs, error: failure ?? null }, outcome, [
@@ -416,6 +468,8 @@ export async function cancelled(ctx: LifecycleContext): Promise<Phase> {
     case 'awaiting_approval':
       return withdraw(ctx, phase.name === 'requested' ? null : phase.screening, { reason, actor: CANCELLATION_ACTOR }, 'by cancellation');
     case 'provisioning':
+      // Not placed yet: nothing can have been provisioned anywhere.
+      if (!ctx.mayHoldRuntime) return withdraw(ctx, phase.screening, { reason, actor: CANCELLATION_ACTOR }, 'by cancellation');
       return ending(ctx, ctx.adopt({ name: 'ending', screening: phase.screening, runtime: null, expiresAtMs: null, reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
     case 'ready':
       return ending(ctx, ctx.adopt({ ...phase, name: 'ending', reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));

@@ -34,6 +34,12 @@ export const STATE_MACHINE_PATCH = 'lifecycle-state-machine';
 export const HEALTH_WATCH_PATCH = 'lifecycle-health-watch';
 
 /**
+ * Runs that start under this code place their sandbox on a docker host and send their
+ * activities to the role queues (DESIGN §10); older runs keep everything on `<tq>`.
+ */
+export const PLACEMENT_PATCH = 'lifecycle-placement';
+
+/**
  * One sandbox, from request to teardown (DESIGN §2): each phase is one function that
  * returns the next, so the loop below is the diagram.
  *
@@ -44,9 +50,11 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   if (!patched(STATE_MACHINE_PATCH)) return sandboxLifecycleV1(input as Parameters<typeof sandboxLifecycleV1>[0]);
 
   const watchesHealth = patched(HEALTH_WATCH_PATCH);
+  const placesOnHosts = patched(PLACEMENT_PATCH);
   const admitted = admit(input);
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
   ctx.watchesHealth = watchesHealth;
+  ctx.placesOnHosts = placesOnHosts;
   registerLifecycleHandlers(ctx);
   ctx.showInitial();
   if (admitted.ok) {

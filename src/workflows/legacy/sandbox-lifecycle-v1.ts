@@ -133,6 +133,7 @@ export async function sandboxLifecycleV1(input: LifecycleInputV1): Promise<Sandb
     region: state === 'READY' ? (provisioned?.region ?? null) : null,
     // Fields added to status since version 1; version 1 has no health watch.
     runtimeIds: provisioned?.runtimeIds ?? [],
+    host: null,
     health: { status: 'unknown', checkedAt: null, restarts: 0 },
     clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
     fidelity: decision?.fidelity ?? {},

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { ADAPTER_NAMES } from './service-catalog';
+
+/** A host id: the last part of its docker queue, `<tq>-docker-<hostId>`. */
+export const hostIdSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(63, 'must be at most 63 characters')
+  .regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and - (it names a task queue)');
+
+/** What a docker worker tells the store role about itself when it starts (and again now and then). */
+export const hostRegistrationSchema = z.object({
+  hostId: hostIdSchema,
+  taskQueue: z.string().min(1),
+  adapters: z.array(z.enum(ADAPTER_NAMES)).min(1, 'a docker worker runs at least one adapter'),
+  capacity: z.number().int().positive(),
+  /** The Docker engine's own id (docker info), so two host ids on one engine show. */
+  engineId: z.string().nullable(),
+  /** The registering worker's Temporal identity. */
+  identity: z.string().min(1),
+});
+export type HostRegistration = z.infer<typeof hostRegistrationSchema>;
+
+/** One host as `sandboxctl hosts` shows it (DESIGN §11). */
+export interface HostView {
+  readonly hostId: string;
+  readonly taskQueue: string;
+  readonly capacity: number;
+  /** Whether a worker polled the host's queue lately (Temporal's own record of its pollers). */
+  readonly live: boolean;
+  readonly adapters: readonly string[];
+  /** When a worker last polled the host's queue, as Temporal tells it; null when never seen. */
+  readonly lastSeenAt: string | null;
+  /** Sandboxes placed on the host that are not yet over (they hold its capacity). */
+  readonly liveSandboxes: number;
+  readonly engineId: string | null;
+  readonly registeredAt: string;
+}
+
+/** Where a sandbox runs: the workflow routes every runtime activity to `taskQueue`. */
+export interface Placement {
+  readonly hostId: string;
+  readonly taskQueue: string;
+}

@@ -1,0 +1,7 @@
+import type { HostRegistration, HostView } from '../domain/hosts';
+
+/** The host registry as callers see it: the store's rows, with liveness from Temporal. */
+export interface HostDirectory {
+  list(): Promise<HostView[]>;
+  register(registration: HostRegistration): Promise<HostView>;
+}

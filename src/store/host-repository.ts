@@ -1,0 +1,104 @@
+import type { HostRegistration, Placement } from '../domain/hosts';
+import { TERMINAL_STATES } from '../domain/sandbox-states';
+import type { SqliteDatabase } from './database';
+
+/** A registered docker host with the sandboxes that hold its capacity. */
+export interface StoredHost extends HostRegistration {
+  readonly registeredAt: string;
+  readonly updatedAt: string;
+  readonly liveSandboxes: number;
+}
+
+interface HostRow {
+  host_id: string;
+  task_queue: string;
+  adapters: string;
+  capacity: number;
+  engine_id: string | null;
+  identity: string;
+  registered_at: string;
+  updated_at: string;
+  live: number;
+}
+
+/** Ended sandboxes free their host's capacity; a DESTROY_FAILED one may still hold a container, so it keeps its place. */
+const RELEASED = [...TERMINAL_STATES].filter((state) => state !== 'DESTROY_FAILED');
+const HOLDS_CAPACITY = `state NOT IN (${RELEASED.map(() => '?').join(', ')})`;
+
+/** Why no host took a sandbox, for the workflow's wait and its refusal. */
+export interface PlacementRefusal {
+  readonly refused: string;
+}
+
+/**
+ * The host registry and the placements made from it. Placement reads the load and
+ * writes the choice in one write transaction: the store role is the single writer, so
+ * two sandboxes can never both take a host's last slot.
+ */
+export class HostRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  register(host: HostRegistration, now: Date = new Date()): void {
+    const at = now.toISOString();
+    this.db
+      .prepare(
+        `INSERT INTO hosts (host_id, task_queue, adapters, capacity, engine_id, identity, registered_at, updated_at)
+         VALUES (@hostId, @taskQueue, @adapters, @capacity, @engineId, @identity, @at, @at)
+         ON CONFLICT (host_id) DO UPDATE SET task_queue = excluded.task_queue, adapters = excluded.adapters,
+           capacity = excluded.capacity, engine_id = excluded.engine_id, identity = excluded.identity, updated_at = excluded.updated_at`,
+      )
+      .run({ ...host, adapters: JSON.stringify(host.adapters), at });
+  }
+
+  list(): StoredHost[] {
+    const rows = this.db
+      .prepare(
+        `SELECT h.*, (SELECT count(*) FROM sandboxes s WHERE s.host = h.host_id AND s.${HOLDS_CAPACITY}) AS live
+         FROM hosts h ORDER BY h.host_id`,
+      )
+      .all(...RELEASED) as HostRow[];
+    return rows.map((row) => ({
+      hostId: row.host_id,
+      taskQueue: row.task_queue,
+      adapters: JSON.parse(row.adapters) as HostRegistration['adapters'],
+      capacity: row.capacity,
+      engineId: row.engine_id,
+      identity: row.identity,
+      registeredAt: row.registered_at,
+      updatedAt: row.updated_at,
+      liveSandboxes: row.live,
+    }));
+  }
+
+  /** The host a sandbox was placed on, if any. */
+  placementOf(sandboxId: string): Placement | undefined {
+    const row = this.db
+      .prepare('SELECT s.host AS hostId, h.task_queue AS taskQueue FROM sandboxes s JOIN hosts h ON h.host_id = s.host WHERE s.id = ?')
+      .get(sandboxId) as Placement | undefined;
+    return row;
+  }
+
+  /**
+   * Places a sandbox on the least-loaded host among `liveHostIds` that runs `adapter`
+   * and has a free slot (ties go to the host id that sorts first). A retry gets the
+   * first placement back (`fresh: false`). Call inside the transaction that also
+   * records the placement's audit row.
+   */
+  place(input: { sandboxId: string; adapter: string; liveHostIds: ReadonlySet<string> }, now: Date = new Date()): { placement: Placement; fresh: boolean } | PlacementRefusal {
+    const earlier = this.placementOf(input.sandboxId);
+    if (earlier !== undefined) return { placement: earlier, fresh: false };
+    const serving = this.list().filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
+    const chosen = serving
+      .filter((host) => input.liveHostIds.has(host.hostId) && host.liveSandboxes < host.capacity)
+      .sort((a, b) => a.liveSandboxes / a.capacity - b.liveSandboxes / b.capacity || a.hostId.localeCompare(b.hostId))[0];
+    if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
+    this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
+    return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
+  }
+}
+
+function describeNoRoom(adapter: string, serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): string {
+  if (serving.length === 0) return `no registered docker host runs the ${adapter} adapter`;
+  const each = serving.map((host) => `${host.hostId} ${liveHostIds.has(host.hostId) ? `${host.liveSandboxes}/${host.capacity}` : 'not live'}`);
+  return `no live docker host has room for a ${adapter} sandbox (${each.join(', ')})`;
+}
