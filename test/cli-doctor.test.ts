@@ -134,6 +134,8 @@ describe('sandboxctl doctor', () => {
       assert.equal(parseReport(result.stdout).ok, true);
       assert.equal(checkNamed(parseReport(result.stdout), 'docker').status, 'ok', 'the test run provides an engine');
       assert.match(checkNamed(parseReport(result.stdout), 'worker').detail, /round trip through/);
+      assert.match(checkNamed(parseReport(result.stdout), 'store worker').detail, /^sandboxplane-store@.* polls doctor-.*-store$/);
+      assert.match(checkNamed(parseReport(result.stdout), 'docker hosts').detail, /^local live, 0\/100 \(memory/);
 
       const quick = await runCli(['doctor', '--quick', '--json'], env);
       assert.equal(quick.code, 0, quick.stdout + quick.stderr);

@@ -3,6 +3,10 @@ import { Client, type Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config/config';
 import { runRoundTrip } from '../client/round-trip';
+import { StoreClient } from '../client/store-client';
+import type { HostView } from '../domain/hosts';
+import { storeQueue } from '../domain/task-queues';
+import { lastPoll, queuePollers } from '../worker/queue-pollers';
 import { ERROR_CODES } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
 import { LATEST_SCHEMA_VERSION, Store } from '../store';
@@ -55,7 +59,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
       return { ok: true, detail: `${namespace} exists` };
     }),
   );
-  if (results[0]?.status !== 'ok') return [...results, skipped('search attributes', 'no namespace'), skipped('worker', 'no namespace')];
+  if (results[0]?.status !== 'ok') return [...results, ...['search attributes', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'no namespace'))];
 
   results.push(
     await check('search attributes', true, 'Run `sandboxctl dev` once against this server; it registers them.', async () => {
@@ -98,11 +102,43 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
       },
     ),
   );
+  results.push(await storeWorkerCheck(config, connection));
+  results.push(
+    results.find((result) => result.name === 'worker')?.status === 'ok'
+      ? await dockerHostsCheck(config, connection)
+      : skipped('docker hosts', 'no worker answered the round trip'),
+  );
   return results;
 }
 
+/** Exactly one store worker may poll `<tq>-store`: it is the projection's single writer. */
+function storeWorkerCheck(config: Config, connection: Connection): Promise<CheckResult> {
+  const queue = storeQueue(config.taskQueue);
+  return check('store worker', true, `Run exactly one store worker: \`sandboxctl worker\` (all roles) or \`sandboxctl worker --role store\`, on ${queue}.`, async () => {
+    const pollers = (await queuePollers(connection.workflowService, config.temporalNamespace, queue)).filter((poller) => lastPoll([poller]).live);
+    const identities = [...new Set(pollers.map((poller) => poller.identity))];
+    if (identities.length === 1) return { ok: true, detail: `${identities[0]} polls ${queue}` };
+    if (identities.length === 0) return { ok: false, detail: `no store worker polls ${queue}` };
+    return { ok: false, detail: `${identities.length} store workers poll ${queue}: ${identities.join(', ')}`, hint: 'Stop all but one: two store workers split the projection.' };
+  });
+}
+
+/** The registered docker hosts, through the store role: at least one must be live for a sandbox to be placed. */
+function dockerHostsCheck(config: Config, connection: Connection): Promise<CheckResult> {
+  return check('docker hosts', true, 'Start a docker worker: `sandboxctl worker` (all roles) or `sandboxctl worker --role docker --host-id NAME` beside each Docker engine.', async () => {
+    const store = new StoreClient({ client: new Client({ connection, namespace: config.temporalNamespace }), taskQueue: config.taskQueue });
+    const hosts = await store.hosts();
+    const describe = (host: HostView) =>
+      `${host.hostId} ${host.live ? `live, ${host.liveSandboxes}/${host.capacity} (${host.adapters.join(', ')})` : `not live (last poll ${host.lastSeenAt ?? 'never'})`}`;
+    const live = hosts.filter((host) => host.live);
+    if (hosts.length === 0) return { ok: false, detail: 'no docker host has registered' };
+    return { ok: live.length > 0, detail: hosts.map(describe).join('; ') };
+  });
+}
+
+/** The SQLite file; required only where the store role runs (no other role opens it). */
 function storeCheck(config: Config): Promise<CheckResult> {
-  return check('store', true, 'Start the worker (`sandboxctl worker` or `sandboxctl dev`): it creates and migrates the store.', async () => {
+  return check('store', config.workerRoles.includes('store'), 'Start the worker (`sandboxctl worker` or `sandboxctl dev`): it creates and migrates the store.', async () => {
     if (!fs.existsSync(config.storePath)) return { ok: false, detail: `${config.storePath} does not exist yet` };
     let store: Store;
     try {
@@ -139,7 +175,7 @@ export async function runDoctorChecks(config: Config, options: { roundTrip: bool
         },
   );
   if (connection === undefined) {
-    results.push(...['namespace', 'search attributes', 'worker'].map((name) => skipped(name, 'Temporal is unreachable')));
+    results.push(...['namespace', 'search attributes', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'Temporal is unreachable')));
   } else {
     try {
       results.push(...(await temporalChecks(config, connection, options.roundTrip)));

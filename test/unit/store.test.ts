@@ -47,7 +47,7 @@ describe('Store', () => {
       assert.ok(fs.existsSync(file));
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
       assert.ok(store.isCurrent);
-      assert.deepEqual(tables(store), ['approvers', 'leaks', 'operations', 'policies', 'sandboxes']);
+      assert.deepEqual(tables(store), ['approvers', 'hosts', 'leaks', 'operations', 'policies', 'sandboxes']);
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('foreign_keys', { simple: true }), 1);
       assert.ok((store.db.pragma('busy_timeout', { simple: true }) as number) > 0);
@@ -221,7 +221,7 @@ describe('quota and reconciliation in the projection', () => {
     try {
       const states = ['READY', 'DESTROY_FAILED', 'DESTROYED', 'FAILED'] as const;
       states.forEach((state, index) => store.sandboxes.record(projectionSnapshot({ id: `r-${index}`, state, adapter: 'moto' }), op(1, 'requested')));
-      assert.deepEqual(store.sandboxes.inventoryRows([]), { 'r-0': { state: 'READY', adapter: 'moto' }, 'r-1': { state: 'DESTROY_FAILED', adapter: 'moto' } });
+      assert.deepEqual(store.sandboxes.inventoryRows([]), { 'r-0': { state: 'READY', adapter: 'moto', host: null }, 'r-1': { state: 'DESTROY_FAILED', adapter: 'moto', host: null } });
       assert.deepEqual(Object.keys(store.sandboxes.inventoryRows(['r-2', 'unknown'])).sort(), ['r-0', 'r-1', 'r-2']);
 
       assert.equal(store.sandboxes.reconcile('r-1', 'DESTROY_FAILED', 'sweep-1', op(1, 'reconciled')), false, 'nothing to write: it stays DESTROY_FAILED');
