@@ -39,7 +39,8 @@ describe('worker bootstrap', () => {
         runRoundTrip(new Client({ connection }), { taskQueue, requestedBy: 'test' }),
       );
       assert.equal(result.requestedBy, 'test');
-      assert.equal(result.workerIdentity, plane.identity);
+      // The lifecycle worker ran the workflow; the store worker, on <tq>-store, answered with its store.
+      assert.match(result.workerIdentity, /^sandboxplane-store@/);
       assert.equal(result.storeSchemaVersion, LATEST_SCHEMA_VERSION);
       assert.equal(result.storeCurrent, true);
 
@@ -49,7 +50,7 @@ describe('worker bootstrap', () => {
       assert.equal(fromActivity.workflowId, result.workflowId);
       assert.equal(fromActivity.activityType, 'reportWorkerHealth');
       assert.equal(typeof fromActivity.activityId, 'string');
-      assert.equal(fromActivity.taskQueue, taskQueue);
+      assert.equal(fromActivity.taskQueue, `${taskQueue}-store`);
     } finally {
       await plane.close();
       store.close();
