@@ -10,8 +10,10 @@ const RETRY_MS = 5_000;
  * `storeCommand` workflow the store role serves), trying again until it is heard: the
  * store worker may start after it.
  */
-export function registerHostUntilDone(input: { client: Client; taskQueue: string; registration: HostRegistration; logger: Logger }): void {
+export function registerHostUntilDone(input: { client: Client; taskQueue: string; registration: HostRegistration; logger: Logger }): { stop(): void } {
   const { client, taskQueue, registration, logger } = input;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
   const attempt = async (): Promise<void> => {
     try {
       await client.workflow.execute(STORE_COMMAND_WORKFLOW, {
@@ -22,9 +24,17 @@ export function registerHostUntilDone(input: { client: Client; taskQueue: string
       });
       logger.info({ hostId: registration.hostId }, 'docker host registered');
     } catch (err) {
+      if (stopped) return;
       logger.warn({ err, hostId: registration.hostId }, 'docker host not registered yet; trying again');
-      setTimeout(() => void attempt(), RETRY_MS).unref();
+      retry = setTimeout(() => void attempt(), RETRY_MS);
+      retry.unref();
     }
   };
   void attempt();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(retry);
+    },
+  };
 }

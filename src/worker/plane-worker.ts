@@ -78,7 +78,9 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       throw err;
     },
   );
+  let registration: { stop(): void } | undefined;
   const close = async () => {
+    registration?.stop();
     await clientConnection.close();
     await connection.close();
   };
@@ -123,7 +125,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
 
     if (has('docker') && adapters !== undefined) {
-      const registration: HostRegistration = {
+      const host: HostRegistration = {
         hostId: config.host.id,
         taskQueue: dockerQueue(config.taskQueue, config.host.id),
         adapters: ADAPTER_NAMES.filter((name) => adapters[name] !== undefined),
@@ -132,8 +134,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         identity,
       };
       // With the store here, before any poll: the first request already finds this host.
-      if (hosts !== undefined) await hosts.register(registration);
-      else registerHostUntilDone({ client, taskQueue: config.taskQueue, registration, logger });
+      if (hosts !== undefined) await hosts.register(host);
+      else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
     logger.info({ roles, queues, namespace, identity, planeId }, 'worker ready');
     return { worker: new RoleWorkers(workers), identity, roles, queues, planeId, client, close };
