@@ -79,6 +79,7 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     // engine API and the docker-proxy port forwarders (children of dockerd) are gone
     // until it returns and restores them.
     '--live-restore',
+    ...ownEngineIdentity(dir),
   ];
 
   const isRunning = () => child !== undefined && child.exitCode === null && child.signalCode === null;
@@ -158,6 +159,21 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     copyImageFrom: (sourceDockerHost, image) => copyImage(sourceDockerHost, dockerHost, image),
     dispose,
   };
+}
+
+/**
+ * Before Docker 23 the engine id (`docker info` ID) comes from the trust key at
+ * /etc/docker/key.json, which every dockerd of the machine shares: this engine gets a key
+ * of its own, so it is told apart from the shared one as a second machine's would be.
+ * From 23 on the id lives in the data root, which is already this engine's own.
+ */
+function ownEngineIdentity(dir: string): string[] {
+  const version = /version (\d+)\./i.exec(execFileSync('dockerd', ['--version'], { encoding: 'utf8' }))?.[1];
+  if (version === undefined || Number(version) >= 23) return [];
+  // A setting of daemon.json only: dockerd has no flag for it.
+  const configFile = path.join(dir, 'daemon.json');
+  fs.writeFileSync(configFile, JSON.stringify({ 'deprecated-key-path': path.join(dir, 'key.json') }));
+  return [`--config-file=${configFile}`];
 }
 
 /** dockerd leaves its data root bind-mounted on itself (and, after a crash, more): unmount, deepest first. */

@@ -42,16 +42,25 @@ function gone(child: ChildProcess): Promise<void> {
  * build as the worker processes, so both agree on the store's schema even while the
  * sources under test/ and src/ are newer than dist/.
  */
-export async function runSandboxctl(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runSandboxctl(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   await untilBuilt();
   const child = spawn(process.execPath, [SANDBOXCTL, ...args], { cwd: REPO_ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // A command that should have ended (a worker that should have refused to start) must not hang the test.
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -85,20 +94,28 @@ async function untilBuilt(): Promise<number> {
  * because dist/ was rebuilt under it (a concurrent `npm test` elsewhere on the machine)
  * is tried once more; once ready, the worker needs nothing more from dist/.
  */
-export async function startWorkerProcess(env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> {
+export async function startWorkerProcess(
+  env: Record<string, string>,
+  options: {
+    readyTimeoutMs?: number;
+    /** Flags after `worker`, e.g. `['--role', 'docker', '--host-id', 'b']`. */
+    args?: readonly string[];
+  } = {},
+): Promise<WorkerProcess> {
   killAllOnExit();
   const built = await untilBuilt();
+  const args = options.args ?? [];
   try {
-    return await attemptStart(env, options.readyTimeoutMs ?? 120_000);
+    return await attemptStart(env, args, options.readyTimeoutMs ?? 120_000);
   } catch (err) {
     if (buildStampMs() === built) throw err;
     await untilBuilt();
-    return attemptStart(env, options.readyTimeoutMs ?? 120_000);
+    return attemptStart(env, args, options.readyTimeoutMs ?? 120_000);
   }
 }
 
-async function attemptStart(env: Record<string, string>, timeoutMs: number): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [SANDBOXCTL, 'worker'], {
+async function attemptStart(env: Record<string, string>, args: readonly string[], timeoutMs: number): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [SANDBOXCTL, 'worker', ...args], {
     cwd: REPO_ROOT,
     env: cliEnv({ ...env, SANDBOXPLANE_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],
