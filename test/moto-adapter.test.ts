@@ -189,7 +189,7 @@ describe('moto health gate on the lifecycle', () => {
       assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'moto-sick' }), []);
       assert.deepEqual(
         worker.store.sandboxes.audit('moto-sick').map((op) => op.action),
-        ['requested', 'screened', 'provision_failed'],
+        ['requested', 'screened', 'placed', 'provision_failed'],
       );
     } finally {
       await worker.stop();
