@@ -2,6 +2,7 @@ import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OPEN_LIFECYCLES_QUERY, sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
 import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
@@ -111,7 +112,7 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
       return withTaxonomy(async () => {
         const { sandboxId, recorded } = input;
         if (recorded.runtimeIds.length === 0) return [];
-        if (recorded.engineId !== undefined && recorded.engineId !== (await broker.engineId())) {
+        if (recorded.engineId !== undefined && !sameEngine(recorded.engineId, await broker.engineId())) {
           return [`its recorded containers ${recorded.runtimeIds.join(', ')} are on Docker engine ${recorded.engineId}, which this sweep does not reach`];
         }
         const leftovers: string[] = [];

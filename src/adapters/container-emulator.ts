@@ -1,3 +1,4 @@
+import { sameEngine } from '../domain/engine-identity';
 import { createHash } from 'node:crypto';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
@@ -170,7 +171,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   private async refuseOtherEngine(sandboxId: string, recorded: RecordedRuntime | null | undefined): Promise<void> {
     if (recorded?.engineId === undefined) return;
     const here = await this.options.broker.engineId();
-    if (here === recorded.engineId) return;
+    if (sameEngine(recorded.engineId, here)) return;
     throw new SandboxPlaneError(
       'RUNTIME_ON_OTHER_ENGINE',
       `sandbox ${sandboxId}'s containers (${recorded.runtimeIds.join(', ') || 'none recorded'}) run on Docker engine ${recorded.engineId}, ` +

@@ -12,18 +12,12 @@ import { registerHostCommands } from './commands/host-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
+import { workerConfig, workerOptionsSchema } from './worker-options';
 
 const devOptionsSchema = z.object({
   port: portSchema.optional(),
   uiPort: portSchema.default(8233),
   db: fileSchema.optional(),
-});
-
-// Checked by the configuration's own rules (SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY): one home for each.
-const workerOptionsSchema = z.object({
-  role: z.string().optional(),
-  hostId: z.string().optional(),
-  capacity: z.string().optional(),
 });
 
 const HELP_FOOTER = `
@@ -83,14 +77,7 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const options = parseCliOptions(workerOptionsSchema, raw);
-        // A bad flag is reported under its variable's name (the error says which values work).
-        const config = loadConfig({
-          ...process.env,
-          ...(options.role === undefined ? {} : { SANDBOXPLANE_WORKER_ROLES: options.role }),
-          ...(options.hostId === undefined ? {} : { SANDBOXPLANE_HOST_ID: options.hostId }),
-          ...(options.capacity === undefined ? {} : { SANDBOXPLANE_HOST_CAPACITY: options.capacity }),
-        });
+        const config = workerConfig(parseCliOptions(workerOptionsSchema, raw));
         const { runWorkerCommand } = await import('./worker-command.js');
         await runWorkerCommand(config, createLogger(config.logLevel));
       }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { engineIdOf } from '../domain/engine-identity';
 import { SandboxPlaneError } from '../domain/errors';
 import { toContainerState, type ContainerInfo, type ContainerSummary, type PublishedPort } from './container-broker';
 
@@ -47,7 +48,7 @@ const listSchema = z.array(
   }),
 );
 
-const infoSchema = z.object({ ID: z.string().trim().min(1) });
+const infoSchema = z.object({ ID: z.string().trim().min(1), Name: z.string().optional(), DockerRootDir: z.string().optional() });
 
 /** The engine writes the zero time for "never". */
 function timestamp(value: string | undefined): string | null {
@@ -106,7 +107,7 @@ export function toContainerInfo(raw: unknown): ContainerInfo {
 
 /** The engine's ID from `GET /info`: stable for the life of the engine's data directory. */
 export function toEngineId(raw: unknown): string {
-  return parseOrThrow(infoSchema, raw, 'info').ID;
+  return engineIdOf(parseOrThrow(infoSchema, raw, 'info'));
 }
 
 /** Maps `GET /containers/json` onto {@link ContainerSummary}s. */

@@ -69,9 +69,10 @@ describe('container teardown by recorded runtime ids, on the real engine', () =>
     for (const sandboxId of sandboxIds) await removeSandboxContainers(docker, sandboxId);
   });
 
-  test("provisioning records the engine's docker info ID", async () => {
-    const engineId = execFileSync('docker', ['info', '--format', '{{.ID}}'], { encoding: 'utf8' }).trim();
-    assert.equal(await broker.engineId(), engineId);
+  test("provisioning records the engine: its docker info ID, told apart by its name and data root", async () => {
+    const dockerId = execFileSync('docker', ['info', '--format', '{{.ID}}'], { encoding: 'utf8' }).trim();
+    const engineId = await broker.engineId();
+    assert.match(engineId, new RegExp(`^${dockerId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/[0-9a-f]{12}$`));
     const { handle } = await provision(adapterFor('plane-a'), 'teardown-engine');
     assert.equal(handle.engineId, engineId);
     assert.equal(handle.runtimeIds.length, 1);

@@ -220,6 +220,10 @@ export function badCliInvocation(readyId: string): fc.Arbitrary<string[]> {
     badDuration.map((maxTtl) => ['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow', '--max-ttl', maxTtl]),
     fc.constantFrom('0', '-3', 'abc', '1.5').map((id) => ['policy', 'remove', id]),
     fc.constantFrom(['frobnicate'], ['sandbox', 'create'], ['policy', 'frob']),
+    // Never a valid worker flag: a valid one would start a worker.
+    fc.constantFrom('', ' ', ',', 'bogus', 'lifecycle,sotre', 'all,store').map((role) => ['worker', '--role', role]),
+    fc.constantFrom('', 'Host_A', 'b.c', '-x').map((hostId) => ['worker', '--role', 'docker', '--host-id', hostId]),
+    fc.constantFrom('', '0', '-1', '1.5', 'many').map((capacity) => ['worker', '--capacity', capacity]),
   );
 }
 

@@ -1,9 +1,10 @@
-/** The broker's engineId(): `docker info`'s ID, checked with zod and read once (no engine needed). */
+/** The broker's engineId(): `docker info`'s ID (with its name and data root), checked with zod and read once (no engine needed). */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type Docker from 'dockerode';
 import { SandboxPlaneError } from '../../../src/domain/errors';
 import { DockerContainerBroker } from '../../../src/docker';
+import { sameEngine } from '../../../src/domain/engine-identity';
 
 function brokerAnswering(answers: unknown[]): { broker: DockerContainerBroker; calls: () => number } {
   let calls = 0;
@@ -39,5 +40,16 @@ describe('DockerContainerBroker.engineId', () => {
     await assert.rejects(broker.engineId(), (err: unknown) => err instanceof SandboxPlaneError && err.code === 'DOCKER_UNREACHABLE' && err.retryable);
     assert.equal(await broker.engineId(), 'E1');
     assert.equal(calls(), 2);
+  });
+
+  test('engines that share a docker ID (one key.json) are told apart by name and data root; ids recorded bare still match', async () => {
+    const a = await brokerAnswering([{ ID: 'K:E:Y', Name: 'vm', DockerRootDir: '/var/lib/docker' }]).broker.engineId();
+    const b = await brokerAnswering([{ ID: 'K:E:Y', Name: 'vm', DockerRootDir: '/tmp/engine-b/data' }]).broker.engineId();
+    assert.match(a, /^K:E:Y\/[0-9a-f]{12}$/);
+    assert.notEqual(a, b);
+    assert.equal(sameEngine(a, b), false);
+    assert.equal(sameEngine(a, a), true);
+    assert.equal(sameEngine('K:E:Y', a), true, 'a sandbox recorded before the suffix existed is still on its engine');
+    assert.equal(sameEngine('OTHER', a), false);
   });
 });
