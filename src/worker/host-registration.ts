@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { storeCommandWorkflowId } from '../client/store-client';
 import { STORE_COMMAND_WORKFLOW } from '../domain/contract-names';
 import type { HostRegistration } from '../domain/hosts';
 import type { Logger } from '../logging/logger';
@@ -18,7 +19,7 @@ export function registerHostUntilDone(input: { client: Client; taskQueue: string
     try {
       await client.workflow.execute(STORE_COMMAND_WORKFLOW, {
         taskQueue,
-        workflowId: `store-hosts-register-${registration.hostId}-${Date.now()}`,
+        workflowId: storeCommandWorkflowId('hosts.register'),
         args: [{ kind: 'hosts.register', registration }],
         workflowExecutionTimeout: '30 seconds',
       });
