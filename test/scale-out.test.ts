@@ -310,6 +310,11 @@ describe('scale-out: one store, two lifecycle and two docker workers on two engi
       `leaks --json reports host b: ${JSON.stringify(leaks)}`,
     );
 
+    // A silent host that still holds a sandbox cannot be retired: its teardown waits for it.
+    const retire = await runSandboxctl(['hosts', 'remove', 'b', '--json'], callerEnv, { timeoutMs: 120_000 });
+    assert.equal(retire.code, 3, retire.stderr);
+    assert.equal((JSON.parse(retire.stderr) as { error: { code: string } }).error.code, 'HOST_IN_USE');
+
     dockerB = await startDockerWorker('b');
     await eventually('host b to be live again', async () => ((await hosts()).b?.live === true ? true : undefined), 60_000);
     assert.ok((await containersOn('b')).has(stranded), "the silent host's container ran on");

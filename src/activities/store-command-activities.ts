@@ -49,6 +49,7 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     leaks: () => ({ leaks: store.leaks.outstanding() }),
     hosts: async () => ({ hosts: await hosts.list() }),
     'hosts.register': ({ registration }) => hosts.register(registration),
+    'hosts.remove': ({ hostId }) => hosts.remove(hostId),
   };
 
   return {

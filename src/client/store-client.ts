@@ -112,6 +112,11 @@ export class StoreClient {
     return (await this.run({ kind: 'leaks' })).leaks;
   }
 
+  /** Retires a host no docker worker serves and no sandbox holds (HOST_IN_USE otherwise); returns it as it was. */
+  async removeHost(hostId: string): Promise<HostView> {
+    return this.run({ kind: 'hosts.remove', hostId });
+  }
+
   /** The registered Docker hosts, with whether a worker polls each lately. */
   async hosts(): Promise<HostView[]> {
     return (await this.run({ kind: 'hosts' })).hosts;

@@ -106,6 +106,7 @@ export const ERROR_CODES = {
   TTL_EXCEEDS_CEILING: spec('refused', false, 'Ask for a shorter --ttl, at most the ceiling named in the message.'),
   QUOTA_EXCEEDED: spec('refused', false, 'Destroy one of your live sandboxes (`sandboxctl list`), or ask for a higher --max-concurrent.'),
   ADAPTER_UNAVAILABLE: spec('refused', false, 'Choose an adapter a docker host runs (`sandboxctl hosts`; --adapter memory|moto|floci) or ask an operator to enable it.'),
+  HOST_IN_USE: spec('refused', false, 'A host is retired only once no docker worker serves it and none of its sandboxes is left (`sandboxctl hosts`).'),
   NO_CAPACITY: spec('refused', false, 'Every docker host that runs this adapter is full or down (`sandboxctl hosts`): destroy a sandbox, or ask an operator for a host or a higher --capacity.'),
   APPROVAL_DENIED: spec('refused', false, 'A reviewer denied the request; read the reason and ask again with a changed request.'),
   APPROVAL_EXPIRED: spec('refused', false, 'Nobody approved in time; ask again, and ask a reviewer to look at the Temporal UI.'),

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { CAPABILITIES } from './capabilities';
-import { hostRegistrationSchema, type HostView } from './hosts';
+import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
 import type { LeakKind } from './leaks';
 import { approvalPayloadSchema } from './lifecycle-messages';
 import type { OperationRecord } from './lifecycle-record';
@@ -44,6 +44,7 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('leaks') }).strict(),
   z.object({ kind: z.literal('hosts') }).strict(),
   z.object({ kind: z.literal('hosts.register'), registration: hostRegistrationSchema }).strict(),
+  z.object({ kind: z.literal('hosts.remove'), hostId: hostIdSchema }).strict(),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -107,6 +108,7 @@ export interface StoreCommandResults {
   leaks: { leaks: LeakRecord[] };
   hosts: { hosts: HostView[] };
   'hosts.register': HostView;
+  'hosts.remove': HostView;
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

@@ -4,4 +4,6 @@ import type { HostRegistration, HostView } from '../domain/hosts';
 export interface HostDirectory {
   list(): Promise<HostView[]>;
   register(registration: HostRegistration): Promise<HostView>;
+  /** Retires a host no worker serves and no sandbox holds; returns it as it was. */
+  remove(hostId: string): Promise<HostView>;
 }

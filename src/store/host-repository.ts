@@ -70,6 +70,11 @@ export class HostRepository {
     }));
   }
 
+  /** Deletes a host's row; `false` when there was none. */
+  remove(hostId: string): boolean {
+    return this.db.prepare('DELETE FROM hosts WHERE host_id = ?').run(hostId).changes === 1;
+  }
+
   /** The host a sandbox was placed on, if any. */
   placementOf(sandboxId: string): Placement | undefined {
     const row = this.db

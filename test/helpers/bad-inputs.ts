@@ -224,6 +224,7 @@ export function badCliInvocation(readyId: string): fc.Arbitrary<string[]> {
     fc.constantFrom('', ' ', ',', 'bogus', 'lifecycle,sotre', 'all,store').map((role) => ['worker', '--role', role]),
     fc.constantFrom('', 'Host_A', 'b.c', '-x').map((hostId) => ['worker', '--role', 'docker', '--host-id', hostId]),
     fc.constantFrom('', '0', '-1', '1.5', 'many').map((capacity) => ['worker', '--capacity', capacity]),
+    fc.constantFrom('', 'Host_A', 'a.b', '-').map((hostId) => ['hosts', 'remove', hostId]),
   );
 }
 

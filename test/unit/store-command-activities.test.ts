@@ -116,6 +116,6 @@ describe('runStoreCommand', () => {
 
   test('the client and the worker read one schema: every kind the client sends parses', () => {
     const kinds = storeCommandSchema.options.map((option) => option.shape.kind.value);
-    assert.deepEqual(kinds.sort(), ['approvers.add', 'approvers.list', 'approvers.remove', 'audit', 'hosts', 'hosts.register', 'leaks', 'policy.add', 'policy.list', 'policy.remove']);
+    assert.deepEqual(kinds.sort(), ['approvers.add', 'approvers.list', 'approvers.remove', 'audit', 'hosts', 'hosts.register', 'hosts.remove', 'leaks', 'policy.add', 'policy.list', 'policy.remove']);
   });
 });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/config';
-import type { HostView } from '../../domain/hosts';
+import { hostIdSchema, type HostView } from '../../domain/hosts';
+import { parseOrThrow } from '../../domain/validation';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
@@ -22,7 +23,7 @@ function formatHosts(hosts: readonly HostView[]): string {
 
 /** `hosts`: the Docker hosts the store role knows, and whether a worker serves each (DESIGN §10, §11). */
 export function registerHostCommands(program: Command): void {
-  program
+  const hosts = program
     .command('hosts')
     .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, adapters, last poll')
     .addOption(jsonOption())
@@ -30,6 +31,19 @@ export function registerHostCommands(program: Command): void {
       action(async (raw) => {
         const hosts = await withStoreClient(loadConfig(), (store) => store.hosts());
         printResult({ json: raw.json === true }, { hosts }, formatHosts(hosts));
+      }),
+    );
+
+  hosts
+    .command('remove')
+    .description('retire a Docker host for good: only once no docker worker serves it and none of its sandboxes is left')
+    .argument('<hostId>', 'the host id, as `sandboxctl hosts` lists it')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, [rawHostId]) => {
+        const hostId = parseOrThrow(hostIdSchema, rawHostId, 'host id');
+        const removed = await withStoreClient(loadConfig(), (store) => store.removeHost(hostId));
+        printResult({ json: raw.json === true }, removed, `Removed docker host ${removed.hostId} (${removed.taskQueue}).`);
       }),
     );
 }
