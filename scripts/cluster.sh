@@ -1,0 +1,553 @@
+#!/usr/bin/env bash
+# A real Temporal cluster on PostgreSQL on this machine (DESIGN §10/§11, issue 14).
+#
+#   bash scripts/cluster.sh up       # idempotent; last two lines: TEMPORAL_ADDRESS=… and TEMPORAL_UI=…
+#   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
+#   bash scripts/cluster.sh status   # what runs, where
+#
+# `up`, as root on Debian:
+#   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster in
+#      .data/cluster/postgres on 127.0.0.1:$PG_PORT, run as the `postgres` user; the system
+#      cluster, if any, is never touched.
+#   2. The Temporal server $SERVER_VERSION, its SQL schema tool and the UI server the pinned CLI
+#      embeds, built once with `go install` into .tools/bin (cached: later runs only read a file).
+#   3. Databases `temporal` and `temporal_visibility`, created and migrated with the schema tool
+#      (the schemas are embedded in it; `update-schema` is a no-op when current).
+#   4. The server as four processes (frontend, history, matching, worker) sharing one config,
+#      then the namespace and the search attributes of DESIGN §11, then the UI server.
+#   5. (issue 14, later) the sandboxplane worker topology: see start_workers below.
+# Logs: .data/cluster/logs/; pid files: .data/cluster/run/. Progress goes to stderr, so
+# `eval "$(bash scripts/cluster.sh up | tail -n 2)"` works.
+set -euo pipefail
+
+SERVER_VERSION="v1.29.1"      # the server the pinned temporal CLI (v1.5.1) embeds; docker-compose.yml names it
+SERVER_MODULE="go.temporal.io/server"
+UI_VERSION="v2.42.1"          # the ui-server module the pinned temporal CLI (v1.5.1) embeds
+UI_MODULE="github.com/temporalio/ui-server/v2"
+MIN_GO_TOOLCHAIN="go1.25.0"    # used only when the installed go is older (see go_build)
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools_bin="$root/.tools/bin"
+DATA="${SANDBOXPLANE_CLUSTER_DIR:-$root/.data/cluster}"
+HOST="127.0.0.1"
+# Away from the dev server's 7233 and the tests' random ports.
+PG_PORT="${SANDBOXPLANE_CLUSTER_PG_PORT:-15432}"
+FRONTEND_PORT="${SANDBOXPLANE_CLUSTER_FRONTEND_PORT:-17233}"
+FRONTEND_HTTP_PORT="${SANDBOXPLANE_CLUSTER_FRONTEND_HTTP_PORT:-17243}"
+HISTORY_PORT=17234
+MATCHING_PORT=17235
+WORKER_PORT=17239
+MEMBERSHIP_BASE=16900             # membership (ringpop) port = base + last two digits of the gRPC port
+UI_PORT="${SANDBOXPLANE_CLUSTER_UI_PORT:-18233}"
+NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
+RETENTION="${SANDBOXPLANE_CLUSTER_RETENTION:-72h}"
+LOG_LEVEL="${SANDBOXPLANE_CLUSTER_LOG_LEVEL:-info}"
+NUM_HISTORY_SHARDS=4              # fixed for the life of the data: changing it needs a new database
+WAIT_SECONDS="${SANDBOXPLANE_CLUSTER_WAIT_SECONDS:-90}"
+SERVICES=(history matching frontend worker)   # start order; stop order is the reverse
+
+PG_DATA="$DATA/postgres"
+PG_USER="temporal"                # superuser of the private cluster (as in docker-compose.yml)
+PG_PASSWORD_FILE="$DATA/secrets/postgres-password"
+LOG_DIR="$DATA/logs"
+RUN_DIR="$DATA/run"
+CONFIG_DIR="$DATA/config"
+UI_DIR="$DATA/ui"
+
+server_bin="$tools_bin/temporal-server"
+sql_tool_bin="$tools_bin/temporal-sql-tool"
+ui_bin="$tools_bin/temporal-ui-server"
+cli_bin="$tools_bin/temporal"
+
+say() { printf 'cluster: %s\n' "$*" >&2; }
+fail() { say "error: $*"; exit 1; }
+
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  PATH="$PATH:/usr/local/go/bin"
+fi
+
+grpc_port() {
+  case "$1" in
+    frontend) echo "$FRONTEND_PORT" ;; history) echo "$HISTORY_PORT" ;;
+    matching) echo "$MATCHING_PORT" ;; worker) echo "$WORKER_PORT" ;;
+  esac
+}
+membership_port() { local p; p="$(grpc_port "$1")"; echo $((MEMBERSHIP_BASE + p % 100)); }
+
+# True when something accepts TCP connections on $HOST:$1.
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# True when pid $1 is a live process whose command name is $2 (not a zombie, not a recycled pid).
+alive_as() {
+  local pid="$1" name="$2" _pid comm state
+  [[ -n "$pid" && -r "/proc/$pid/stat" ]] || return 1
+  read -r _pid comm state _ <"/proc/$pid/stat" 2>/dev/null || return 1
+  [[ "$comm" == "(${name:0:15})" && "$state" != Z ]]
+}
+# True when pid $1 lives and is no zombie, whatever its name: just after `setsid nohup … &`
+# the child may not have exec'd the server yet.
+alive() {
+  local pid="$1" _pid comm state
+  [[ -n "$pid" && -r "/proc/$pid/stat" ]] || return 1
+  read -r _pid comm state _ <"/proc/$pid/stat" 2>/dev/null || return 1
+  [[ "$state" != Z ]]
+}
+pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
+
+# ---------------------------------------------------------------------------------------------
+# Binaries
+# ---------------------------------------------------------------------------------------------
+
+module_version() { go version -m "$1" 2>/dev/null | awk -v mod="$2" '$1 == "mod" && $2 == mod { print $3 }'; }
+
+# go_build BIN MODULE PACKAGE VERSION: installs PACKAGE@VERSION as .tools/bin/BIN once.
+go_build() {
+  local bin="$1" module="$2" pkg="$3" version="$4" target="$tools_bin/$1"
+  local version_file="$target.version"
+  if [[ -x "$target" && "$(cat "$version_file" 2>/dev/null)" == "$version" ]]; then return 0; fi
+  command -v go >/dev/null 2>&1 || fail "Go is needed to build $pkg@$version once (install Go >= 1.21; the module's own go line picks the toolchain through the module proxy)"
+  if [[ -x "$target" && "$(module_version "$target" "$module")" == "$version" ]]; then
+    echo "$version" >"$version_file"
+    return 0
+  fi
+  # The server's go.mod wants Go >= 1.25. An older go (>= 1.21) fetches that toolchain itself
+  # through the module proxy (golang.org/toolchain) when GOTOOLCHAIN names it; this machine's
+  # go env says GOTOOLCHAIN=local, which never switches on its own.
+  local toolchain go_minor
+  toolchain="$(go env GOTOOLCHAIN)"
+  go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9][0-9]*\).*/\1/p')"
+  if [[ -n "$go_minor" ]] && ((go_minor < 25)); then
+    ((go_minor >= 21)) || fail "Go $(go env GOVERSION) is too old to build $pkg@$version (needs >= 1.25, or >= 1.21 to fetch 1.25)"
+    toolchain="$MIN_GO_TOOLCHAIN"
+  fi
+  local tmp started=$SECONDS
+  tmp="$(mktemp -d)"
+  say "building $pkg@$version with $(go env GOVERSION) (GOTOOLCHAIN=$toolchain); once, a few minutes"
+  # GOBIN names the binary after the package's last element (`server`, `sql`): build aside, then rename.
+  if ! GOTOOLCHAIN="$toolchain" GOBIN="$tmp" go install "$pkg@$version"; then
+    rm -rf "$tmp"
+    fail "go install $pkg@$version failed (output above)"
+  fi
+  mkdir -p "$tools_bin"
+  mv -f "$tmp/$(basename "$pkg")" "$target"
+  rm -rf "$tmp"
+  echo "$version" >"$version_file"
+  say "installed $target ($((SECONDS - started))s)"
+}
+
+build_binaries() {
+  go_build temporal-server "$SERVER_MODULE" "$SERVER_MODULE/cmd/server" "$SERVER_VERSION"
+  go_build temporal-sql-tool "$SERVER_MODULE" "$SERVER_MODULE/cmd/tools/sql" "$SERVER_VERSION"
+  go_build temporal-ui-server "$UI_MODULE" "$UI_MODULE/cmd/server" "$UI_VERSION"
+  local cli
+  cli="$(bash "$root/scripts/install-temporal-cli.sh" | tail -n 1)" || fail "no temporal CLI (scripts/install-temporal-cli.sh failed)"
+  [[ "$cli" == "$cli_bin" ]] || cli_bin="$cli"
+}
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------------------------
+
+pg_bindir=""
+find_pg_bindir() {
+  local dir
+  # Debian keeps each major version's server binaries in /usr/lib/postgresql/N/bin.
+  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5 -n | tail -n 1 || true)"
+  if [[ -n "$dir" && -x "$dir/initdb" && -x "$dir/pg_ctl" ]]; then pg_bindir="$dir"; return 0; fi
+  return 1
+}
+
+install_postgres() {
+  find_pg_bindir && return 0
+  [[ "$(id -u)" == 0 ]] || fail "PostgreSQL is not installed and installing it needs root"
+  command -v apt-get >/dev/null 2>&1 || fail "PostgreSQL is not installed; this script installs it only on Debian (apt-get)"
+  say "installing postgresql (apt-get update, then apt-get install)"
+  local apt_log
+  apt_log="$(mktemp)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql postgresql-client; } >"$apt_log" 2>&1; then
+    tail -n 20 "$apt_log" >&2
+    fail "apt-get could not install postgresql (output above)"
+  fi
+  rm -f "$apt_log"
+  find_pg_bindir || fail "postgresql installed, but no /usr/lib/postgresql/*/bin/initdb"
+}
+
+as_postgres() { runuser -u postgres -- "$@"; }
+
+pg_password() { cat "$PG_PASSWORD_FILE"; }
+
+psql_q() { PGPASSWORD="$(pg_password)" "$pg_bindir/psql" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -v ON_ERROR_STOP=1 -qtAc "$1"; }
+
+init_postgres() {
+  id postgres >/dev/null 2>&1 || fail "no 'postgres' user (Debian's postgresql package creates it)"
+  mkdir -p "$DATA/secrets" "$LOG_DIR"
+  chmod 0700 "$DATA/secrets"
+  if [[ ! -s "$PG_PASSWORD_FILE" ]]; then
+    (umask 077; od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$PG_PASSWORD_FILE")
+  fi
+  touch "$LOG_DIR/postgres.log"
+  chown postgres: "$LOG_DIR/postgres.log"
+  [[ -f "$PG_DATA/PG_VERSION" ]] && return 0
+  say "initdb $PG_DATA (superuser $PG_USER, password in $PG_PASSWORD_FILE)"
+  rm -rf "$PG_DATA"
+  mkdir -p "$PG_DATA"
+  chown postgres: "$PG_DATA"
+  chmod 0700 "$PG_DATA"
+  local pwfile
+  pwfile="$(mktemp)"
+  cp "$PG_PASSWORD_FILE" "$pwfile"
+  chown postgres: "$pwfile"
+  if ! as_postgres "$pg_bindir/initdb" -D "$PG_DATA" -U "$PG_USER" --pwfile="$pwfile" \
+      --auth-host=scram-sha-256 --auth-local=peer -E UTF8 --locale=C >"$LOG_DIR/initdb.log" 2>&1; then
+    rm -f "$pwfile"
+    tail -n 20 "$LOG_DIR/initdb.log" >&2
+    fail "initdb failed (output above)"
+  fi
+  rm -f "$pwfile"
+}
+
+pg_running() { [[ -f "$PG_DATA/PG_VERSION" ]] && as_postgres "$pg_bindir/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; }
+
+start_postgres() {
+  if pg_running; then
+    say "postgres already runs ($PG_DATA)"
+  else
+    port_open "$PG_PORT" && fail "port $PG_PORT is taken by something else (ss -ltnp 'sport = :$PG_PORT')"
+    say "starting postgres on $HOST:$PG_PORT (log $LOG_DIR/postgres.log)"
+    # No Unix socket (-k ''): nothing of ours lands in /var/run/postgresql.
+    if ! as_postgres "$pg_bindir/pg_ctl" -D "$PG_DATA" -l "$LOG_DIR/postgres.log" -w -t "$WAIT_SECONDS" \
+        -o "-p $PG_PORT -h $HOST -k '' -N 200" start >/dev/null; then
+      tail -n 20 "$LOG_DIR/postgres.log" >&2
+      fail "postgres did not start (log above)"
+    fi
+  fi
+  local deadline=$((SECONDS + WAIT_SECONDS))
+  until "$pg_bindir/pg_isready" -q -h "$HOST" -p "$PG_PORT"; do
+    ((SECONDS < deadline)) || fail "postgres does not answer on $HOST:$PG_PORT"
+    sleep 0.5
+  done
+}
+
+stop_postgres() {
+  find_pg_bindir || return 0
+  if pg_running; then
+    say "stopping postgres"
+    as_postgres "$pg_bindir/pg_ctl" -D "$PG_DATA" -m fast -w -t "$WAIT_SECONDS" stop >/dev/null
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+# ---------------------------------------------------------------------------------------------
+
+sql_tool() {
+  SQL_PASSWORD="$(pg_password)" "$sql_tool_bin" --plugin postgres12 --ep "$HOST" -p "$PG_PORT" -u "$PG_USER" "$@"
+}
+
+migrate() {
+  local db="$1" schema="$2" log="$LOG_DIR/schema.log"
+  if [[ -z "$(psql_q "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]]; then
+    say "creating database $db"
+    sql_tool --db "$db" create-database >>"$log" 2>&1 || { tail -n 20 "$log" >&2; fail "create-database $db failed"; }
+  fi
+  local has_versioning
+  has_versioning="$(PGPASSWORD="$(pg_password)" "$pg_bindir/psql" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" -d "$db" -qtAc \
+    "SELECT 1 FROM information_schema.tables WHERE table_name = 'schema_version'")"
+  if [[ -z "$has_versioning" ]]; then
+    sql_tool --db "$db" setup-schema -v 0.0 >>"$log" 2>&1 || { tail -n 20 "$log" >&2; fail "setup-schema $db failed"; }
+  fi
+  # The schemas ship inside the tool (also in the module cache: …/server@$SERVER_VERSION/schema/$schema).
+  sql_tool --db "$db" update-schema --schema-name "$schema" >>"$log" 2>&1 || { tail -n 20 "$log" >&2; fail "update-schema $db failed"; }
+  say "database $db at schema version $(PGPASSWORD="$(pg_password)" "$pg_bindir/psql" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" -d "$db" -qtAc 'SELECT curr_version FROM schema_version')"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Temporal server
+# ---------------------------------------------------------------------------------------------
+
+write_server_config() {
+  mkdir -p "$CONFIG_DIR"
+  local services="" svc
+  for svc in frontend history matching worker; do
+    services+="  $svc:
+    rpc:
+      grpcPort: $(grpc_port "$svc")
+      membershipPort: $(membership_port "$svc")
+      bindOnIP: $HOST
+"
+    [[ "$svc" == frontend ]] && services+="      httpPort: $FRONTEND_HTTP_PORT
+"
+  done
+  local datastore
+  datastore() {
+    cat <<EOF
+    $1:
+      sql:
+        pluginName: postgres12
+        databaseName: $2
+        connectAddr: "$HOST:$PG_PORT"
+        connectProtocol: tcp
+        user: $PG_USER
+        password: "$(pg_password)"
+        maxConns: $3
+        maxIdleConns: $3
+        maxConnLifetime: 1h
+EOF
+  }
+  (umask 077; cat >"$CONFIG_DIR/cluster.yaml" <<EOF
+# Written by scripts/cluster.sh on every \`up\`: edit the script, not this file.
+log:
+  stdout: true
+  level: $LOG_LEVEL
+
+persistence:
+  defaultStore: postgres-default
+  visibilityStore: postgres-visibility
+  numHistoryShards: $NUM_HISTORY_SHARDS
+  datastores:
+$(datastore postgres-default temporal 10)
+$(datastore postgres-visibility temporal_visibility 5)
+
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: "$HOST"
+  pprof:
+    port: 0
+
+services:
+$services
+publicClient:
+  hostPort: "$HOST:$FRONTEND_PORT"
+
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: "$HOST:$FRONTEND_PORT"
+      httpAddress: "$HOST:$FRONTEND_HTTP_PORT"
+
+dcRedirectionPolicy:
+  policy: noop
+
+dynamicConfigClient:
+  filepath: "$CONFIG_DIR/dynamicconfig.yaml"
+  pollInterval: 10s
+EOF
+  )
+  cat >"$CONFIG_DIR/dynamicconfig.yaml" <<'EOF'
+# Written by scripts/cluster.sh. Same as the dev server the tests use (src/temporal-dev/dev-server.ts).
+system.enableActivityEagerExecution:
+  - value: true
+EOF
+}
+
+start_service() {
+  local svc="$1" pid port
+  pid="$(pid_of "$svc")"
+  port="$(grpc_port "$svc")"
+  if alive_as "$pid" temporal-server; then
+    say "$svc already runs (pid $pid)"
+    return 0
+  fi
+  rm -f "$RUN_DIR/$svc.pid"
+  port_open "$port" && fail "port $port ($svc) is taken by something else (ss -ltnp 'sport = :$port')"
+  port_open "$(membership_port "$svc")" && fail "port $(membership_port "$svc") ($svc membership) is taken by something else"
+  say "starting $svc on $HOST:$port (log $LOG_DIR/$svc.log)"
+  # setsid + nohup: the service outlives this script and the shell that ran it.
+  setsid nohup "$server_bin" --root "$DATA" --config config --env cluster --allow-no-auth \
+    start --service "$svc" >>"$LOG_DIR/$svc.log" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/$svc.pid"
+}
+
+wait_for_port() {
+  local name="$1" port="$2" pid="$3" log="$4" deadline=$((SECONDS + WAIT_SECONDS))
+  until port_open "$port"; do
+    if ! alive "$pid"; then
+      tail -n 20 "$log" >&2
+      fail "$name exited (log above, full log in $log)"
+    fi
+    ((SECONDS < deadline)) || { tail -n 20 "$log" >&2; fail "$name does not listen on $port after ${WAIT_SECONDS}s (log $log)"; }
+    sleep 0.5
+  done
+}
+
+temporal_cli() { "$cli_bin" "$@" --address "$HOST:$FRONTEND_PORT"; }
+
+wait_for_frontend() {
+  local deadline=$((SECONDS + WAIT_SECONDS))
+  until temporal_cli operator cluster health 2>/dev/null | grep -q SERVING; do
+    ((SECONDS < deadline)) || { tail -n 20 "$LOG_DIR/frontend.log" >&2; fail "frontend not SERVING on $HOST:$FRONTEND_PORT after ${WAIT_SECONDS}s"; }
+    sleep 1
+  done
+}
+
+start_server() {
+  mkdir -p "$RUN_DIR" "$LOG_DIR"
+  write_server_config
+  local svc
+  for svc in "${SERVICES[@]}"; do start_service "$svc"; done
+  # The worker service serves no gRPC: its port is only its identity. It is ready once it
+  # listens on its membership port; the others once their gRPC port answers.
+  local port
+  for svc in "${SERVICES[@]}"; do
+    port="$(grpc_port "$svc")"
+    [[ "$svc" == worker ]] && port="$(membership_port "$svc")"
+    wait_for_port "$svc" "$port" "$(pid_of "$svc")" "$LOG_DIR/$svc.log"
+  done
+  wait_for_frontend
+}
+
+# Namespace and the search attributes of DESIGN §11.
+SEARCH_ATTRIBUTES=(SandboxState:Keyword SandboxPrincipal:Keyword SandboxCapability:Keyword SandboxExpiresAt:Datetime SandboxHost:Keyword)
+
+register_namespace() {
+  local deadline=$((SECONDS + WAIT_SECONDS)) out
+  if ! temporal_cli operator namespace describe --namespace "$NAMESPACE" >/dev/null 2>&1; then
+    say "registering namespace $NAMESPACE (retention $RETENTION)"
+    until out="$(temporal_cli operator namespace create --namespace "$NAMESPACE" --retention "$RETENTION" 2>&1)" || [[ "$out" == *"already"* ]]; do
+      ((SECONDS < deadline)) || fail "cannot register namespace $NAMESPACE: $out"
+      sleep 1
+    done
+  fi
+  local existing sa name type missing=()
+  # A new namespace reaches the services' namespace caches within seconds (not at once).
+  until existing="$(temporal_cli operator search-attribute list --namespace "$NAMESPACE" -o json 2>&1)"; do
+    ((SECONDS < deadline)) || fail "cannot list search attributes of $NAMESPACE: $existing"
+    sleep 1
+  done
+  for sa in "${SEARCH_ATTRIBUTES[@]}"; do
+    name="${sa%%:*}"
+    grep -q "\"$name\"" <<<"$existing" || missing+=("$sa")
+  done
+  ((${#missing[@]})) || return 0
+  local args=()
+  for sa in "${missing[@]}"; do args+=(--name "${sa%%:*}" --type "${sa#*:}"); done
+  say "adding search attributes: ${missing[*]}"
+  until out="$(temporal_cli operator search-attribute create --namespace "$NAMESPACE" "${args[@]}" 2>&1)"; do
+    ((SECONDS < deadline)) || fail "cannot add search attributes: $out"
+    sleep 1
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# UI server
+# ---------------------------------------------------------------------------------------------
+
+start_ui() {
+  mkdir -p "$UI_DIR/config"
+  cat >"$UI_DIR/config/cluster.yaml" <<EOF
+# Written by scripts/cluster.sh (the same settings as the temporal CLI's dev server UI).
+temporalGrpcAddress: "$HOST:$FRONTEND_PORT"
+host: "$HOST"
+port: $UI_PORT
+enableUi: true
+defaultNamespace: $NAMESPACE
+hideLogs: true
+cors:
+  cookieInsecure: true
+EOF
+  local pid
+  pid="$(pid_of ui)"
+  if alive_as "$pid" temporal-ui-server; then
+    say "ui already runs (pid $pid)"
+  else
+    rm -f "$RUN_DIR/ui.pid"
+    port_open "$UI_PORT" && fail "port $UI_PORT (ui) is taken by something else"
+    say "starting ui on http://$HOST:$UI_PORT (log $LOG_DIR/ui.log)"
+    setsid nohup "$ui_bin" --root "$UI_DIR" --config config --env cluster start >>"$LOG_DIR/ui.log" 2>&1 </dev/null &
+    echo $! >"$RUN_DIR/ui.pid"
+  fi
+  wait_for_port ui "$UI_PORT" "$(pid_of ui)" "$LOG_DIR/ui.log"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Workers (issue 14: one store worker, two lifecycle workers, two docker workers on two private
+# Docker engines). Not yet: add them here, each with a pid file in $RUN_DIR and a log in
+# $LOG_DIR, and add their names to WORKERS so that `down` and `status` cover them.
+# ---------------------------------------------------------------------------------------------
+
+WORKERS=()
+start_workers() { :; }
+
+# ---------------------------------------------------------------------------------------------
+# down / status
+# ---------------------------------------------------------------------------------------------
+
+stop_process() {
+  local name="$1" comm="$2" pid deadline
+  pid="$(pid_of "$name")"
+  if alive_as "$pid" "$comm"; then
+    say "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 30))
+    while alive_as "$pid" "$comm" && ((SECONDS < deadline)); do sleep 0.2; done
+    if alive_as "$pid" "$comm"; then
+      say "$name (pid $pid) ignored SIGTERM for 30s; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      while alive_as "$pid" "$comm"; do sleep 0.1; done
+    fi
+  fi
+  rm -f "$RUN_DIR/$name.pid"
+}
+
+cmd_down() {
+  local i w
+  for w in "${WORKERS[@]}"; do stop_process "$w" node; done
+  stop_process ui temporal-ui-server
+  for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do stop_process "${SERVICES[i]}" temporal-server; done
+  stop_postgres
+  say "down (data kept in $DATA)"
+}
+
+cmd_status() {
+  local svc pid state all=0
+  line() { printf '%-10s %-8s %-8s %s\n' "$@"; }
+  line component state pid address
+  if find_pg_bindir && pg_running; then
+    line postgres running "$(head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null)" "$HOST:$PG_PORT"
+  else
+    line postgres stopped - "$HOST:$PG_PORT"; all=1
+  fi
+  for svc in "${SERVICES[@]}"; do
+    pid="$(pid_of "$svc")"; state=stopped
+    if alive_as "$pid" temporal-server; then state=running; else pid=-; all=1; fi
+    line "$svc" "$state" "$pid" "$HOST:$(grpc_port "$svc")"
+  done
+  pid="$(pid_of ui)"; state=stopped
+  if alive_as "$pid" temporal-ui-server; then state=running; else pid=-; all=1; fi
+  line ui "$state" "$pid" "http://$HOST:$UI_PORT"
+  return "$all"
+}
+
+cmd_up() {
+  [[ "$(id -u)" == 0 ]] || fail "cluster.sh up runs as root (it installs PostgreSQL and runs it as the postgres user)"
+  local started=$SECONDS
+  mkdir -p "$DATA" "$LOG_DIR" "$RUN_DIR"
+  install_postgres
+  build_binaries
+  init_postgres
+  start_postgres
+  migrate temporal postgresql/v12/temporal
+  migrate temporal_visibility postgresql/v12/visibility
+  start_server
+  register_namespace
+  start_ui
+  start_workers
+  say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
+  printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
+  printf 'TEMPORAL_UI=%s\n' "http://$HOST:$UI_PORT"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) printf 'usage: %s up|down|status\n' "$0" >&2; exit 2 ;;
+esac
