@@ -388,19 +388,26 @@ wait_for_frontend() {
   done
 }
 
+# The worker service serves no gRPC: its port is only its identity. It is ready once it
+# listens on its membership port; the others once their gRPC port answers.
+wait_for_service() {
+  local svc="$1" port
+  port="$(grpc_port "$svc")"
+  [[ "$svc" == worker ]] && port="$(membership_port "$svc")"
+  wait_for_port "$svc" "$port" "$(pid_of "$svc")" "$LOG_DIR/$svc.log"
+}
+
 start_server() {
   mkdir -p "$RUN_DIR" "$LOG_DIR"
   write_server_config
+  # On a new database every service writes the cluster metadata at start, and all but the
+  # first fail ("failed to initialize current cluster metadata"): the first service starts
+  # alone, the others once it is ready.
   local svc
-  for svc in "${SERVICES[@]}"; do start_service "$svc"; done
-  # The worker service serves no gRPC: its port is only its identity. It is ready once it
-  # listens on its membership port; the others once their gRPC port answers.
-  local port
-  for svc in "${SERVICES[@]}"; do
-    port="$(grpc_port "$svc")"
-    [[ "$svc" == worker ]] && port="$(membership_port "$svc")"
-    wait_for_port "$svc" "$port" "$(pid_of "$svc")" "$LOG_DIR/$svc.log"
-  done
+  start_service "${SERVICES[0]}"
+  wait_for_service "${SERVICES[0]}"
+  for svc in "${SERVICES[@]:1}"; do start_service "$svc"; done
+  for svc in "${SERVICES[@]:1}"; do wait_for_service "$svc"; done
   wait_for_frontend
 }
 
