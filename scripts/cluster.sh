@@ -3,7 +3,12 @@
 #
 #   bash scripts/cluster.sh up       # idempotent; last two lines: TEMPORAL_ADDRESS=… and TEMPORAL_UI=…
 #   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
-#   bash scripts/cluster.sh status   # what runs, where
+#   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
+#
+# Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
+# PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
+# worker 17239 (identity only: the worker service serves no gRPC); membership 169xx (same
+# last two digits); UI 18233. SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI}_PORT move them.
 #
 # `up`, as root on Debian:
 #   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster in
@@ -504,11 +509,30 @@ stop_process() {
   rm -f "$RUN_DIR/$name.pid"
 }
 
+# Pids of our server and UI processes that lost their pid file: those started with
+# `--root` this cluster's directory (and nothing else).
+strays() {
+  local f pid args
+  for f in /proc/[0-9]*/cmdline; do
+    pid="${f#/proc/}"; pid="${pid%/cmdline}"
+    args="$( { tr '\0' ' ' <"$f"; } 2>/dev/null || true)"
+    case "$args" in
+      "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "*) echo "$pid" ;;
+    esac
+  done
+}
+
 cmd_down() {
-  local i w
+  local i w pid
   for w in "${WORKERS[@]}"; do stop_process "$w" node; done
   stop_process ui temporal-ui-server
   for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do stop_process "${SERVICES[i]}" temporal-server; done
+  for pid in $(strays); do
+    say "stopping pid $pid (no pid file)"
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for _ in $(seq 1 150); do [[ -z "$(strays)" ]] && break; sleep 0.2; done
+  for pid in $(strays); do kill -KILL "$pid" 2>/dev/null || true; done
   stop_postgres
   say "down (data kept in $DATA)"
 }
@@ -530,6 +554,11 @@ cmd_status() {
   pid="$(pid_of ui)"; state=stopped
   if alive_as "$pid" temporal-ui-server; then state=running; else pid=-; all=1; fi
   line ui "$state" "$pid" "http://$HOST:$UI_PORT"
+  local known=" " stray
+  for svc in "${SERVICES[@]}" ui; do known+="$(pid_of "$svc") "; done
+  for stray in $(strays); do
+    [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
+  done
   return "$all"
 }
 
