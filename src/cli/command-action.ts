@@ -13,7 +13,8 @@ export type ActionBody = (options: ActionOptions, args: string[]) => Promise<num
 export function action(body: ActionBody) {
   return async (...received: unknown[]): Promise<void> => {
     const command = received[received.length - 1] as Command;
-    const options = command.opts<ActionOptions>();
+    // With its parent's options: `hosts remove X --json` hands --json to `hosts`, which takes it too.
+    const options = command.optsWithGlobals<ActionOptions>();
     try {
       process.exitCode = (await body(options, command.args)) ?? 0;
     } catch (err) {
