@@ -43,6 +43,12 @@ class InMemoryHosts implements HostDirectory {
     this.registered.push(view);
     return view;
   }
+  async remove(hostId: string): Promise<HostView> {
+    const index = this.registered.findIndex((host) => host.hostId === hostId);
+    const [removed] = this.registered.splice(index, 1);
+    if (index < 0 || removed === undefined) throw new Error(`no host ${hostId}`);
+    return removed;
+  }
 }
 
 const hosts = new InMemoryHosts();

@@ -23,7 +23,7 @@ function formatHosts(hosts: readonly HostView[]): string {
 
 /** `hosts`: the Docker hosts the store role knows, and whether a worker serves each (DESIGN §10, §11). */
 export function registerHostCommands(program: Command): void {
-  const hosts = program
+  const hostsCommand = program
     .command('hosts')
     .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, adapters, last poll')
     .addOption(jsonOption())
@@ -34,7 +34,7 @@ export function registerHostCommands(program: Command): void {
       }),
     );
 
-  hosts
+  hostsCommand
     .command('remove')
     .description('retire a Docker host for good: only once no docker worker serves it and none of its sandboxes is left')
     .argument('<hostId>', 'the host id, as `sandboxctl hosts` lists it')
