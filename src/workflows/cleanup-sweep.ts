@@ -35,6 +35,9 @@ async function handToHealthWatch(mismatches: readonly LeakFinding[]): Promise<vo
   }
 }
 
+/** How long a host's sweep waits for its docker worker to take a task before that host is given up for this sweep. */
+const HOST_PICKUP_TIMEOUT = '30 seconds';
+
 /** Sweeps that start under this code fan out one child per live docker host (DESIGN §10). */
 const PER_HOST_PATCH = 'sweep-per-host';
 
@@ -53,7 +56,7 @@ export async function cleanupSweep(): Promise<SweepReport> {
   const live = hosts.filter((host) => host.live);
   // Rows from before placement name no host: the single-machine host (or the first) judges them.
   const judgesUnplaced = live.find((host) => host.hostId === DEFAULT_HOST_ID) ?? live[0];
-  const reports = await Promise.all(
+  const outcomes = await Promise.allSettled(
     live.map((host) =>
       executeChild(cleanupHostSweep, {
         workflowId: `${workflowId}-${host.hostId}`,
@@ -61,16 +64,27 @@ export async function cleanupSweep(): Promise<SweepReport> {
       }),
     ),
   );
-  const unreachable: LeakFinding[] = hosts
-    .filter((host) => !host.live && host.liveSandboxes > 0)
-    .map((host) => ({
-      kind: 'host_unreachable',
+  // A host whose docker worker went away during the sweep costs only its own part.
+  const reports = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const unswept = live.filter((_, index) => outcomes[index]?.status === 'rejected');
+  const unreachable: LeakFinding[] = [
+    ...hosts
+      .filter((host) => !host.live && host.liveSandboxes > 0)
+      .map((host) => ({
+        kind: 'host_unreachable' as const,
+        subject: host.hostId,
+        sandboxId: null,
+        detail:
+          `no worker has polled ${host.taskQueue} since ${host.lastSeenAt ?? 'it registered'}; ${host.liveSandboxes} sandbox(es) placed there ` +
+          'wait for it (their teardown retries on that queue once a docker worker serves it again)',
+      })),
+    ...unswept.map((host) => ({
+      kind: 'host_unreachable' as const,
       subject: host.hostId,
       sandboxId: null,
-      detail:
-        `no worker has polled ${host.taskQueue} since ${host.lastSeenAt ?? 'it registered'}; ${host.liveSandboxes} sandbox(es) placed there ` +
-        'wait for it (their teardown retries on that queue once a docker worker serves it again)',
-    }));
+      detail: `its part of the sweep did not finish: no docker worker took its work on ${host.taskQueue} in time`,
+    })),
+  ];
   const removed = reports.flatMap((report) => report.removed);
   const remaining = [...reports.flatMap((report) => report.remaining), ...unreachable];
   const liveMismatches = reports.flatMap((report) => report.remaining.filter((finding) => finding.kind === 'live_mismatch'));
@@ -92,7 +106,7 @@ export async function cleanupSweep(): Promise<SweepReport> {
     removed,
     reconciled: reports.flatMap((report) => report.reconciled),
     remaining,
-    hosts: hosts.map((host) => ({ hostId: host.hostId, live: host.live, swept: live.includes(host) })),
+    hosts: hosts.map((host) => ({ hostId: host.hostId, live: host.live, swept: live.includes(host) && !unswept.includes(host) })),
   };
 }
 
@@ -107,7 +121,8 @@ export type HostSweepReport = Omit<SweepReport, 'sweptAt' | 'workflowId' | 'host
  */
 export async function cleanupHostSweep(input: { hostId: string; taskQueue: string; includeUnplaced: boolean }): Promise<HostSweepReport> {
   const { workflowId } = workflowInfo();
-  const docker = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: input.taskQueue });
+  // A docker worker that went away after the host was judged live must not hold the sweep (and every later one) up.
+  const docker = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: input.taskQueue, scheduleToStartTimeout: HOST_PICKUP_TIMEOUT });
   const store = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
   const containers = await docker.listManagedContainers();
   const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];
