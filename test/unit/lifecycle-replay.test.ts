@@ -17,6 +17,10 @@ import { testWorkflowBundle } from '../helpers/workflow-bundle';
  *   sandbox id, so it replays under its own workflow id `sandbox-<name>`: the state
  *   machine checks that the request's id is its workflow's.
  *
+ * - histories-v3: at 925caa9, with the health watch and continue-as-new but before worker
+ *   roles and placement (no `lifecycle-placement` marker; everything on one queue), and
+ *   one cleanup sweep from before the per-host sweep (`sweep-ready`, no `sweep-per-host`).
+ *
  * They must replay on the current code, so sandboxes that were running at an upgrade
  * finish under the version they started with (docs/lifecycle.md, "Upgrades").
  */
@@ -40,6 +44,15 @@ test('histories recorded on the state machine before the health watch replay on 
   const workflowBundle = await testWorkflowBundle();
   for (const { file, history } of recordedHistories('histories-v2', 12)) {
     const workflowId = `sandbox-${path.basename(file, '.json')}`;
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, workflowId), file);
+  }
+});
+
+test('histories recorded before worker roles and placement replay on the current workflow code', async () => {
+  const workflowBundle = await testWorkflowBundle();
+  for (const { file, history } of recordedHistories('histories-v3', 8)) {
+    const name = path.basename(file, '.json');
+    const workflowId = name.startsWith('sweep-') ? name : `sandbox-${name}`;
     await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, workflowId), file);
   }
 });
