@@ -4,6 +4,7 @@
 #   bash scripts/cluster.sh up       # idempotent; last two lines: TEMPORAL_ADDRESS=… and TEMPORAL_UI=…
 #   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
 #   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
+#   bash scripts/cluster.sh topology # the plane workers `up` starts, as JSON lines (starts nothing)
 #
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
@@ -20,7 +21,12 @@
 #      (the schemas are embedded in it; `update-schema` is a no-op when current).
 #   4. The server as four processes (frontend, history, matching, worker) sharing one config,
 #      then the namespace and the search attributes of DESIGN §11, then the UI server.
-#   5. (issue 14, later) the sandboxplane worker topology: see start_workers below.
+#   5. Two private Docker engines, a and b (own socket, data root and bridge each), with the
+#      moto image, standing in for two machines' engines.
+#   6. The plane: one store worker (the only SQLite file, .data/cluster/plane/), two lifecycle
+#      workers, and one docker worker per engine (host ids a and b), all `sandboxctl worker`
+#      on task queue $SANDBOXPLANE_TASK_QUEUE (default sandboxplane).
+# Anything missing is started again: after a crash, `up` restores what is gone.
 # Logs: .data/cluster/logs/; pid files: .data/cluster/run/. Progress goes to stderr, so
 # `eval "$(bash scripts/cluster.sh up | tail -n 2)"` works.
 set -euo pipefail
@@ -480,13 +486,237 @@ EOF
 }
 
 # ---------------------------------------------------------------------------------------------
-# Workers (issue 14: one store worker, two lifecycle workers, two docker workers on two private
-# Docker engines). Not yet: add them here, each with a pid file in $RUN_DIR and a log in
-# $LOG_DIR, and add their names to WORKERS so that `down` and `status` cover them.
+# Docker engines: two private dockerd, as two machines' engines would be
 # ---------------------------------------------------------------------------------------------
 
-WORKERS=()
-start_workers() { :; }
+# Each engine has its own socket, data root, exec root, pidfile and Linux bridge, so the
+# cluster never touches the engine of `npm test`/`npm start` (scripts/docker-engine.sh).
+# No iptables rules of their own (the machine's first engine owns the DOCKER chains; the
+# published 127.0.0.1 ports go through docker-proxy) and no masquerading (no outbound NAT).
+# No --live-restore: `down` stops dockerd, and dockerd stops its containers; after `up`,
+# each READY sandbox's health watch finds its emulator stopped and restarts it once
+# (docs/deploy.md, "Stopping the cluster").
+ENGINES=(a b)
+# The socket path must stay short (a Unix socket path has at most 107 bytes): /run, keyed by $DATA.
+ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$(printf '%s' "$DATA" | sha256sum | cut -c1-8)"
+ENGINE_SUBNETS=(250 251 252 253 254)   # 172.31.N.0/24; test/helpers/private-docker-engine.ts uses 100-249
+
+engine_dir() { echo "$DATA/engines/$1"; }
+engine_run_dir() { echo "$ENGINE_RUN_ROOT/$1"; }
+engine_socket() { echo "unix://$(engine_run_dir "$1")/docker.sock"; }
+engine_bridge() { echo "spc$(basename "$ENGINE_RUN_ROOT" | cut -c1-6)$1"; }
+engine_pid() { cat "$(engine_run_dir "$1")/dockerd.pid" 2>/dev/null || true; }
+engine_answers() { DOCKER_HOST="$(engine_socket "$1")" timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+# The bridge's /24, chosen on the first `up` and kept in the engine's directory.
+engine_subnet() {
+  local file dir n
+  dir="$(engine_dir "$1")"
+  file="$dir/subnet"
+  if [[ ! -s "$file" ]]; then
+    local taken
+    taken="$(ip -o -4 addr show)"
+    for n in "${ENGINE_SUBNETS[@]}"; do
+      grep -q "172\.31\.$n\." <<<"$taken" && continue
+      grep -qsx "$n" "$DATA"/engines/*/subnet && continue
+      mkdir -p "$dir"
+      echo "$n" >"$file"
+      break
+    done
+    [[ -s "$file" ]] || fail "no free 172.31.{${ENGINE_SUBNETS[*]}}.0/24 for engine $1's bridge"
+  fi
+  cat "$file"
+}
+
+ensure_bridge() {
+  local bridge="$1" subnet="$2"
+  if ! ip link show "$bridge" >/dev/null 2>&1; then
+    ip link add "$bridge" type bridge
+    ip addr add "172.31.$subnet.1/24" dev "$bridge"
+  fi
+  ip link set "$bridge" up
+}
+
+start_engine() {
+  local name="$1" dir run pid subnet bridge log
+  dir="$(engine_dir "$name")"; run="$(engine_run_dir "$name")"; log="$LOG_DIR/engine-$name.log"
+  command -v dockerd >/dev/null 2>&1 || fail "no dockerd: install Debian's docker.io (bash scripts/docker-engine.sh does)"
+  pid="$(engine_pid "$name")"
+  if alive_as "$pid" dockerd && engine_answers "$name"; then
+    say "engine $name already runs (pid $pid)"
+    return 0
+  fi
+  alive_as "$pid" dockerd && fail "engine $name (pid $pid) runs but does not answer on $(engine_socket "$name")"
+  subnet="$(engine_subnet "$name")"; bridge="$(engine_bridge "$name")"
+  ensure_bridge "$bridge" "$subnet"
+  mkdir -p "$dir" "$run"
+  chmod 0711 "$run"
+  # What a killed engine leaves behind would stop a new one from starting.
+  rm -f "$run/dockerd.pid" "$run/docker.sock" "$run/exec/containerd/containerd.pid"
+  local identity=()
+  # Before Docker 23 the engine id comes from /etc/docker/key.json, shared by every dockerd of
+  # the machine: each engine gets a key of its own, as a second machine's would.
+  local major
+  major="$(dockerd --version | sed -n 's/^Docker version \([0-9]*\)\..*/\1/p')"
+  if [[ -n "$major" ]] && ((major < 23)); then
+    printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
+    identity=(--config-file="$dir/daemon.json")
+  fi
+  say "starting engine $name on $(engine_socket "$name") (bridge $bridge 172.31.$subnet.0/24, data $dir/data, log $log)"
+  setsid nohup dockerd \
+    --host="$(engine_socket "$name")" \
+    --data-root="$dir/data" \
+    --exec-root="$run/exec" \
+    --pidfile="$run/dockerd.pid" \
+    --bridge="$bridge" \
+    --iptables=false \
+    --ip-masq=false \
+    "${identity[@]}" >>"$log" 2>&1 </dev/null &
+  local started=$! deadline=$((SECONDS + WAIT_SECONDS))
+  until engine_answers "$name"; do
+    alive "$started" || { tail -n 20 "$log" >&2; fail "engine $name exited (log above, full log $log)"; }
+    ((SECONDS < deadline)) || { tail -n 20 "$log" >&2; fail "engine $name does not answer after ${WAIT_SECONDS}s (log $log)"; }
+    sleep 0.5
+  done
+}
+
+stop_engine() {
+  local name="$1" pid deadline
+  pid="$(engine_pid "$name")"
+  if alive_as "$pid" dockerd; then
+    say "stopping engine $name (pid $pid; it stops its containers first)"
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 60))
+    while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.2; done
+    if alive_as "$pid" dockerd; then
+      say "engine $name (pid $pid) ignored SIGTERM for 60s; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      while alive_as "$pid" dockerd; do sleep 0.1; done
+    fi
+  fi
+  clear_engine "$name"
+}
+
+# What a stopped engine leaves: mounts, its bridge, its run directory.
+clear_engine() {
+  local name="$1" point
+  # dockerd leaves its data root and network namespaces (and, after a crash, more) mounted:
+  # unmount, deepest first.
+  for point in $(awk -v data="$(engine_dir "$name")/" -v run="$(engine_run_dir "$name")/" \
+      'index($5 "/", data) == 1 || index($5 "/", run) == 1 { print length($5), $5 }' /proc/self/mountinfo | sort -rn | cut -d' ' -f2); do
+    umount --lazy "$point" 2>/dev/null || true
+  done
+  ip link del "$(engine_bridge "$name")" 2>/dev/null || true
+  rm -rf "$(engine_run_dir "$name")"
+}
+
+# The moto image in every engine: built once into the first (scripts/build-moto-image.sh,
+# cached), copied into the others with `docker save | docker load` (the id stays the same).
+MOTO_IMAGE=""
+load_images() {
+  local first="${ENGINES[0]}" name
+  MOTO_IMAGE="$(DOCKER_HOST="$(engine_socket "$first")" bash "$root/scripts/build-moto-image.sh" | tail -n 1)"
+  [[ "$MOTO_IMAGE" == sha256:* ]] || fail "scripts/build-moto-image.sh printed no image id (last line: $MOTO_IMAGE)"
+  for name in "${ENGINES[@]:1}"; do
+    DOCKER_HOST="$(engine_socket "$name")" docker image inspect "$MOTO_IMAGE" >/dev/null 2>&1 && continue
+    say "copying the moto image into engine $name"
+    DOCKER_HOST="$(engine_socket "$first")" docker save "$MOTO_IMAGE" | DOCKER_HOST="$(engine_socket "$name")" docker load --quiet >/dev/null \
+      || fail "docker save | docker load of $MOTO_IMAGE into engine $name failed"
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# The plane's workers: one store, two lifecycle, one docker worker per engine
+# ---------------------------------------------------------------------------------------------
+
+# The topology docker-compose.yml describes too (test/unit/compose-file.test.ts compares them
+# through `cluster.sh topology`). Start order: the store first (docker workers register their
+# host through it), then lifecycle, then docker; `down` stops them in reverse.
+WORKERS=(store lifecycle-1 lifecycle-2 docker-a docker-b)
+TASK_QUEUE="${SANDBOXPLANE_TASK_QUEUE:-sandboxplane}"
+PLANE_DIR="$DATA/plane"
+
+worker_role() { case "$1" in store) echo store ;; lifecycle-*) echo lifecycle ;; docker-*) echo docker ;; esac; }
+worker_host() { [[ "$1" == docker-* ]] && echo "${1#docker-}"; return 0; }
+
+# The environment a worker runs with, as KEY=VALUE lines: the plane's coordinates and its
+# role, then the local feature flags (on unless the caller set them). Every other
+# SANDBOXPLANE_* of the caller's environment passes through unchanged.
+worker_env() {
+  local name="$1" role host
+  role="$(worker_role "$name")"; host="$(worker_host "$name")"
+  echo "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT"
+  echo "TEMPORAL_NAMESPACE=$NAMESPACE"
+  echo "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE"
+  echo "SANDBOXPLANE_WORKER_ROLES=$role"
+  echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
+  echo "SANDBOXPLANE_FLAG_CLOUD_SANDBOX=${SANDBOXPLANE_FLAG_CLOUD_SANDBOX:-1}"
+  echo "SANDBOXPLANE_FLAG_ADAPTER_MOTO=${SANDBOXPLANE_FLAG_ADAPTER_MOTO:-1}"
+  case "$role" in
+    store) echo "SANDBOXPLANE_DB=$PLANE_DIR/sandboxplane.sqlite" ;;
+    docker)
+      echo "SANDBOXPLANE_HOST_ID=$host"
+      echo "DOCKER_HOST=$(engine_socket "$host")"
+      echo "SANDBOXPLANE_MOTO_IMAGE=$MOTO_IMAGE"
+      ;;
+  esac
+}
+
+# `topology`: the workers `up` starts, one JSON object per line (name, role, hostId, the
+# names of the variables it sets). Reads nothing and starts nothing.
+cmd_topology() {
+  local name vars
+  for name in "${WORKERS[@]}"; do
+    vars="$(worker_env "$name" | cut -d= -f1 | sed 's/.*/"&"/' | paste -sd,)"
+    printf '{"name":"%s","role":"%s","hostId":%s,"dockerHost":%s,"taskQueue":"%s","env":[%s]}\n' \
+      "$name" "$(worker_role "$name")" \
+      "$( [[ -n "$(worker_host "$name")" ]] && printf '"%s"' "$(worker_host "$name")" || echo null)" \
+      "$( [[ -n "$(worker_host "$name")" ]] && printf '"%s"' "$(engine_socket "$(worker_host "$name")")" || echo null)" \
+      "$TASK_QUEUE" "$vars"
+  done
+}
+
+# The mark by which `down` finds a worker of this cluster that lost its pid file.
+WORKER_MARK="SANDBOXPLANE_CLUSTER_DIR=$DATA"
+
+start_worker() {
+  local name="$1" pid log
+  pid="$(pid_of "$name")"; log="$LOG_DIR/$name.log"
+  if alive_as "$pid" node; then
+    say "$name already runs (pid $pid)"
+    return 0
+  fi
+  rm -f "$RUN_DIR/$name.pid"
+  touch "$log"
+  stat -c %s "$log" >"$RUN_DIR/$name.logstart"
+  local env_args=()
+  mapfile -t env_args < <(worker_env "$name")
+  say "starting worker $name (log $log)"
+  # Only the store worker gets a SQLite path, only docker workers an engine.
+  setsid nohup env -u DOCKER_HOST -u SANDBOXPLANE_DB "$WORKER_MARK" "${env_args[@]}" node "$root/bin/sandboxctl.js" worker >>"$log" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/$name.pid"
+}
+
+# Ready once it has logged `worker ready` since it started.
+wait_for_worker() {
+  local name="$1" log="$LOG_DIR/$1.log" pid from deadline=$((SECONDS + WAIT_SECONDS))
+  pid="$(pid_of "$name")"
+  from="$(cat "$RUN_DIR/$name.logstart" 2>/dev/null || echo 0)"
+  until tail -c "+$((from + 1))" "$log" | grep -q '"msg":"worker ready"'; do
+    alive "$pid" || { tail -n 20 "$log" >&2; fail "worker $name exited (log above, full log $log)"; }
+    ((SECONDS < deadline)) || { tail -n 20 "$log" >&2; fail "worker $name not ready after ${WAIT_SECONDS}s (log $log)"; }
+    sleep 0.5
+  done
+}
+
+start_workers() {
+  # The compiled CLI (dist/), the Node packages and the temporal CLI: what `npm run setup` makes.
+  bash "$root/scripts/setup.sh" >&2
+  mkdir -p "$PLANE_DIR"
+  local name
+  for name in "${WORKERS[@]}"; do start_worker "$name"; done
+  for name in "${WORKERS[@]}"; do wait_for_worker "$name"; done
+}
 
 # ---------------------------------------------------------------------------------------------
 # down / status
@@ -509,38 +739,45 @@ stop_process() {
   rm -f "$RUN_DIR/$name.pid"
 }
 
-# Pids of our server and UI processes that lost their pid file: those started with
-# `--root` this cluster's directory (and nothing else).
+# Pids of our processes that lost their pid file: servers and the UI started with `--root`
+# this cluster's directory, engines on its sockets, workers carrying its mark.
 strays() {
   local f pid args
   for f in /proc/[0-9]*/cmdline; do
     pid="${f#/proc/}"; pid="${pid%/cmdline}"
     args="$( { tr '\0' ' ' <"$f"; } 2>/dev/null || true)"
     case "$args" in
-      "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "*) echo "$pid" ;;
+      "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "* | "dockerd --host=unix://$ENGINE_RUN_ROOT/"*) echo "$pid" ;;
+      "node $root/bin/sandboxctl.js worker"*)
+        { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -qxF "$WORKER_MARK" && echo "$pid"
+        ;;
     esac
   done
+  return 0
 }
 
 cmd_down() {
-  local i w pid
-  for w in "${WORKERS[@]}"; do stop_process "$w" node; done
+  local i pid name
+  for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
+  for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
   for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do stop_process "${SERVICES[i]}" temporal-server; done
   for pid in $(strays); do
     say "stopping pid $pid (no pid file)"
     kill -TERM "$pid" 2>/dev/null || true
   done
-  for _ in $(seq 1 150); do [[ -z "$(strays)" ]] && break; sleep 0.2; done
+  for _ in $(seq 1 300); do [[ -z "$(strays)" ]] && break; sleep 0.2; done
   for pid in $(strays); do kill -KILL "$pid" 2>/dev/null || true; done
+  for name in "${ENGINES[@]}"; do clear_engine "$name"; done
   stop_postgres
+  rmdir "$ENGINE_RUN_ROOT" 2>/dev/null || true
   say "down (data kept in $DATA)"
 }
 
 cmd_status() {
   local svc pid state all=0
-  line() { printf '%-10s %-8s %-8s %s\n' "$@"; }
-  line component state pid address
+  line() { printf '%-12s %-8s %-8s %s\n' "$@"; }
+  line component state pid where
   if find_pg_bindir && pg_running; then
     line postgres running "$(head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null)" "$HOST:$PG_PORT"
   else
@@ -554,8 +791,21 @@ cmd_status() {
   pid="$(pid_of ui)"; state=stopped
   if alive_as "$pid" temporal-ui-server; then state=running; else pid=-; all=1; fi
   line ui "$state" "$pid" "http://$HOST:$UI_PORT"
+  local name host
+  for name in "${ENGINES[@]}"; do
+    pid="$(engine_pid "$name")"; state=stopped
+    if alive_as "$pid" dockerd; then state=running; else pid=-; all=1; fi
+    line "engine-$name" "$state" "$pid" "$(engine_socket "$name")"
+  done
+  for name in "${WORKERS[@]}"; do
+    pid="$(pid_of "$name")"; state=stopped
+    if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
+    host="$(worker_host "$name")"
+    line "$name" "$state" "$pid" "--role $(worker_role "$name")${host:+ --host-id $host}"
+  done
   local known=" " stray
-  for svc in "${SERVICES[@]}" ui; do known+="$(pid_of "$svc") "; done
+  for svc in "${SERVICES[@]}" ui "${WORKERS[@]}"; do known+="$(pid_of "$svc") "; done
+  for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   for stray in $(strays); do
     [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
   done
@@ -564,7 +814,7 @@ cmd_status() {
 
 cmd_up() {
   [[ "$(id -u)" == 0 ]] || fail "cluster.sh up runs as root (it installs PostgreSQL and runs it as the postgres user)"
-  local started=$SECONDS
+  local started=$SECONDS name
   mkdir -p "$DATA" "$LOG_DIR" "$RUN_DIR"
   install_postgres
   build_binaries
@@ -575,6 +825,8 @@ cmd_up() {
   start_server
   register_namespace
   start_ui
+  for name in "${ENGINES[@]}"; do start_engine "$name"; done
+  load_images
   start_workers
   say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
   printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
@@ -585,5 +837,6 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) printf 'usage: %s up|down|status\n' "$0" >&2; exit 2 ;;
+  topology) cmd_topology ;;
+  *) printf 'usage: %s up|down|status|topology\n' "$0" >&2; exit 2 ;;
 esac
