@@ -17,6 +17,8 @@ set -euo pipefail
 
 MOTO_VERSION=5.2.5
 TAG="${SANDBOXPLANE_MOTO_IMAGE:-local/sandboxplane-moto:$MOTO_VERSION}"
+# `--tag`: print the tag this script builds, and do nothing else.
+if [[ "${1:-}" == --tag ]]; then echo "$TAG"; exit 0; fi
 SUITE=bookworm
 MIRROR="${SANDBOXPLANE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${SANDBOXPLANE_CACHE_DIR:-/var/cache/sandboxplane}"

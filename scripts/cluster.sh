@@ -610,18 +610,31 @@ clear_engine() {
   rm -rf "$(engine_run_dir "$name")"
 }
 
-# The moto image in every engine: built once into the first (scripts/build-moto-image.sh,
-# cached), copied into the others with `docker save | docker load` (the id stays the same).
+# The moto image in every engine: copied with `docker save | docker load` (the id stays the
+# same) from the machine's own engine when that has it already (after `npm test` or
+# `npm start`), else built into the first engine (scripts/build-moto-image.sh, cached), and
+# from the first into the others.
 MOTO_IMAGE=""
+copy_image() {
+  local image="$1" from="$2" to="$3"
+  DOCKER_HOST="$from" docker save "$image" | DOCKER_HOST="$to" docker load --quiet >/dev/null
+}
 load_images() {
-  local first="${ENGINES[0]}" name
+  local first="${ENGINES[0]}" name source MOTO_TAG
+  MOTO_TAG="$(bash "$root/scripts/build-moto-image.sh" --tag)"
+  if ! DOCKER_HOST="$(engine_socket "$first")" docker image inspect "$MOTO_TAG" >/dev/null 2>&1; then
+    for source in ${DOCKER_HOST:-} unix:///run/sandboxplane-docker/docker.sock unix:///var/run/docker.sock; do
+      DOCKER_HOST="$source" timeout 10 docker image inspect "$MOTO_TAG" >/dev/null 2>&1 || continue
+      say "copying $MOTO_TAG from the engine at $source into engine $first"
+      copy_image "$MOTO_TAG" "$source" "$(engine_socket "$first")" && break
+    done
+  fi
   MOTO_IMAGE="$(DOCKER_HOST="$(engine_socket "$first")" bash "$root/scripts/build-moto-image.sh" | tail -n 1)"
   [[ "$MOTO_IMAGE" == sha256:* ]] || fail "scripts/build-moto-image.sh printed no image id (last line: $MOTO_IMAGE)"
   for name in "${ENGINES[@]:1}"; do
     DOCKER_HOST="$(engine_socket "$name")" docker image inspect "$MOTO_IMAGE" >/dev/null 2>&1 && continue
     say "copying the moto image into engine $name"
-    DOCKER_HOST="$(engine_socket "$first")" docker save "$MOTO_IMAGE" | DOCKER_HOST="$(engine_socket "$name")" docker load --quiet >/dev/null \
-      || fail "docker save | docker load of $MOTO_IMAGE into engine $name failed"
+    copy_image "$MOTO_IMAGE" "$(engine_socket "$first")" "$(engine_socket "$name")" || fail "docker save | docker load of $MOTO_IMAGE into engine $name failed"
   done
 }
 

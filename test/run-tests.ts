@@ -1,6 +1,7 @@
 /**
  * The test suite's entry point. `npm test` runs every `test/**\/*.test.ts` file;
- * `npm run test:unit` (`--unit`) only those under test/unit/. Arguments filter the files
+ * `npm run test:unit` (`--unit`) only those under test/unit/; `npm run test:cluster`
+ * (`--cluster`) only those under test/cluster/, which `npm test` leaves out. Arguments filter the files
  * by substring of their path under test/: `npm test -- store`, `npm run test:unit -- policy`.
  *
  * It starts only what the selected files need: files under test/unit/ need nothing; any
@@ -10,7 +11,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
+import { isCluster, isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
 import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
@@ -21,10 +22,13 @@ interface Needs {
   readonly temporal: boolean;
 }
 
-/** Decided by folder, so a file's needs are visible in the tree: test/unit/ needs nothing. */
+/**
+ * Decided by folder, so a file's needs are visible in the tree: test/unit/ needs nothing,
+ * and test/cluster/ starts its own cluster and engines (scripts/cluster.sh).
+ */
 function needsOf(testFile: TestFile): Needs {
-  const unit = isUnit(testFile);
-  return { docker: !unit, temporal: !unit };
+  const own = isUnit(testFile) || isCluster(testFile);
+  return { docker: !own, temporal: !own };
 }
 
 /** Runs a set-up script; its progress goes to our stderr, its stdout comes back. */
@@ -75,8 +79,9 @@ async function runNodeTest(files: readonly TestFile[], env: NodeJS.ProcessEnv): 
 async function run(): Promise<number> {
   const args = process.argv.slice(2);
   const unitOnly = args.includes('--unit');
-  const filters = args.filter((arg) => arg !== '--unit');
-  const files = selectTestFiles(TEST_DIR, { unitOnly, filters });
+  const cluster = args.includes('--cluster');
+  const filters = args.filter((arg) => arg !== '--unit' && arg !== '--cluster');
+  const files = selectTestFiles(TEST_DIR, { unitOnly, cluster, filters });
   if (files.length === 0) throw new Error(`no test file${unitOnly ? ' under test/unit/' : ''} matches ${filters.join(' ')}`);
 
   const needs = files.map(needsOf);
@@ -89,7 +94,7 @@ async function run(): Promise<number> {
     temporal = await startTestDevServer();
     process.stdout.write(`test run: Temporal dev server at ${temporal.address} (UI ${temporal.uiUrl}), up in ${Date.now() - started} ms\n`);
   }
-  if (docker === undefined && temporal === undefined) process.stdout.write(`test run: ${files.length} file(s) needing neither Docker nor Temporal\n`);
+  if (docker === undefined && temporal === undefined && !cluster) process.stdout.write(`test run: ${files.length} file(s) needing neither Docker nor Temporal\n`);
   try {
     const temporalEnv = temporal === undefined ? {} : { [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl };
     return await runNodeTest(files, { ...process.env, ...docker, ...chromium, ...temporalEnv });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -22,6 +23,10 @@ interface LongPort {
 }
 interface Service {
   image?: string;
+  profiles?: string[];
+  restart?: string;
+  deploy?: { replicas?: number };
+  command?: string | string[];
   build?: string | { context?: string; dockerfile?: string };
   volumes?: (string | LongVolume)[];
   ports?: (string | number | LongPort)[];
@@ -34,7 +39,8 @@ interface ComposeFile {
   services: Record<string, Service>;
 }
 
-const compose = parse(fs.readFileSync(path.join(REPO_ROOT, 'docker-compose.yml'), 'utf8')) as ComposeFile;
+// Merge keys (`<<: *anchor`): the file shares settings between services the way compose does.
+const compose = parse(fs.readFileSync(path.join(REPO_ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as ComposeFile;
 const composeText = fs.readFileSync(path.join(REPO_ROOT, 'docker-compose.yml'), 'utf8');
 const envExamplePath = path.join(REPO_ROOT, '.env.example');
 const envExampleText = fs.existsSync(envExamplePath) ? fs.readFileSync(envExamplePath, 'utf8') : '';
@@ -75,6 +81,31 @@ function services(): [string, Service][] {
   return Object.entries(compose.services);
 }
 
+/** A plane worker's role, from the SANDBOXPLANE_WORKER_ROLES it is given; `undefined` for other services. */
+function roleOf(service: Service): string | undefined {
+  const env = service.environment;
+  if (env === undefined || Array.isArray(env)) return undefined;
+  const roles = env.SANDBOXPLANE_WORKER_ROLES;
+  return roles === undefined || roles === null ? undefined : resolveDefaults(String(roles)).value;
+}
+
+function planeServices(): [string, Service][] {
+  return services().filter(([, service]) => roleOf(service) !== undefined);
+}
+
+function environmentOf(service: Service): Record<string, string> {
+  const env = service.environment;
+  assert.ok(env !== undefined && !Array.isArray(env), 'the environment is a map');
+  return Object.fromEntries(Object.entries(env).map(([key, value]) => [key, resolveDefaults(String(value ?? '')).value]));
+}
+
+/** One-shot set-up jobs: run once to completion, waited on with service_completed_successfully. */
+function isOneShot(service: Service): boolean {
+  return service.restart === 'no';
+}
+
+const TEMPORAL_SERVICES = ['temporal-history', 'temporal-matching', 'temporal-frontend', 'temporal-worker'];
+
 /** A mount's source and target, from the short (`src:dst[:mode]`) or long syntax. */
 function mounts(service: Service): { source: string; target: string }[] {
   return (service.volumes ?? []).map((volume) => {
@@ -112,8 +143,9 @@ function imageIsPinned(image: string): boolean {
 }
 
 describe('docker-compose.yml', () => {
-  test('has PostgreSQL, the Temporal server, the Temporal UI and the worker', () => {
-    for (const name of ['postgresql', 'temporal', 'temporal-ui', 'worker']) assert.ok(compose.services[name], `service ${name}`);
+  test('has PostgreSQL, its set-up jobs, the Temporal server as four services, the UI and the plane by role', () => {
+    for (const name of ['postgresql', 'temporal-schema', 'temporal-namespace', ...TEMPORAL_SERVICES, 'temporal-ui']) assert.ok(compose.services[name], `service ${name}`);
+    assert.deepEqual(planeServices().map(([, service]) => roleOf(service)).sort(), ['docker', 'docker', 'lifecycle', 'store']);
   });
 
   test('pins every image it does not build (a tag with a version, or a digest; never latest)', () => {
@@ -123,14 +155,19 @@ describe('docker-compose.yml', () => {
       assert.equal(resolveDefaults(service.image).variables.length, 0, `${name}: the image is written out, not taken from a variable`);
       assert.ok(imageIsPinned(service.image), `${name}: ${service.image} is not pinned`);
     }
-    assert.match(compose.services.temporal?.image ?? '', /^temporalio\/(auto-setup|server):1\.29\.\d+$/, 'the server version the CLI v1.5.1 embeds');
+    for (const name of [...TEMPORAL_SERVICES, 'temporal-schema', 'temporal-namespace']) {
+      assert.match(compose.services[name]?.image ?? '', /^temporalio\/(auto-setup|server):1\.29\.1$/, `${name}: the server version the CLI v1.5.1 embeds`);
+    }
   });
 
-  test('mounts the Docker socket into the worker and into no other service', () => {
+  test('mounts a Docker socket into each docker worker and into no other service', () => {
+    const docker = planeServices()
+      .filter(([, service]) => roleOf(service) === 'docker')
+      .map(([name]) => name);
     for (const [name, service] of services()) {
       const socketMounts = mounts(service).filter((mount) => reachesDockerSocket(mount.source) || reachesDockerSocket(mount.target));
-      if (name === 'worker') {
-        assert.deepEqual(socketMounts.map((mount) => mount.target), ['/var/run/docker.sock'], 'the worker mounts the socket itself, nothing above it');
+      if (docker.includes(name)) {
+        assert.deepEqual(socketMounts.map((mount) => mount.target), ['/var/run/docker.sock'], `${name} mounts the socket itself, nothing above it`);
       } else {
         assert.deepEqual(socketMounts, [], `${name} must not reach the Docker socket`);
       }
@@ -138,7 +175,15 @@ describe('docker-compose.yml', () => {
     const naming = services()
       .filter(([, service]) => JSON.stringify(service).includes('docker.sock'))
       .map(([name]) => name);
-    assert.deepEqual(naming, ['worker'], 'no other service even names the socket');
+    assert.deepEqual(naming, docker, 'no other service even names a socket');
+  });
+
+  test('gives the SQLite projection to the store worker alone', () => {
+    for (const [name, service] of planeServices()) {
+      const store = roleOf(service) === 'store';
+      assert.equal('SANDBOXPLANE_DB' in environmentOf(service), store, `${name}: SANDBOXPLANE_DB only for the store role`);
+      assert.deepEqual(mounts(service).map((mount) => mount.target).filter((target) => target === '/data'), store ? ['/data'] : [], `${name}: the /data volume only for the store role`);
+    }
   });
 
   test('publishes every port on 127.0.0.1 only, also with the defaults .env.example sets', () => {
@@ -157,11 +202,19 @@ describe('docker-compose.yml', () => {
       }
     }
     assert.ok(published >= 2, 'the Temporal frontend and the UI are published');
-    assert.deepEqual(compose.services.worker?.ports ?? [], [], 'the worker listens on no port');
+    for (const [name, service] of planeServices()) assert.deepEqual(service.ports ?? [], [], `${name} listens on no port`);
   });
 
-  test('gives every service a healthcheck', () => {
+  test('gives every long-running service a healthcheck; one-shot jobs are waited on to complete', () => {
     for (const [name, service] of services()) {
+      if (isOneShot(service)) {
+        const waiters = services().filter(([, other]) => !Array.isArray(other.depends_on) && (other.depends_on as Record<string, { condition?: string }> | undefined)?.[name] !== undefined);
+        assert.ok(waiters.length > 0, `${name} is a set-up job something waits for`);
+        for (const [waiter, other] of waiters) {
+          assert.equal((other.depends_on as Record<string, { condition?: string }>)[name]?.condition, 'service_completed_successfully', `${waiter} waits for ${name} to complete`);
+        }
+        continue;
+      }
       assert.ok(service.healthcheck, `${name} has a healthcheck`);
       assert.notEqual(service.healthcheck.disable, true, `${name}: healthcheck disabled`);
       const probe = [service.healthcheck.test ?? []].flat();
@@ -170,7 +223,15 @@ describe('docker-compose.yml', () => {
   });
 
   test('starts a service only after what it needs is healthy', () => {
-    const needs: Record<string, string> = { temporal: 'postgresql', 'temporal-ui': 'temporal', worker: 'temporal' };
+    const needs: Record<string, string> = {
+      'temporal-schema': 'postgresql',
+      'temporal-matching': 'temporal-history',
+      'temporal-frontend': 'temporal-matching',
+      'temporal-worker': 'temporal-frontend',
+      'temporal-namespace': 'temporal-frontend',
+      'temporal-ui': 'temporal-frontend',
+      ...Object.fromEntries(planeServices().map(([name]) => [name, 'temporal-frontend'])),
+    };
     for (const [name, service] of services()) {
       const dependsOn = service.depends_on ?? {};
       assert.ok(!Array.isArray(dependsOn), `${name}: depends_on in the long form, with a condition`);
@@ -184,24 +245,24 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('builds the worker from a Dockerfile in this repository and runs `sandboxctl worker` on the host network', () => {
-    const worker = compose.services.worker as Service;
-    assert.ok(worker.build, 'the worker is built');
-    const build = typeof worker.build === 'string' ? { context: worker.build } : worker.build;
-    const dockerfile = path.join(REPO_ROOT, build.context ?? '.', build.dockerfile ?? 'Dockerfile');
-    assert.ok(fs.existsSync(dockerfile), `${dockerfile} exists`);
-    assert.ok(fs.existsSync(path.join(REPO_ROOT, build.context ?? '.', '.dockerignore')), '.dockerignore keeps node_modules and local state out');
-    // Emulator ports are published on the host's 127.0.0.1, where the worker health-checks them.
-    assert.equal(worker.network_mode, 'host');
+  test('builds every plane worker from a Dockerfile in this repository and runs `sandboxctl worker` on the host network', () => {
+    for (const [name, worker] of planeServices()) {
+      assert.ok(worker.build, `${name} is built`);
+      const build = typeof worker.build === 'string' ? { context: worker.build } : worker.build;
+      const dockerfile = path.join(REPO_ROOT, build.context ?? '.', build.dockerfile ?? 'Dockerfile');
+      assert.ok(fs.existsSync(dockerfile), `${dockerfile} exists`);
+      assert.ok(fs.existsSync(path.join(REPO_ROOT, build.context ?? '.', '.dockerignore')), '.dockerignore keeps node_modules and local state out');
+      assert.deepEqual(worker.command, ['worker']);
+      // Emulator ports are published on the host's 127.0.0.1, where the docker workers health-check them.
+      assert.equal(worker.network_mode, 'host', `${name} on the host network`);
+    }
   });
 
-  test("passes the worker every variable its configuration reads, and .env.example documents them", () => {
-    const worker = compose.services.worker as Service;
-    assert.ok(worker.environment && !Array.isArray(worker.environment), 'the worker environment is a map');
-    const passed = Object.keys(worker.environment);
+  test('passes the plane every variable its configuration reads, and .env.example documents them', () => {
+    const passed = new Set(planeServices().flatMap(([, service]) => Object.keys(environmentOf(service))));
     const flags = FEATURE_FLAG_NAMES.map(flagEnvName);
     const expected = [...CONFIG_ENV_KEYS.filter((key) => key !== 'SANDBOXPLANE_TEMPORAL_CLI'), ...flags];
-    assert.deepEqual(expected.filter((key) => !passed.includes(key)), [], 'every configuration variable reaches the worker');
+    assert.deepEqual(expected.filter((key) => !passed.has(key)), [], 'every configuration variable reaches the workers that read it');
 
     assert.ok(envExampleText !== '', '.env.example exists');
     const { set, documented } = envExample();
@@ -211,6 +272,63 @@ describe('docker-compose.yml', () => {
 
     for (const flag of ['CLOUD_SANDBOX', 'IAC_LOCAL', 'ADAPTER_MOTO'] as const) assert.equal(set.get(flagEnvName(flag)), '1', `${flag} on`);
     for (const flag of ['STAGING_APPLY', 'PRODUCTION_APPLY'] as const) assert.equal(set.get(flagEnvName(flag)), '0', `${flag} off`);
+  });
+});
+
+/** What `bash scripts/cluster.sh topology` prints: the workers `up` starts on this machine. */
+interface ClusterWorker {
+  readonly name: string;
+  readonly role: string;
+  readonly hostId: string | null;
+  readonly taskQueue: string;
+  readonly env: readonly string[];
+}
+
+describe('docker-compose.yml and scripts/cluster.sh describe the same topology', () => {
+  const clusterEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('SANDBOXPLANE_') && !key.startsWith('TEMPORAL_')));
+  const topology = execFileSync('bash', [path.join(REPO_ROOT, 'scripts', 'cluster.sh'), 'topology'], { encoding: 'utf8', env: clusterEnv })
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as ClusterWorker);
+  /** Each compose worker as many times as it runs (its replicas), every profile on. */
+  const composeWorkers = planeServices().flatMap(([name, service]) => Array.from({ length: service.deploy?.replicas ?? 1 }, () => ({ name, service, env: environmentOf(service) })));
+
+  test('the same roles, as many of each, and the same docker host ids', () => {
+    const roles = (list: readonly string[]) => [...list].sort();
+    assert.deepEqual(roles(composeWorkers.map(({ service }) => roleOf(service) ?? '')), roles(topology.map((worker) => worker.role)));
+    assert.deepEqual(
+      composeWorkers.filter(({ service }) => roleOf(service) === 'docker').map(({ env }) => env.SANDBOXPLANE_HOST_ID).sort(),
+      topology.filter((worker) => worker.role === 'docker').map((worker) => worker.hostId).sort(),
+    );
+  });
+
+  test('the same task queue', () => {
+    const queues = new Set([...composeWorkers.map(({ env }) => env.SANDBOXPLANE_TASK_QUEUE), ...topology.map((worker) => worker.taskQueue)]);
+    assert.deepEqual([...queues], ['sandboxplane']);
+  });
+
+  test('every variable the cluster gives a role, compose gives that role; the role-bound ones go to that role only', () => {
+    for (const worker of topology) {
+      for (const { name, service, env } of composeWorkers.filter(({ service: candidate }) => roleOf(candidate) === worker.role)) {
+        assert.deepEqual(worker.env.filter((key) => !(key in env)), [], `${name} (${roleOf(service)}) lacks what cluster.sh gives ${worker.name}`);
+      }
+    }
+    const boundTo: Record<string, string> = { SANDBOXPLANE_DB: 'store', DOCKER_HOST: 'docker', SANDBOXPLANE_HOST_ID: 'docker' };
+    for (const [key, role] of Object.entries(boundTo)) {
+      assert.deepEqual([...new Set(topology.filter((worker) => worker.env.includes(key)).map((worker) => worker.role))], [role], `cluster.sh: ${key} only for ${role}`);
+      assert.deepEqual([...new Set(composeWorkers.filter(({ env }) => key in env).map(({ service }) => roleOf(service)))], [role], `compose: ${key} only for ${role}`);
+    }
+  });
+
+  test('the same schema steps: each database migrated to the same embedded schema', () => {
+    const script = fs.readFileSync(path.join(REPO_ROOT, 'scripts', 'cluster.sh'), 'utf8');
+    const migrations = [...script.matchAll(/^\s*migrate (\S+) (\S+)$/gm)].map((match) => `${match[1]}:${match[2]}`);
+    assert.deepEqual(migrations, ['temporal:postgresql/v12/temporal', 'temporal_visibility:postgresql/v12/visibility']);
+    const job = [compose.services['temporal-schema']?.command ?? []].flat().join('\n');
+    for (const migration of migrations) assert.ok(job.includes(migration), `the temporal-schema job migrates ${migration}`);
+    for (const step of ['create-database', 'setup-schema -v 0.0', 'update-schema --schema-name']) {
+      assert.ok(job.includes(step) && script.includes(step), `both run ${step}`);
+    }
   });
 });
 
