@@ -5,6 +5,7 @@
 #   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
 #   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
 #   bash scripts/cluster.sh topology # the plane workers `up` starts, as JSON lines (starts nothing)
+#   bash scripts/cluster.sh purge    # down, then delete the data too (PostgreSQL, engines, SQLite)
 #
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
@@ -12,9 +13,10 @@
 # last two digits); UI 18233. SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI}_PORT move them.
 #
 # `up`, as root on Debian:
-#   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster in
-#      .data/cluster/postgres on 127.0.0.1:$PG_PORT, run as the `postgres` user; the system
-#      cluster, if any, is never touched.
+#   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster on
+#      127.0.0.1:$PG_PORT, run as the `postgres` user, its data in
+#      /var/lib/sandboxplane-cluster/<key>/postgres (linked as .data/cluster/postgres); the
+#      system cluster, if any, is never touched.
 #   2. The Temporal server $SERVER_VERSION, its SQL schema tool and the UI server the pinned CLI
 #      embeds, built once with `go install` into .tools/bin (cached: later runs only read a file).
 #   3. Databases `temporal` and `temporal_visibility`, created and migrated with the schema tool
@@ -57,7 +59,13 @@ NUM_HISTORY_SHARDS=4              # fixed for the life of the data: changing it 
 WAIT_SECONDS="${SANDBOXPLANE_CLUSTER_WAIT_SECONDS:-90}"
 SERVICES=(history matching frontend worker)   # start order; stop order is the reverse
 
-PG_DATA="$DATA/postgres"
+# Keyed by $DATA: the paths below that must live outside it.
+KEY="$(printf '%s' "$DATA" | sha256sum | cut -c1-8)"
+# PostgreSQL runs as the `postgres` user, who may not reach into $DATA (a checkout under
+# /root, say): its data directory and log live under /var/lib, linked from $DATA.
+PG_HOME="/var/lib/sandboxplane-cluster/$KEY"
+PG_DATA="$PG_HOME/postgres"
+PG_LOG="$PG_HOME/postgres.log"
 PG_USER="temporal"                # superuser of the private cluster (as in docker-compose.yml)
 PG_PASSWORD_FILE="$DATA/secrets/postgres-password"
 LOG_DIR="$DATA/logs"
@@ -196,8 +204,12 @@ init_postgres() {
   if [[ ! -s "$PG_PASSWORD_FILE" ]]; then
     (umask 077; od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$PG_PASSWORD_FILE")
   fi
-  touch "$LOG_DIR/postgres.log"
-  chown postgres: "$LOG_DIR/postgres.log"
+  mkdir -p "$PG_HOME"
+  chmod 0755 "$PG_HOME" "$(dirname "$PG_HOME")"
+  touch "$PG_LOG"
+  chown postgres: "$PG_LOG"
+  ln -sfn "$PG_LOG" "$LOG_DIR/postgres.log"
+  ln -sfn "$PG_DATA" "$DATA/postgres"
   [[ -f "$PG_DATA/PG_VERSION" ]] && return 0
   say "initdb $PG_DATA (superuser $PG_USER, password in $PG_PASSWORD_FILE)"
   rm -rf "$PG_DATA"
@@ -224,11 +236,11 @@ start_postgres() {
     say "postgres already runs ($PG_DATA)"
   else
     port_open "$PG_PORT" && fail "port $PG_PORT is taken by something else (ss -ltnp 'sport = :$PG_PORT')"
-    say "starting postgres on $HOST:$PG_PORT (log $LOG_DIR/postgres.log)"
+    say "starting postgres on $HOST:$PG_PORT (log $PG_LOG)"
     # No Unix socket (-k ''): nothing of ours lands in /var/run/postgresql.
-    if ! as_postgres "$pg_bindir/pg_ctl" -D "$PG_DATA" -l "$LOG_DIR/postgres.log" -w -t "$WAIT_SECONDS" \
+    if ! as_postgres "$pg_bindir/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_SECONDS" \
         -o "-p $PG_PORT -h $HOST -k '' -N 200" start >/dev/null; then
-      tail -n 20 "$LOG_DIR/postgres.log" >&2
+      tail -n 20 "$PG_LOG" >&2
       fail "postgres did not start (log above)"
     fi
   fi
@@ -393,7 +405,7 @@ temporal_cli() { "$cli_bin" "$@" --address "$HOST:$FRONTEND_PORT"; }
 
 wait_for_frontend() {
   local deadline=$((SECONDS + WAIT_SECONDS))
-  until temporal_cli operator cluster health 2>/dev/null | grep -q SERVING; do
+  until temporal_cli operator cluster health 2>/dev/null | grep SERVING >/dev/null; do
     ((SECONDS < deadline)) || { tail -n 20 "$LOG_DIR/frontend.log" >&2; fail "frontend not SERVING on $HOST:$FRONTEND_PORT after ${WAIT_SECONDS}s"; }
     sleep 1
   done
@@ -498,7 +510,7 @@ EOF
 # (docs/deploy.md, "Stopping the cluster").
 ENGINES=(a b)
 # The socket path must stay short (a Unix socket path has at most 107 bytes): /run, keyed by $DATA.
-ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$(printf '%s' "$DATA" | sha256sum | cut -c1-8)"
+ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$KEY"
 ENGINE_SUBNETS=(250 251 252 253 254)   # 172.31.N.0/24; test/helpers/private-docker-engine.ts uses 100-249
 
 engine_dir() { echo "$DATA/engines/$1"; }
@@ -663,8 +675,12 @@ worker_env() {
   echo "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE"
   echo "SANDBOXPLANE_WORKER_ROLES=$role"
   echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
-  echo "SANDBOXPLANE_FLAG_CLOUD_SANDBOX=${SANDBOXPLANE_FLAG_CLOUD_SANDBOX:-1}"
-  echo "SANDBOXPLANE_FLAG_ADAPTER_MOTO=${SANDBOXPLANE_FLAG_ADAPTER_MOTO:-1}"
+  # The flags the dev launcher turns on (`local` in src/domain/feature-flags.ts).
+  local flag
+  for flag in CLOUD_SANDBOX IAC_LOCAL ADAPTER_MEMORY ADAPTER_MOTO ADAPTER_FLOCI; do
+    local var="SANDBOXPLANE_FLAG_$flag"
+    echo "$var=${!var:-1}"
+  done
   case "$role" in
     store) echo "SANDBOXPLANE_DB=$PLANE_DIR/sandboxplane.sqlite" ;;
     docker)
@@ -715,7 +731,8 @@ wait_for_worker() {
   local name="$1" log="$LOG_DIR/$1.log" pid from deadline=$((SECONDS + WAIT_SECONDS))
   pid="$(pid_of "$name")"
   from="$(cat "$RUN_DIR/$name.logstart" 2>/dev/null || echo 0)"
-  until tail -c "+$((from + 1))" "$log" | grep -q '"msg":"worker ready"'; do
+  # grep reads to the end (no -q): with pipefail, an early exit would fail tail with SIGPIPE.
+  until tail -c "+$((from + 1))" "$log" | grep -F '"msg":"worker ready"' >/dev/null; do
     alive "$pid" || { tail -n 20 "$log" >&2; fail "worker $name exited (log above, full log $log)"; }
     ((SECONDS < deadline)) || { tail -n 20 "$log" >&2; fail "worker $name not ready after ${WAIT_SECONDS}s (log $log)"; }
     sleep 0.5
@@ -762,7 +779,7 @@ strays() {
     case "$args" in
       "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "* | "dockerd --host=unix://$ENGINE_RUN_ROOT/"*) echo "$pid" ;;
       "node $root/bin/sandboxctl.js worker"*)
-        { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -qxF "$WORKER_MARK" && echo "$pid"
+        { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -xF "$WORKER_MARK" >/dev/null && echo "$pid"
         ;;
     esac
   done
@@ -785,6 +802,14 @@ cmd_down() {
   stop_postgres
   rmdir "$ENGINE_RUN_ROOT" 2>/dev/null || true
   say "down (data kept in $DATA)"
+}
+
+# `purge`: `down`, then the data as well (PostgreSQL, the engines, the SQLite projection, logs).
+cmd_purge() {
+  cmd_down
+  say "removing $DATA and $PG_HOME"
+  rm -rf "$DATA" "$PG_HOME"
+  rmdir "$(dirname "$PG_HOME")" 2>/dev/null || true
 }
 
 cmd_status() {
@@ -851,5 +876,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   topology) cmd_topology ;;
-  *) printf 'usage: %s up|down|status|topology\n' "$0" >&2; exit 2 ;;
+  purge) cmd_purge ;;
+  *) printf 'usage: %s up|down|status|topology|purge\n' "$0" >&2; exit 2 ;;
 esac

@@ -16,7 +16,8 @@
  * It runs with `npm run test:cluster` (`.ci/run` runs it after `npm test`), needs root
  * (PostgreSQL, dockerd, bridges) and brings everything up itself; the first run builds
  * the Temporal server (a few minutes), later runs reuse it. The cluster's data lives in
- * .data/cluster-test/, emptied at the start, kept afterwards for its logs.
+ * .data/cluster-test/ (`cluster.sh purge` empties it at the start; it is kept afterwards
+ * for its logs).
  *
  * The tests run in order and share the cluster.
  */
@@ -38,7 +39,7 @@ import { launchBrowser, screenshot } from '../helpers/browser';
 import { REPO_ROOT } from '../helpers/cli';
 import { dockerClient } from '../helpers/container-events';
 import { eventually } from '../helpers/eventually';
-import { filterList, inUiPage, openAndReadDetails, sendSignal } from '../helpers/temporal-ui';
+import { filterList, inUiPage, openAndReadDetails, plainQuotes, sendSignal } from '../helpers/temporal-ui';
 import { runSandboxctl } from '../helpers/worker-process';
 
 const CLUSTER_SH = path.join(REPO_ROOT, 'scripts', 'cluster.sh');
@@ -142,6 +143,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   let browser: Browser | undefined;
   const approvedId = `${tag}-approved`;
   const shortId = `${tag}-short`;
+  let pgData: string;
   /** Each READY sandbox's status before `down`. */
   let beforeDown: SandboxStatus[] = [];
 
@@ -237,13 +239,15 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   }
 
   before(async () => {
-    // A run that died left its cluster up: take it down, then start from empty data.
-    await cluster('down');
+    // A run that died left its cluster up: take it down, and start from empty data.
+    const purged = await cluster('purge');
+    assert.equal(purged.code, 0, purged.stderr);
     for (const port of CLUSTER_PORTS) {
       assert.equal(await portOpen(port), false, `port ${port} is taken: another cluster runs (bash scripts/cluster.sh down) or something else listens there`);
     }
-    fs.rmSync(DATA, { recursive: true, force: true });
     ({ address, uiUrl } = await up(FIRST_UP_TIMEOUT_MS));
+    // PostgreSQL keeps its data outside DATA (the postgres user may not reach it), linked from there.
+    pgData = fs.realpathSync(path.join(DATA, 'postgres'));
     const listed = await cluster('topology');
     topology = listed.stdout
       .trim()
@@ -329,7 +333,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       await filterList(page, { shots: SHOTS, uiUrl, query: 'SandboxState="AWAITING_APPROVAL"', present: [`sandbox-${approvedId}`], absent: [] });
       await screenshot(page, SHOTS, '1-filtered-list');
       const details = await openAndReadDetails(page, `sandbox-${approvedId}`);
-      assert.match(details, /Waiting for a human's approval/);
+      assert.match(plainQuotes(details), /Waiting for a human's approval/);
       await sendSignal(page, { shots: SHOTS, shot: '2-signal-dialog', name: 'approve', payload: { approver: 'alice', reason: 'approved in the cluster UI' } });
     });
 
@@ -368,7 +372,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     const down = await cluster('down');
     assert.equal(down.code, 0, down.stderr);
     for (const port of [...CLUSTER_PORTS, ...endpoints]) assert.equal(await portOpen(port), false, `port ${port} is closed after down`);
-    assert.deepEqual(processesNaming([DATA, runRoot()]), [], 'no process of the cluster after down');
+    assert.deepEqual(processesNaming([DATA, runRoot(), pgData]), [], 'no process of the cluster after down');
 
     ({ address, uiUrl } = await up());
     await sandboxes.close();
@@ -418,7 +422,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     assert.notEqual(status.code, 0, 'status reports the cluster stopped');
     assert.doesNotMatch(status.stdout, /running/);
     for (const port of CLUSTER_PORTS) assert.equal(await portOpen(port), false, `port ${port} is closed`);
-    assert.deepEqual(processesNaming([DATA, runRoot()]), [], 'no process of the cluster is left');
+    assert.deepEqual(processesNaming([DATA, runRoot(), pgData]), [], 'no process of the cluster is left');
     assert.equal(fs.existsSync(runRoot()), false, 'the engines left no run directory');
   });
 });
