@@ -12,7 +12,8 @@
  *   minute, and each lifecycle worker's resident set against idle.
  *
  * Starts the cluster if it is not running (`bash scripts/cluster.sh up`, as root), and
- * leaves it running with both lifecycle workers.
+ * leaves it running with both lifecycle workers. `--live` must fit the docker hosts'
+ * capacity (100 each by default: `SANDBOXPLANE_HOST_CAPACITY` when the cluster starts).
  *
  *   npm run bench:cluster                                  # 100 lifecycles, 200 live for 60 s
  *   npm run bench:cluster -- --lifecycles 200 --live 500 --steady 120 --json
@@ -101,10 +102,18 @@ async function main(): Promise<void> {
 
   const idle = { 'lifecycle-1': rssMb(pidOf('lifecycle-1')), 'lifecycle-2': rssMb(pidOf('lifecycle-2')) };
   const ids: string[] = [];
-  for (let start = 0; start < live; start += 50) {
-    const batch = Array.from({ length: Math.min(50, live - start) }, (_, index) => `${PRINCIPAL}-live-${Date.now()}-${start + index}`);
-    await Promise.all(batch.map((id) => sandboxes.create({ id, principal: PRINCIPAL, services: ['s3'], ttlSeconds: 3600 }, { wait: 'ready' })));
-    ids.push(...batch);
+  const destroyAll = async () => {
+    for (let start = 0; start < ids.length; start += 50) await Promise.allSettled(ids.slice(start, start + 50).map((id) => sandboxes.destroy(id)));
+  };
+  try {
+    for (let start = 0; start < live; start += 50) {
+      const batch = Array.from({ length: Math.min(50, live - start) }, (_, index) => `${PRINCIPAL}-live-${Date.now()}-${start + index}`);
+      ids.push(...batch);
+      await Promise.all(batch.map((id) => sandboxes.create({ id, principal: PRINCIPAL, services: ['s3'], ttlSeconds: 3600 }, { wait: 'ready' })));
+    }
+  } catch (err) {
+    await destroyAll();
+    throw err;
   }
   const steadyBefore = cpuOf(PROCESSES);
   await new Promise((resolve) => setTimeout(resolve, steadySeconds * 1000));
@@ -113,7 +122,7 @@ async function main(): Promise<void> {
     PROCESSES.map((name) => [name, Number(((((steadyAfter[name] ?? 0) - (steadyBefore[name] ?? 0)) * 1000) / live / (steadySeconds / 60)).toFixed(2))]),
   );
   const loaded = { 'lifecycle-1': rssMb(pidOf('lifecycle-1')), 'lifecycle-2': rssMb(pidOf('lifecycle-2')) };
-  for (let start = 0; start < ids.length; start += 50) await Promise.all(ids.slice(start, start + 50).map((id) => sandboxes.destroy(id)));
+  await destroyAll();
 
   const second = pidOf('lifecycle-2');
   process.kill(second, 'SIGTERM');

@@ -5,6 +5,7 @@
 #   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
 #   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
 #   bash scripts/cluster.sh topology # the plane workers `up` starts, as JSON lines (starts nothing)
+#   bash scripts/cluster.sh restart lifecycle-1   # one worker stopped (it drains) and started again
 #   bash scripts/cluster.sh purge    # down, then delete the data too (PostgreSQL, engines, SQLite)
 #
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
@@ -804,6 +805,16 @@ cmd_down() {
   say "down (data kept in $DATA)"
 }
 
+# `restart NAME`: one worker stopped (SIGTERM, it drains) and started again, e.g. on a new build.
+cmd_restart() {
+  local name="${1:-}" known=" ${WORKERS[*]} "
+  [[ -n "$name" && "$known" == *" $name "* ]] || fail "restart takes one of: ${WORKERS[*]}"
+  [[ "$(worker_role "$name")" == docker ]] && load_images
+  stop_process "$name" node
+  start_worker "$name"
+  wait_for_worker "$name"
+}
+
 # `purge`: `down`, then the data as well (PostgreSQL, the engines, the SQLite projection, logs).
 cmd_purge() {
   cmd_down
@@ -877,5 +888,6 @@ case "${1:-}" in
   status) cmd_status ;;
   topology) cmd_topology ;;
   purge) cmd_purge ;;
-  *) printf 'usage: %s up|down|status|topology|purge\n' "$0" >&2; exit 2 ;;
+  restart) cmd_restart "${2:-}" ;;
+  *) printf 'usage: %s up|down|status|topology|purge|restart WORKER\n' "$0" >&2; exit 2 ;;
 esac
