@@ -327,7 +327,12 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     const viaSdk = sdkIds.map((id) => counted(createAsAgent(id, 'sdk')));
     const viaCli = cliIds.map((id) => counted(createAsAgent(id, 'cli')));
 
-    // Meanwhile a human approves the waiting one in the cluster's Web UI.
+    const created = await Promise.all([...viaSdk, ...viaCli]);
+    await killed;
+    assert.ok(killed !== undefined, 'the workers were killed mid-run');
+    // Then a human approves the one that waited through all of it, in the cluster's Web UI.
+    // Not during the burst: each container start adds a veth to an engine's bridge, and
+    // Chromium fails the requests in flight then (ERR_NETWORK_CHANGED).
     assert.ok(browser !== undefined);
     await inUiPage(browser, SHOTS, 'approve', async (page) => {
       await filterList(page, { shots: SHOTS, uiUrl, query: 'SandboxState="AWAITING_APPROVAL"', present: [`sandbox-${approvedId}`], absent: [] });
@@ -337,9 +342,6 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       await sendSignal(page, { shots: SHOTS, shot: '2-signal-dialog', name: 'approve', payload: { approver: 'alice', reason: 'approved in the cluster UI' } });
     });
 
-    const created = await Promise.all([...viaSdk, ...viaCli]);
-    await killed;
-    assert.ok(killed !== undefined, 'the workers were killed mid-run');
     const approved = await waitForState(approvedId, 'READY', CREATE_TIMEOUT_MS);
     assert.equal(approved.approval?.approver, 'alice');
 
