@@ -34,6 +34,7 @@ interface Service {
   depends_on?: string[] | Record<string, { condition?: string }>;
   environment?: Record<string, string | number | boolean | null> | string[];
   network_mode?: string;
+  networks?: string[] | Record<string, unknown>;
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -203,6 +204,14 @@ describe('docker-compose.yml', () => {
     }
     assert.ok(published >= 2, 'the Temporal frontend and the UI are published');
     for (const [name, service] of planeServices()) assert.deepEqual(service.ports ?? [], [], `${name} listens on no port`);
+  });
+
+  test('puts every service off the host network on the one network PostgreSQL and the server share', () => {
+    for (const [name, service] of services()) {
+      if (service.network_mode === 'host') continue;
+      const networks = Array.isArray(service.networks) ? service.networks : Object.keys(service.networks ?? {});
+      assert.deepEqual(networks, ['temporal'], `${name} is on the temporal network`);
+    }
   });
 
   test('gives every long-running service a healthcheck; one-shot jobs are waited on to complete', () => {
