@@ -75,7 +75,9 @@ async function waitForExit(pid: number): Promise<void> {
 async function main(): Promise<void> {
   const address = /TEMPORAL_ADDRESS=(\S+)/.exec(cluster('up'))?.[1];
   if (address === undefined) throw new Error('cluster.sh up printed no TEMPORAL_ADDRESS');
-  const options = { address, namespace: 'default', taskQueue: 'sandboxplane' };
+  // The same defaults as scripts/cluster.sh, which reads the same variables.
+  const taskQueue = process.env.SANDBOXPLANE_TASK_QUEUE || 'sandboxplane';
+  const options = { address, namespace: process.env.TEMPORAL_NAMESPACE || 'default', taskQueue };
   const store = await StoreClient.connect(options);
   if (!(await store.listPolicies()).some((policy) => policy.principalPattern === `${PRINCIPAL}*`)) {
     await store.addPolicy({ principalPattern: `${PRINCIPAL}*`, capability: 'cloud.sandbox', effect: 'allow' });
@@ -86,7 +88,7 @@ async function main(): Promise<void> {
 
   const burst = async (label: string) => {
     const roundTripStart = performance.now();
-    await Promise.all(Array.from({ length: lifecycles }, (_, index) => runRoundTrip(client, { taskQueue: 'sandboxplane', requestedBy: `sizing-${label}-${index}`, timeoutMs: 300_000 })));
+    await Promise.all(Array.from({ length: lifecycles }, (_, index) => runRoundTrip(client, { taskQueue, requestedBy: `sizing-${label}-${index}`, timeoutMs: 300_000 })));
     const baselinePerSecond = lifecycles / ((performance.now() - roundTripStart) / 1000);
     const running = PROCESSES.filter((name) => fs.existsSync(`/proc/${pidOf(name)}`));
     const cpuBefore = cpuOf(running);

@@ -42,7 +42,8 @@ MIN_GO_TOOLCHAIN="go1.25.0"    # used only when the installed go is older (see g
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_bin="$root/.tools/bin"
-DATA="${SANDBOXPLANE_CLUSTER_DIR:-$root/.data/cluster}"
+# Canonical: the keys below are derived from it, whatever directory `down` is run from.
+DATA="$(realpath -m "${SANDBOXPLANE_CLUSTER_DIR:-$root/.data/cluster}")"
 HOST="127.0.0.1"
 # Away from the dev server's 7233 and the tests' random ports.
 PG_PORT="${SANDBOXPLANE_CLUSTER_PG_PORT:-15432}"
@@ -81,6 +82,7 @@ cli_bin="$tools_bin/temporal"
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 fail() { say "error: $*"; exit 1; }
+need_root() { [[ "$(id -u)" == 0 ]] || fail "cluster.sh $1 runs as root (PostgreSQL runs as the postgres user; dockerd, bridges)"; }
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   PATH="$PATH:/usr/local/go/bin"
@@ -421,7 +423,19 @@ wait_for_service() {
   wait_for_port "$svc" "$port" "$(pid_of "$svc")" "$LOG_DIR/$svc.log"
 }
 
+# Moved ports must not share a membership port (base + last two digits).
+check_ports() {
+  local svc seen=" " port
+  for svc in "${SERVICES[@]}"; do
+    for port in "$(grpc_port "$svc")" "$(membership_port "$svc")"; do
+      [[ "$seen" == *" $port "* ]] && fail "port $port is used twice ($svc): move SANDBOXPLANE_CLUSTER_FRONTEND_PORT to a port whose last two digits are not 34, 35 or 39"
+      seen+="$port "
+    done
+  done
+}
+
 start_server() {
+  check_ports
   mkdir -p "$RUN_DIR" "$LOG_DIR"
   write_server_config
   # On a new database every service writes the cluster metadata at start, and all but the
@@ -565,7 +579,11 @@ start_engine() {
   mkdir -p "$dir" "$run"
   chmod 0711 "$run"
   # What a killed engine leaves behind would stop a new one from starting.
-  rm -f "$run/dockerd.pid" "$run/docker.sock" "$run/exec/containerd/containerd.pid"
+  rm -f "$run/dockerd.pid" "$run/docker.sock"
+  local containerd_pid
+  containerd_pid="$(cat "$run/exec/containerd/containerd.pid" 2>/dev/null || true)"
+  alive_as "$containerd_pid" containerd && fail "engine $name's containerd (pid $containerd_pid) outlived its dockerd: \`bash scripts/cluster.sh down\` stops it"
+  rm -f "$run/exec/containerd/containerd.pid"
   local identity=()
   # Before Docker 23 the engine id comes from /etc/docker/key.json, shared by every dockerd of
   # the machine: each engine gets a key of its own, as a second machine's would.
@@ -603,8 +621,9 @@ stop_engine() {
     while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.2; done
     if alive_as "$pid" dockerd; then
       say "engine $name (pid $pid) ignored SIGTERM for 60s; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      while alive_as "$pid" dockerd; do sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || fail "cannot kill engine $name (pid $pid)"
+      deadline=$((SECONDS + 10))
+      while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.1; done
     fi
   fi
   clear_engine "$name"
@@ -741,10 +760,12 @@ wait_for_worker() {
 }
 
 start_workers() {
-  # The compiled CLI (dist/), the Node packages and the temporal CLI: what `npm run setup` makes.
-  bash "$root/scripts/setup.sh" >&2
+  local name missing=0
+  for name in "${WORKERS[@]}"; do alive_as "$(pid_of "$name")" node || missing=1; done
+  # The compiled CLI (dist/), the Node packages and the temporal CLI: what `npm run setup`
+  # makes. Only when a worker is to start: a rebuild removes dist/ under running ones.
+  ((missing)) && bash "$root/scripts/setup.sh" >&2
   mkdir -p "$PLANE_DIR"
-  local name
   for name in "${WORKERS[@]}"; do start_worker "$name"; done
   for name in "${WORKERS[@]}"; do wait_for_worker "$name"; done
 }
@@ -763,22 +784,33 @@ stop_process() {
     while alive_as "$pid" "$comm" && ((SECONDS < deadline)); do sleep 0.2; done
     if alive_as "$pid" "$comm"; then
       say "$name (pid $pid) ignored SIGTERM for 30s; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      while alive_as "$pid" "$comm"; do sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || fail "cannot kill $name (pid $pid)"
+      deadline=$((SECONDS + 10))
+      while alive_as "$pid" "$comm" && ((SECONDS < deadline)); do sleep 0.1; done
     fi
   fi
   rm -f "$RUN_DIR/$name.pid"
 }
 
 # Pids of our processes that lost their pid file: servers and the UI started with `--root`
-# this cluster's directory, engines on its sockets, workers carrying its mark.
+# this cluster's directory, engines on its sockets, workers carrying the cluster's mark.
+# `strays all` adds what a SIGKILLed dockerd leaves running: its containerd and the
+# containers' shims (they name the engines' run root) and its port forwarders (to a
+# container on one of our bridges); while the engine runs they are its own.
 strays() {
-  local f pid args
+  local everything="${1:-}" f pid args subnets=() subnet
+  for f in "$DATA"/engines/*/subnet; do [[ -s "$f" ]] && subnets+=("-container-ip 172.31.$(cat "$f").") ; done
   for f in /proc/[0-9]*/cmdline; do
     pid="${f#/proc/}"; pid="${pid%/cmdline}"
     args="$( { tr '\0' ' ' <"$f"; } 2>/dev/null || true)"
     case "$args" in
       "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "* | "dockerd --host=unix://$ENGINE_RUN_ROOT/"*) echo "$pid" ;;
+      *"$ENGINE_RUN_ROOT/"*) [[ -n "$everything" ]] && echo "$pid" ;;
+      *docker-proxy*)
+        if [[ -n "$everything" ]]; then
+          for subnet in "${subnets[@]}"; do [[ "$args" == *"$subnet"* ]] && echo "$pid"; done
+        fi
+        ;;
       "node $root/bin/sandboxctl.js worker"*)
         { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -xF "$WORKER_MARK" >/dev/null && echo "$pid"
         ;;
@@ -788,17 +820,18 @@ strays() {
 }
 
 cmd_down() {
+  need_root down
   local i pid name
   for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
   for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
   for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do stop_process "${SERVICES[i]}" temporal-server; done
-  for pid in $(strays); do
+  for pid in $(strays all); do
     say "stopping pid $pid (no pid file)"
     kill -TERM "$pid" 2>/dev/null || true
   done
-  for _ in $(seq 1 300); do [[ -z "$(strays)" ]] && break; sleep 0.2; done
-  for pid in $(strays); do kill -KILL "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 300); do [[ -z "$(strays all)" ]] && break; sleep 0.2; done
+  for pid in $(strays all); do kill -KILL "$pid" 2>/dev/null || true; done
   for name in "${ENGINES[@]}"; do clear_engine "$name"; done
   stop_postgres
   rmdir "$ENGINE_RUN_ROOT" 2>/dev/null || true
@@ -807,6 +840,7 @@ cmd_down() {
 
 # `restart NAME`: one worker stopped (SIGTERM, it drains) and started again, e.g. on a new build.
 cmd_restart() {
+  need_root restart
   local name="${1:-}" known=" ${WORKERS[*]} "
   [[ -n "$name" && "$known" == *" $name "* ]] || fail "restart takes one of: ${WORKERS[*]}"
   [[ "$(worker_role "$name")" == docker ]] && load_images
@@ -862,7 +896,7 @@ cmd_status() {
 }
 
 cmd_up() {
-  [[ "$(id -u)" == 0 ]] || fail "cluster.sh up runs as root (it installs PostgreSQL and runs it as the postgres user)"
+  need_root up
   local started=$SECONDS name
   mkdir -p "$DATA" "$LOG_DIR" "$RUN_DIR"
   install_postgres

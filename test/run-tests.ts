@@ -54,7 +54,7 @@ function prepareDocker(): { DOCKER_HOST: string; SANDBOXPLANE_MOTO_IMAGE: string
 
 /** Debian's Chromium, for the test files that drive a browser (they import helpers/browser). */
 function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: string } | undefined {
-  if (!files.some(({ file }) => fs.readFileSync(file, 'utf8').includes("from './helpers/browser'"))) return undefined;
+  if (!files.some(({ file }) => /from '(\.\.?\/)+helpers\/browser'/.test(fs.readFileSync(file, 'utf8')))) return undefined;
   const chromium = lastLine(runScript('install-chromium.sh', process.env));
   if (!chromium.startsWith('/')) throw new Error(`scripts/install-chromium.sh printed no path (last line: ${chromium})`);
   return { SANDBOXPLANE_CHROMIUM: chromium };

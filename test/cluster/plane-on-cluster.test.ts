@@ -115,15 +115,20 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-/** Live (not zombie) processes whose command line names one of `marks`. */
+/**
+ * Live (not zombie) processes whose command line names one of `marks`, or that carry the
+ * cluster's mark in their environment (its workers: `node …/sandboxctl.js worker`).
+ */
 function processesNaming(marks: readonly string[]): string[] {
+  const workerMark = `SANDBOXPLANE_CLUSTER_DIR=${DATA}`;
   const found: string[] = [];
   for (const pid of fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
       const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (marks.some((mark) => cmdline.includes(mark))) found.push(`${pid}: ${cmdline.slice(0, 200)}`);
+      const environment = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      if (marks.some((mark) => cmdline.includes(mark)) || environment.includes(workerMark)) found.push(`${pid}: ${cmdline.slice(0, 200)}`);
     } catch {
       // gone meanwhile
     }
