@@ -25,7 +25,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -39,6 +38,7 @@ import { launchBrowser, screenshot } from '../helpers/browser';
 import { REPO_ROOT } from '../helpers/cli';
 import { dockerClient } from '../helpers/container-events';
 import { eventually } from '../helpers/eventually';
+import { isListening } from '../helpers/free-port';
 import { filterList, inUiPage, openAndReadDetails, plainQuotes, sendSignal } from '../helpers/temporal-ui';
 import { runSandboxctl } from '../helpers/worker-process';
 
@@ -102,17 +102,6 @@ async function up(timeoutMs?: number): Promise<{ address: string; uiUrl: string;
   assert.match(address ?? '', /^TEMPORAL_ADDRESS=127\.0\.0\.1:\d+$/, 'the next-to-last line names the frontend');
   assert.match(ui ?? '', /^TEMPORAL_UI=http:\/\/127\.0\.0\.1:\d+$/, 'the last line names the UI');
   return { address: address!.split('=')[1]!, uiUrl: ui!.split('=')[1]!, progress: result.stderr };
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /**
@@ -248,7 +237,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     const purged = await cluster('purge');
     assert.equal(purged.code, 0, purged.stderr);
     for (const port of CLUSTER_PORTS) {
-      assert.equal(await portOpen(port), false, `port ${port} is taken: another cluster runs (bash scripts/cluster.sh down) or something else listens there`);
+      assert.equal(await isListening(port), false, `port ${port} is taken: another cluster runs (bash scripts/cluster.sh down) or something else listens there`);
     }
     ({ address, uiUrl } = await up(FIRST_UP_TIMEOUT_MS));
     // PostgreSQL keeps its data outside DATA (the postgres user may not reach it), linked from there.
@@ -378,7 +367,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
 
     const down = await cluster('down');
     assert.equal(down.code, 0, down.stderr);
-    for (const port of [...CLUSTER_PORTS, ...endpoints]) assert.equal(await portOpen(port), false, `port ${port} is closed after down`);
+    for (const port of [...CLUSTER_PORTS, ...endpoints]) assert.equal(await isListening(port), false, `port ${port} is closed after down`);
     assert.deepEqual(processesNaming([DATA, runRoot(), pgData]), [], 'no process of the cluster after down');
 
     ({ address, uiUrl } = await up());
@@ -428,7 +417,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     const status = await cluster('status');
     assert.notEqual(status.code, 0, 'status reports the cluster stopped');
     assert.doesNotMatch(status.stdout, /running/);
-    for (const port of CLUSTER_PORTS) assert.equal(await portOpen(port), false, `port ${port} is closed`);
+    for (const port of CLUSTER_PORTS) assert.equal(await isListening(port), false, `port ${port} is closed`);
     assert.deepEqual(processesNaming([DATA, runRoot(), pgData]), [], 'no process of the cluster is left');
     assert.equal(fs.existsSync(runRoot()), false, 'the engines left no run directory');
   });
