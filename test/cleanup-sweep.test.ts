@@ -165,6 +165,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
       list: (labels) => broker.list(labels),
       ping: () => broker.ping(),
       engineId: () => broker.engineId(),
+      rename: (current, newName) => broker.rename(current, newName),
       stop: async (id, options) => {
         if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
         return broker.stop(id, options);

@@ -1,7 +1,8 @@
 import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OPEN_LIFECYCLES_QUERY, sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
-import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL } from '../domain/docker-labels';
+import { belongsTo, containerOwner } from '../domain/warm-pool';
 import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
 import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
@@ -69,17 +70,19 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
   const { broker } = deps;
   return {
     /**
-     * Every container of this plane carrying our managed-by label, in any state. One with
-     * another plane's label, or with none, is foreign: never listed, so never touched.
+     * Every container of this plane carrying our managed-by label, in any state, under the
+     * sandbox it belongs to. One with another plane's label, or with none, is foreign:
+     * never listed, so never touched. A warm pool's idle containers are the pool's to keep
+     * (it replaces dead ones itself), so they are not listed either; a claimed one is
+     * listed under the sandbox that claimed it (DESIGN §13).
      */
     async listManagedContainers(): Promise<ManagedContainer[]> {
       return withTaxonomy(async () =>
-        (await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane })).map((container) => ({
-          id: container.id,
-          sandboxId: container.labels[SANDBOX_ID_LABEL] ?? null,
-          adapter: container.labels[ADAPTER_LABEL] ?? null,
-          state: container.state,
-        })),
+        (await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane })).flatMap((container) => {
+          const owner = containerOwner(container);
+          if ('poolSlotId' in owner) return [];
+          return [{ id: container.id, sandboxId: 'sandboxId' in owner ? owner.sandboxId : null, adapter: container.labels[ADAPTER_LABEL] ?? null, state: container.state }];
+        }),
       );
     },
 
@@ -119,7 +122,7 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
         for (const id of recorded.runtimeIds) {
           try {
             const container = await broker.inspect(id);
-            if (container.labels[SANDBOX_ID_LABEL] !== sandboxId) continue;
+            if (!belongsTo(container, sandboxId)) continue;
             leftovers.push(`its recorded container ${id.slice(0, 12)} is still present, labelled for plane ${container.labels[PLANE_LABEL] ?? '(none)'}`);
           } catch (err) {
             if (!(isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND')) throw err;

@@ -8,6 +8,7 @@ import type { HostDirectory } from '../store/host-directory';
 import { createCleanupActivities, createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
 import { createStoreCommandActivities } from './store-command-activities';
 import { createLifecycleActivities, createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
+import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
 
 /** What the store role's activities need (DESIGN §10): the projection and Temporal. */
@@ -28,6 +29,8 @@ export interface DockerRoleDeps {
   readonly broker: ContainerBroker;
   /** This worker's plane id (SANDBOXPLANE_PLANE_ID or derived from Temporal), as its containers are labelled. */
   readonly plane: string;
+  /** The host's warm pools, when it keeps any (DESIGN §13). */
+  readonly warmPools?: WarmPoolReporter;
 }
 
 /** Everything the activities of all roles need, wired by the worker (real parts) or by tests. */
@@ -45,7 +48,7 @@ export function createStoreActivities(deps: StoreRoleDeps) {
 
 /** A docker role's activities, on `<tq>-docker-<hostId>`. */
 export function createDockerActivities(deps: DockerRoleDeps) {
-  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps) };
+  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps) };
 }
 
 /**

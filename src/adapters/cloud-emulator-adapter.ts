@@ -31,6 +31,8 @@ export interface ProvisionedSandbox {
   readonly runtimeIds: readonly string[];
   /** The Docker engine's ID (`docker info`), for container-backed runtimes. */
   readonly engineId?: string;
+  /** The warm pool slot the container waited in, when it was claimed from a pool (DESIGN §13). */
+  readonly warmPoolSlot?: string;
 }
 
 export interface HealthReport {

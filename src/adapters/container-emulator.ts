@@ -1,9 +1,9 @@
 import { sameEngine } from '../domain/engine-identity';
-import { createHash } from 'node:crypto';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
-import { stopAndRemove, type ContainerBroker, type ContainerInfo } from '../docker';
+import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
+import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
 import type {
   AdapterContext,
   CloudEmulatorAdapter,
@@ -49,9 +49,33 @@ export interface ContainerEmulatorOptions {
   readonly hostPort?: () => Promise<number>;
   /** Lists what the emulator holds, naming each service it could not list (see CloudEmulatorAdapter). */
   readonly listResources: (endpoint: string, services: readonly string[]) => Promise<ResourceListing>;
+  /**
+   * Empties the emulator's state, so a container that waited in a warm pool can be
+   * handed to a sandbox (DESIGN §13). Without it the adapter cannot be pooled.
+   */
+  readonly reset?: (endpoint: string, signal: AbortSignal) => Promise<void>;
 }
 
-function publishedEndpoint(info: ContainerInfo, containerPort: number): string {
+/** An idle warm pool container, started and healthy. */
+export interface IdleContainer {
+  readonly id: string;
+  readonly name: string;
+  readonly slotId: string;
+  readonly endpoint: string;
+}
+
+/** Where a create gets a pooled container from: the docker host's warm pool of the adapter (src/adapters/warm-pool.ts). */
+export interface PoolSource {
+  /** An idle container, already renamed to `claimedName` (so it is the sandbox's), or `undefined` when none is ready. */
+  claim(claimedName: string): Promise<IdleContainer | undefined>;
+}
+
+/** Request labels are copied onto a cold container; a pooled one cannot take them (labels are immutable). */
+function hasRequestLabels(plan: LaunchPlan): boolean {
+  return Object.keys(plan.labels).some((key) => key.startsWith(USER_LABEL_PREFIX));
+}
+
+function publishedEndpoint(info: ContainerSummary, containerPort: number): string {
   const port = info.ports.find((published) => published.containerPort === containerPort && published.hostPort !== undefined);
   if (port?.hostPort === undefined) {
     throw new SandboxPlaneError('PROVISION_FAILED', `container ${info.id} publishes no host port for ${containerPort}`);
@@ -68,6 +92,7 @@ function publishedEndpoint(info: ContainerInfo, containerPort: number): string {
 export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   readonly name: AdapterName;
   readonly catalog: ServiceCatalog;
+  private pool: PoolSource | undefined;
 
   constructor(private readonly options: ContainerEmulatorOptions) {
     this.name = options.adapter;
@@ -91,9 +116,21 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     };
   }
 
+  /** The warm pool a create claims from first, set by the docker worker that keeps one (DESIGN §13). */
+  usePool(pool: PoolSource | undefined): void {
+    this.pool = pool;
+  }
+
+  /** Whether containers of this adapter can wait in a warm pool. */
+  get poolable(): boolean {
+    return this.options.reset !== undefined;
+  }
+
   async provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox> {
     // Read before anything starts, so a failed read leaves no container behind.
     const engineId = await this.options.broker.engineId();
+    const pooled = await this.provisionFromPool(plan, context);
+    if (pooled !== undefined) return { endpoint: pooled.endpoint, region: plan.region, runtimeIds: [pooled.id], engineId, warmPoolSlot: pooled.slotId };
     context.heartbeat({ step: 'starting container' });
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
@@ -107,6 +144,93 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       throw err;
     }
     return { endpoint, region: plan.region, runtimeIds: [info.id], engineId };
+  }
+
+  /**
+   * A pooled container for the sandbox, its emulator emptied: the one an earlier attempt
+   * claimed, else a fresh claim. `undefined` sends the create down the cold path (no
+   * pool, none ready, or request labels a pooled container cannot carry).
+   */
+  private async provisionFromPool(plan: LaunchPlan, context: AdapterContext): Promise<IdleContainer | undefined> {
+    const { reset } = this.options;
+    if (reset === undefined) return undefined;
+    const name = this.containerName(plan.sandboxId);
+    let claimed = await this.earlierClaim(name);
+    if (claimed === undefined) {
+      if (this.pool === undefined || hasRequestLabels(plan)) return undefined;
+      context.heartbeat({ step: 'claiming a warm pool container' });
+      claimed = await this.pool.claim(name);
+      if (claimed === undefined) return undefined;
+    }
+    try {
+      await reset(claimed.endpoint, AbortSignal.timeout(10_000));
+      const report = await this.options.probe(claimed.endpoint, AbortSignal.timeout(5_000));
+      if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
+      return claimed;
+    } catch (err) {
+      // Never hand out an emulator that may still hold another's state: drop it, start cold.
+      context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: String(err) });
+      await stopAndRemove(this.options.broker, claimed.id);
+      return undefined;
+    }
+  }
+
+  /** The pooled container a retried attempt already claimed (renamed to the sandbox's name), if it still runs. */
+  private async earlierClaim(name: string): Promise<IdleContainer | undefined> {
+    const container = await this.inspectIfPresent(name);
+    if (container === undefined || container.labels[POOL_LABEL] === undefined) return undefined;
+    if (container.state !== 'running') {
+      await stopAndRemove(this.options.broker, container.id);
+      return undefined;
+    }
+    return { id: container.id, name, slotId: container.labels[SANDBOX_ID_LABEL] ?? '', endpoint: publishedEndpoint(container, this.options.containerPort) };
+  }
+
+  /**
+   * Starts an idle warm pool container under `slotId`, carrying `pool` (its pool's
+   * labels), and waits until its emulator serves; a container that does not become
+   * healthy is removed before this throws.
+   */
+  async startIdle(slotId: string, pool: Readonly<Record<string, string>>, context: AdapterContext): Promise<IdleContainer> {
+    const labels = { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool };
+    const plan: LaunchPlan = {
+      adapter: this.name,
+      sandboxId: slotId,
+      services: [],
+      region: this.options.region,
+      image: this.options.image,
+      environment: this.options.environment({ sandboxId: slotId, labels }),
+      labels,
+    };
+    const info = await this.start(plan);
+    const endpoint = publishedEndpoint(info, this.options.containerPort);
+    try {
+      await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
+    } catch (err) {
+      await stopAndRemove(this.options.broker, info.id);
+      throw err;
+    }
+    return { id: info.id, name: info.name, slotId, endpoint };
+  }
+
+  /** Every container of one warm pool (`pool`: its labels) on this engine, idle or claimed, in any state. */
+  async poolContainers(pool: Readonly<Record<string, string>>): Promise<ContainerSummary[]> {
+    return this.options.broker.list({ ...this.options.extraLabels, ...pool });
+  }
+
+  /** Whether an idle container's emulator still serves. */
+  async serves(endpoint: string): Promise<boolean> {
+    return (await this.options.probe(endpoint, AbortSignal.timeout(5_000)).catch(() => ({ healthy: false }))).healthy;
+  }
+
+  /** The loopback endpoint a running container publishes. */
+  endpointOf(container: ContainerSummary): string {
+    return publishedEndpoint(container, this.options.containerPort);
+  }
+
+  /** The name a sandbox's (or a pool slot's) container has on this plane. */
+  containerName(owner: string): string {
+    return containerNameFor(this.options.extraLabels?.[PLANE_LABEL], owner);
   }
 
   /** Runs the container; a chosen host port that was taken meanwhile is chosen again. */
@@ -181,16 +305,19 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   }
 
   /**
-   * This plane's containers labelled with the sandbox id, and each recorded container
-   * that still carries that sandbox-id label — whatever plane label it has, because it
-   * is the container this sandbox recorded (a worker renamed its plane since).
+   * This plane's containers labelled with the sandbox id, the pooled container it
+   * claimed (named after it), and each recorded container that still belongs to it —
+   * whatever plane label it has, because it is the container this sandbox recorded (a
+   * worker renamed its plane since).
    */
   private async teardownTargets(sandboxId: string, recordedIds: readonly string[]): Promise<string[]> {
     const ids = new Set((await this.options.broker.list(this.ownLabels(sandboxId))).map((container) => container.id));
+    const claimed = this.options.reset === undefined ? undefined : await this.inspectIfPresent(this.containerName(sandboxId));
+    if (claimed !== undefined && belongsTo(claimed, sandboxId)) ids.add(claimed.id);
     for (const id of recordedIds) {
       if (ids.has(id)) continue;
       const container = await this.inspectIfPresent(id);
-      if (container?.labels[SANDBOX_ID_LABEL] === sandboxId) ids.add(container.id);
+      if (container !== undefined && belongsTo(container, sandboxId)) ids.add(container.id);
     }
     return [...ids];
   }
@@ -211,12 +338,6 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
    */
   private ownLabels(sandboxId: string): Record<string, string> {
     return { ...this.options.extraLabels, [SANDBOX_ID_LABEL]: sandboxId };
-  }
-
-  /** Unique per plane as well: a retried run adopts its own container, never another plane's. */
-  private containerName(sandboxId: string): string {
-    const plane = this.options.extraLabels?.[PLANE_LABEL];
-    return plane === undefined ? `sandboxplane-${sandboxId}` : `sandboxplane-${createHash('sha256').update(plane).digest('hex').slice(0, 8)}-${sandboxId}`;
   }
 
   /** The sandbox's running containers: found by label, and by the ids it recorded (see {@link teardownTargets}). */

@@ -37,7 +37,9 @@ export async function waitUntilHealthy(
 ): Promise<HealthReport> {
   const deadline = Date.now() + options.timeoutMs;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
-  let delay = options.initialDelayMs ?? 100;
+  // An emulator on loopback starts in about a second: a refused connect costs next to nothing,
+  // so looking often early is what keeps a create close to the container's own start.
+  let delay = options.initialDelayMs ?? 50;
   let attempts = 0;
   let last = 'no answer yet';
   for (;;) {
@@ -53,7 +55,7 @@ export async function waitUntilHealthy(
     if (context.cancelled?.aborted) break;
     if (Date.now() + delay >= deadline) break;
     await pause(delay, context.cancelled);
-    delay = Math.min(delay * 2, options.maxDelayMs ?? 2_000);
+    delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
   }
   throw new SandboxPlaneError(
     'EMULATOR_UNHEALTHY',

@@ -32,6 +32,13 @@ export async function motoHealthProbe(endpoint: string, signal: AbortSignal): Pr
   };
 }
 
+/** Empties every backend of a moto server (its own reset API), so a pooled server starts a sandbox clean. */
+export async function resetMoto(endpoint: string, signal: AbortSignal): Promise<void> {
+  const response = await fetch(`${endpoint}/moto-api/reset`, { method: 'POST', signal });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`${endpoint}/moto-api/reset answered HTTP ${response.status}`);
+}
+
 export interface MotoAdapterOptions {
   readonly broker: ContainerBroker;
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
@@ -57,5 +64,6 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     probe: motoHealthProbe,
     environment: () => ({}),
     listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION), catalog, services),
+    reset: resetMoto,
   });
 }

@@ -1,9 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
-import { loadConfig } from '../config/config';
+import { loadConfig, type Config } from '../config/config';
 import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
-import { createLogger } from '../logging/logger';
+import type { Logger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
 import { action, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
@@ -19,6 +19,12 @@ const devOptionsSchema = z.object({
   uiPort: portSchema.default(8233),
   db: fileSchema.optional(),
 });
+
+/** pino is loaded by the long-running commands only: the others log nothing. */
+async function loggerFor(config: Config): Promise<Logger> {
+  const { createLogger } = await import('../logging/logger.js');
+  return createLogger(config.logLevel);
+}
 
 const HELP_FOOTER = `
 Environment:
@@ -36,6 +42,8 @@ Environment:
   SANDBOXPLANE_SWEEP_INTERVAL  how often the cleanup schedule runs (default 5m)
   SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY, _PLACEMENT_WAIT
                            worker roles and docker hosts (docs/deploy.md)
+  SANDBOXPLANE_WARM_POOL   idle emulator containers each docker host keeps, e.g. moto=2
+                           (off unless set; docs/operations.md#warm-pools)
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
@@ -64,7 +72,7 @@ export function buildProgram(): Command {
         const options = parseCliOptions(devOptionsSchema, raw);
         const config = loadConfig();
         const { runDevLauncher } = await import('./dev-launcher.js');
-        await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db }, createLogger(config.logLevel));
+        await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db }, await loggerFor(config));
       }),
     );
 
@@ -79,7 +87,7 @@ export function buildProgram(): Command {
       action(async (raw) => {
         const config = workerConfig(parseCliOptions(workerOptionsSchema, raw));
         const { runWorkerCommand } = await import('./worker-command.js');
-        await runWorkerCommand(config, createLogger(config.logLevel));
+        await runWorkerCommand(config, await loggerFor(config));
       }),
     );
 
@@ -109,7 +117,7 @@ export function buildProgram(): Command {
       action(async () => {
         const config = loadConfig();
         const { serveMcpOverStdio } = await import('../mcp/mcp-server.js');
-        await serveMcpOverStdio(config, createLogger(config.logLevel));
+        await serveMcpOverStdio(config, await loggerFor(config));
       }),
     );
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, type Client, type Connection, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
-import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
+import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostView } from '../domain/hosts';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../domain/store-commands';
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
+import type { WarmPoolReport } from '../domain/warm-pool';
 import { toSandboxError } from './client-errors';
 import type { ConnectOptions } from './sandbox-client';
 import { connectTemporal } from './temporal-connection';
@@ -120,6 +121,19 @@ export class StoreClient {
   /** The registered Docker hosts, with whether a worker polls each lately. */
   async hosts(): Promise<HostView[]> {
     return (await this.run({ kind: 'hosts' })).hosts;
+  }
+
+  /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */
+  async warmPools(): Promise<WarmPoolReport> {
+    try {
+      return (await this.client.workflow.execute(WARM_POOL_REPORT_WORKFLOW, {
+        taskQueue: this.taskQueue,
+        workflowId: `${WARM_POOL_REPORT_WORKFLOW_ID_PREFIX}${randomUUID()}`,
+        workflowExecutionTimeout: `${COMMAND_TIMEOUT_SECONDS}s`,
+      })) as WarmPoolReport;
+    } catch (err) {
+      throw this.explain(err, 'hosts');
+    }
   }
 
   /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer. */

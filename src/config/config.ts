@@ -12,6 +12,7 @@ import {
   type FeatureFlags,
 } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
+import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
@@ -43,8 +44,11 @@ export interface Config {
   readonly planeId: string | undefined;
   /** The roles `sandboxctl worker` runs (DESIGN §10); all three by default. */
   readonly workerRoles: readonly WorkerRole[];
-  /** The docker role's host: its id (which names its queue) and how many sandboxes it takes. */
-  readonly host: { readonly id: string; readonly capacity: number };
+  /**
+   * The docker role's host: its id (which names its queue), how many sandboxes it takes,
+   * and the warm pools it keeps (DESIGN §13; their idle containers count against capacity).
+   */
+  readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets };
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -145,6 +149,19 @@ const positiveCount = z
   .regex(/^[1-9][0-9]{0,5}$/, 'must be a whole number from 1 to 999999')
   .transform(Number);
 
+/** `SANDBOXPLANE_WARM_POOL`: `moto=2` (a comma list of adapter=count); unset means no pool. */
+const warmPool = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return parseWarmPoolTargets(text);
+    } catch (err) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${(err as Error).message}; got '${text}'` });
+      return z.NEVER;
+    }
+  })
+  .default('');
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: identifier('default').default('default'),
@@ -168,6 +185,7 @@ const envSchema = z.object({
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID),
   SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100'),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
+  SANDBOXPLANE_WARM_POOL: warmPool,
 });
 
 /**
@@ -219,6 +237,15 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const flags = parseFlags(env, issues);
+  if (parsed.success) {
+    const pooled = pooledSlots(parsed.data.SANDBOXPLANE_WARM_POOL);
+    if (pooled >= parsed.data.SANDBOXPLANE_HOST_CAPACITY) {
+      issues.push({
+        key: 'SANDBOXPLANE_WARM_POOL',
+        message: `its ${pooled} idle containers would take all ${parsed.data.SANDBOXPLANE_HOST_CAPACITY} of SANDBOXPLANE_HOST_CAPACITY; keep fewer or raise the capacity`,
+      });
+    }
+  }
   if (!parsed.success || issues.length > 0) throw new ConfigError(issues);
 
   const values = parsed.data;
@@ -248,7 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
     planeId: values.SANDBOXPLANE_PLANE_ID,
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
-    host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY }),
+    host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
   });
 }
 

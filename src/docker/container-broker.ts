@@ -73,7 +73,8 @@ export interface RemoveOptions {
 }
 
 /**
- * The five verbs of the Docker broker (DESIGN §5). Every spec is validated before the
+ * The verbs of the Docker broker (DESIGN §5: run, inspect, list, stop, remove; and
+ * rename, with which a sandbox claims a warm pool's container, DESIGN §13). Every spec is validated before the
  * engine sees it; failures are {@link SandboxPlaneError}s from the project taxonomy.
  */
 export interface ContainerBroker {
@@ -89,6 +90,12 @@ export interface ContainerBroker {
   /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
   stop(id: string, options?: StopOptions): Promise<StopOutcome>;
   remove(id: string, options?: RemoveOptions): Promise<RemoveOutcome>;
+  /**
+   * Renames a managed container, addressed by its current name or id. Addressed by name
+   * it is a compare-and-swap: once renamed, the old name is CONTAINER_NOT_FOUND to the
+   * next caller. A taken `newName` is CONTAINER_CONFLICT.
+   */
+  rename(current: string, newName: string): Promise<void>;
   /** The engine's version and where it was reached; DOCKER_UNREACHABLE when it does not answer. */
   ping(): Promise<EngineIdentity>;
   /**

@@ -7,7 +7,7 @@ import { z } from 'zod';
  * namespaces, `devices`) are accepted by the shape so that the refusal can name them.
  */
 
-const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+export const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 
 /** Ports are typed loosely on purpose: a string port is refused by a rule that names it. */
 const portNumber = z.union([z.number(), z.string()]);

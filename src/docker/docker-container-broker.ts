@@ -13,7 +13,7 @@ import {
   type StopOptions,
   type StopOutcome,
 } from './container-broker';
-import type { ContainerSpecInput, ValidatedContainerSpec } from './container-spec';
+import { CONTAINER_NAME, type ContainerSpecInput, type ValidatedContainerSpec } from './container-spec';
 import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
 import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
 import { toContainerInfo, toContainerSummaries, toEngineId } from './engine-responses';
@@ -250,6 +250,19 @@ export class DockerContainerBroker implements ContainerBroker {
       }
       throw this.mapError(err, 'remove', context);
     }
+  }
+
+  async rename(current: string, newName: string): Promise<void> {
+    if (!CONTAINER_NAME.test(newName)) {
+      throw new SandboxPlaneError('INVALID_INPUT', `container name ${JSON.stringify(newName)} must be 1-128 of letters, digits, _ . - starting with a letter or digit`);
+    }
+    const info = await this.inspectManaged(current, [404]);
+    const context = { containerId: info.id, from: info.name, to: newName };
+    // By the name it was asked for, not the id just read: a claim that lost the race
+    // between that read and this call must fail, not take the container over.
+    await this.call('rename', context, () => this.docker.getContainer(current).rename({ name: newName }), [404, 409]).catch((err: unknown) => {
+      throw this.mapError(err, 'rename', { containerId: current });
+    });
   }
 
   private async inspectAny(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {

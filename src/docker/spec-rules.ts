@@ -2,6 +2,7 @@ import type { ZodIssue } from 'zod';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL, ADAPTER_LABEL } from '../domain/docker-labels';
 import { isPinnedImage } from '../domain/image-reference';
 import { SANDBOX_ID_PATTERN } from '../domain/sandbox-id';
+import { POOL_LABEL, POOL_SLOT_ID_PATTERN } from '../domain/warm-pool';
 import { checkBindSource, classifyHostPath, isAbsoluteContainerPath, parseBind } from './bind-path';
 import {
   containerSpecSchema,
@@ -133,8 +134,10 @@ function checkLabels(spec: ContainerSpecShape, report: Report): void {
       `labels["${MANAGED_BY_LABEL}"] must be '${MANAGED_BY_VALUE}', got ${managedBy === undefined ? 'nothing' : `'${managedBy}'`}`,
     );
   }
+  // A warm pool's idle container waits under a pool slot id until a sandbox claims it.
+  const ownerPattern = labels[POOL_LABEL] === undefined ? SANDBOX_ID_PATTERN : POOL_SLOT_ID_PATTERN;
   const required: ReadonlyArray<readonly [string, RegExp]> = [
-    [SANDBOX_ID_LABEL, SANDBOX_ID_PATTERN],
+    [SANDBOX_ID_LABEL, ownerPattern],
     [ADAPTER_LABEL, ADAPTER_NAME],
   ];
   for (const [label, pattern] of required) {

@@ -14,6 +14,11 @@ export const STORE_COMMAND_WORKFLOW = 'storeCommand';
 /** Prefix of a store command's workflow id: `store-<kind>-<uuid>`, the kind's dots as dashes. */
 export const STORE_COMMAND_WORKFLOW_ID_PREFIX = 'store-';
 
+/** Workflow type that asks every live docker host about its warm pools (`sandboxctl pools`). */
+export const WARM_POOL_REPORT_WORKFLOW = 'warmPoolReport';
+/** Prefix of its workflow id: `pools-<uuid>`. */
+export const WARM_POOL_REPORT_WORKFLOW_ID_PREFIX = 'pools-';
+
 /** The Temporal Schedule that runs {@link CLEANUP_WORKFLOW}. */
 export const CLEANUP_SCHEDULE_ID = 'sandboxplane-cleanup';
 /** Workflow id of the sweep the schedule (or `sandboxctl sweep`) starts. */

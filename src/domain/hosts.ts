@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ADAPTER_NAMES } from './service-catalog';
+import { warmPoolTargetsSchema, type WarmPoolTargets } from './warm-pool';
 
 /** A host id: the last part of its docker queue, `<tq>-docker-<hostId>`. */
 export const hostIdSchema = z
@@ -14,18 +15,23 @@ export const hostRegistrationSchema = z.object({
   taskQueue: z.string().min(1),
   adapters: z.array(z.enum(ADAPTER_NAMES)).min(1, 'a docker worker runs at least one adapter'),
   capacity: z.number().int().positive(),
+  /** Idle containers the host keeps per adapter (DESIGN §13); they count against its capacity. */
+  warmPool: warmPoolTargetsSchema.default({}),
   /** The Docker engine's own id (docker info), so two host ids on one engine show. */
   engineId: z.string().nullable(),
   /** The registering worker's Temporal identity. */
   identity: z.string().min(1),
 });
-export type HostRegistration = z.infer<typeof hostRegistrationSchema>;
+/** A registration as a docker worker sends it (no warm pool: `{}`). */
+export type HostRegistration = z.input<typeof hostRegistrationSchema>;
 
 /** One host as `sandboxctl hosts` shows it (DESIGN §11). */
 export interface HostView {
   readonly hostId: string;
   readonly taskQueue: string;
   readonly capacity: number;
+  /** Idle containers it keeps warm per adapter; they hold capacity too. */
+  readonly warmPool: WarmPoolTargets;
   /** Whether a worker polled the host's queue lately (Temporal's own record of its pollers). */
   readonly live: boolean;
   readonly adapters: readonly string[];

@@ -18,6 +18,11 @@ export interface RuntimeHandle {
    * engine is an error rather than a false "nothing found"; absent for runtimes without one.
    */
   readonly engineId?: string;
+  /**
+   * The warm pool slot its container waited in before this sandbox claimed it; the
+   * container's sandbox-id label keeps the slot id (labels are immutable, DESIGN §13).
+   */
+  readonly warmPoolSlot?: string;
 }
 
 /** The verdict of screening and the operator settings it was made under. */

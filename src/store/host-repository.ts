@@ -1,9 +1,11 @@
 import type { HostRegistration, Placement } from '../domain/hosts';
 import { TERMINAL_STATES } from '../domain/sandbox-states';
+import { pooledSlots, warmPoolTargetsSchema, type WarmPoolTargets } from '../domain/warm-pool';
 import type { SqliteDatabase } from './database';
 
 /** A registered docker host with the sandboxes that hold its capacity. */
 export interface StoredHost extends HostRegistration {
+  readonly warmPool: WarmPoolTargets;
   readonly registeredAt: string;
   readonly updatedAt: string;
   readonly liveSandboxes: number;
@@ -14,6 +16,7 @@ interface HostRow {
   task_queue: string;
   adapters: string;
   capacity: number;
+  warm_pool: string;
   engine_id: string | null;
   identity: string;
   registered_at: string;
@@ -42,12 +45,13 @@ export class HostRepository {
     const at = now.toISOString();
     this.db
       .prepare(
-        `INSERT INTO hosts (host_id, task_queue, adapters, capacity, engine_id, identity, registered_at, updated_at)
-         VALUES (@hostId, @taskQueue, @adapters, @capacity, @engineId, @identity, @at, @at)
+        `INSERT INTO hosts (host_id, task_queue, adapters, capacity, warm_pool, engine_id, identity, registered_at, updated_at)
+         VALUES (@hostId, @taskQueue, @adapters, @capacity, @warmPool, @engineId, @identity, @at, @at)
          ON CONFLICT (host_id) DO UPDATE SET task_queue = excluded.task_queue, adapters = excluded.adapters,
-           capacity = excluded.capacity, engine_id = excluded.engine_id, identity = excluded.identity, updated_at = excluded.updated_at`,
+           capacity = excluded.capacity, warm_pool = excluded.warm_pool, engine_id = excluded.engine_id,
+           identity = excluded.identity, updated_at = excluded.updated_at`,
       )
-      .run({ ...host, adapters: JSON.stringify(host.adapters), at });
+      .run({ ...host, adapters: JSON.stringify(host.adapters), warmPool: JSON.stringify(host.warmPool ?? {}), at });
   }
 
   list(): StoredHost[] {
@@ -62,6 +66,7 @@ export class HostRepository {
       taskQueue: row.task_queue,
       adapters: JSON.parse(row.adapters) as HostRegistration['adapters'],
       capacity: row.capacity,
+      warmPool: warmPoolTargetsSchema.parse(JSON.parse(row.warm_pool)),
       engineId: row.engine_id,
       identity: row.identity,
       registeredAt: row.registered_at,
@@ -94,16 +99,25 @@ export class HostRepository {
     if (earlier !== undefined) return { placement: earlier, fresh: false };
     const serving = this.list().filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
     const chosen = serving
-      .filter((host) => input.liveHostIds.has(host.hostId) && host.liveSandboxes < host.capacity)
-      .sort((a, b) => a.liveSandboxes / a.capacity - b.liveSandboxes / b.capacity || a.hostId.localeCompare(b.hostId))[0];
+      .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity)
+      .sort((a, b) => load(a) / a.capacity - load(b) / b.capacity || a.hostId.localeCompare(b.hostId))[0];
     if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
     this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
     return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
   }
 }
 
+/** The slots a host has given away: its sandboxes not yet ended, and its warm pools' idle containers (DESIGN §13). */
+function load(host: StoredHost): number {
+  return host.liveSandboxes + pooledSlots(host.warmPool);
+}
+
 function describeNoRoom(adapter: string, serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): string {
   if (serving.length === 0) return `no registered docker host runs the ${adapter} adapter`;
-  const each = serving.map((host) => `${host.hostId} ${liveHostIds.has(host.hostId) ? `${host.liveSandboxes}/${host.capacity}` : 'not live'}`);
+  const usage = (host: StoredHost) => {
+    const pooled = pooledSlots(host.warmPool);
+    return `${load(host)}/${host.capacity}${pooled > 0 ? ` with ${pooled} kept warm` : ''}`;
+  };
+  const each = serving.map((host) => `${host.hostId} ${liveHostIds.has(host.hostId) ? usage(host) : 'not live'}`);
   return `no live docker host has room for a ${adapter} sandbox (${each.join(', ')})`;
 }

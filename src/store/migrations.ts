@@ -143,6 +143,10 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ALTER TABLE leaks_v5 RENAME TO leaks;
   CREATE INDEX leaks_outstanding ON leaks (resolution, last_seen);
   `,
+  // 6: the warm pools each docker host keeps (adapter -> idle containers); they hold capacity.
+  `
+  ALTER TABLE hosts ADD COLUMN warm_pool TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(warm_pool));
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

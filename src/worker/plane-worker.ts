@@ -19,6 +19,7 @@ import { RoleWorkers } from './role-workers';
 import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
+import { startWarmPools, type WarmPools } from './warm-pools';
 
 export interface PlaneWorkerOptions {
   readonly config: Config;
@@ -34,6 +35,8 @@ export interface PlaneWorkerOptions {
   readonly adapters?: (planeId: string) => AdapterRegistry;
   /** The Docker broker; by default one for DOCKER_HOST (it does not connect until used). */
   readonly broker?: ContainerBroker;
+  /** How often the warm pools look at their idle containers (tests shorten it). */
+  readonly warmPoolTiming?: { readonly checkIntervalMs: number };
 }
 
 export interface PlaneWorker {
@@ -79,8 +82,10 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     },
   );
   let registration: { stop(): void } | undefined;
+  let warmPools: WarmPools | undefined;
   const close = async () => {
     registration?.stop();
+    await warmPools?.stop();
     await clientConnection.close();
     await connection.close();
   };
@@ -103,8 +108,14 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
     if (has('docker') && adapters !== undefined) {
       const taskQueue = dockerQueue(config.taskQueue, config.host.id);
+      warmPools = await startWarmPools({ hostId: config.host.id, targets: config.host.warmPool, adapters, broker, logger, ...options.warmPoolTiming });
       workers.push(
-        await Worker.create({ ...common, taskQueue, identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`, activities: createDockerActivities({ adapters, broker, plane: planeId }) }),
+        await Worker.create({
+          ...common,
+          taskQueue,
+          identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`,
+          activities: createDockerActivities({ adapters, broker, plane: planeId, warmPools }),
+        }),
       );
       queues.docker = taskQueue;
     }
@@ -130,6 +141,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         taskQueue: dockerQueue(config.taskQueue, config.host.id),
         adapters: ADAPTER_NAMES.filter((name) => adapters[name] !== undefined),
         capacity: config.host.capacity,
+        warmPool: config.host.warmPool,
         engineId: await broker.engineId().catch(() => null),
         identity,
       };

@@ -62,6 +62,7 @@ export class TemporalHostDirectory implements HostDirectory {
       hostId: host.hostId,
       taskQueue: host.taskQueue,
       capacity: host.capacity,
+      warmPool: host.warmPool,
       live: live || justRegistered,
       adapters: host.adapters,
       lastSeenAt: lastSeenAt?.toISOString() ?? null,

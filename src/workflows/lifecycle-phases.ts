@@ -1,7 +1,7 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
-import { snapshotOf, type Approval, type EndState, type HealthWatch, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
+import { snapshotOf, type RuntimeHandle, type Approval, type EndState, type HealthWatch, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
 import type { Placement } from '../domain/hosts';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, DEFAULT_PLACEMENT_WAIT_SECONDS } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
@@ -218,7 +218,8 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       action: 'ready',
       actor: 'worker',
       effect: 'ready',
-      summary: { endpoint: handle.endpoint, runtimeIds: handle.runtimeIds, engineId: handle.engineId ?? null, expiresAt: iso(expiresAtMs) },
+      reason: pooledText(request.adapter, handle),
+      summary: { ...runtimeSummary(handle), expiresAt: iso(expiresAtMs) },
     });
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -233,6 +234,22 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       summary: { code: error.code, leftovers },
     });
   }
+}
+
+/** What the audit trail keeps of a runtime: where it answers, its containers, and the warm pool slot it came from. */
+function runtimeSummary(handle: RuntimeHandle): Record<string, unknown> {
+  return {
+    endpoint: handle.endpoint,
+    runtimeIds: handle.runtimeIds,
+    engineId: handle.engineId ?? null,
+    ...(handle.warmPoolSlot !== undefined ? { warmPoolSlot: handle.warmPoolSlot } : {}),
+  };
+}
+
+/** The audit reason of a runtime claimed from a warm pool (its container's sandbox-id label names the slot, not the sandbox). */
+function pooledText(adapter: string, handle: RuntimeHandle): string | null {
+  if (handle.warmPoolSlot === undefined) return null;
+  return `container ${handle.runtimeIds.map((id) => id.slice(0, 12)).join(', ')} claimed from the ${adapter} warm pool (slot ${handle.warmPoolSlot})`;
 }
 
 /** Who places sandboxes on docker hosts, in the audit trail. */
@@ -404,12 +421,10 @@ async function restartEmulator(ctx: LifecycleContext, died: string): Promise<End
       action: 'emulator_restarted',
       actor: HEALTH_WATCH_ACTOR,
       effect: 'restarted',
-      reason: `${died}; restarted with empty state`,
+      reason: [`${died}; restarted with empty state`, pooledText(request.adapter, handle)].filter((part) => part !== null).join('; '),
       summary: {
         from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds },
-        endpoint: handle.endpoint,
-        runtimeIds: handle.runtimeIds,
-        engineId: handle.engineId ?? null,
+        ...runtimeSummary(handle),
       },
     });
     return undefined;

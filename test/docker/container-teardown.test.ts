@@ -24,6 +24,7 @@ function onAnotherEngine(broker: ContainerBroker): ContainerBroker {
     list: (labels) => broker.list(labels),
     stop: (id, options) => broker.stop(id, options),
     remove: (id, options) => broker.remove(id, options),
+    rename: (current, newName) => broker.rename(current, newName),
     ping: () => broker.ping(),
     engineId: async () => 'OTHER:ENGINE:FOR:TESTS',
   };

@@ -149,7 +149,7 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
   test('worker roles: all by default, a comma list in role order, a bad name refused with the names that work', () => {
     assert.deepEqual(loadConfig({}).workerRoles, ['lifecycle', 'store', 'docker']);
     assert.deepEqual(loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'docker, lifecycle' }).workerRoles, ['lifecycle', 'docker']);
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8 });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {} });
     assert.throws(
       () => loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'lifecycle,sotre', SANDBOXPLANE_HOST_ID: 'Host_A', SANDBOXPLANE_HOST_CAPACITY: '0' }),
       (err: unknown) => {

@@ -33,6 +33,7 @@ class InMemoryHosts implements HostDirectory {
       hostId: registration.hostId,
       taskQueue: registration.taskQueue,
       capacity: registration.capacity,
+      warmPool: registration.warmPool ?? {},
       adapters: registration.adapters,
       engineId: registration.engineId,
       live: true,

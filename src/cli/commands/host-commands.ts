@@ -1,24 +1,45 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/config';
 import { hostIdSchema, type HostView } from '../../domain/hosts';
+import type { WarmPoolReport, WarmPoolTargets } from '../../domain/warm-pool';
 import { parseOrThrow } from '../../domain/validation';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withStoreClient } from '../store-client-session';
 
+function warmPoolText(targets: WarmPoolTargets): string {
+  const pools = Object.entries(targets).filter(([, size]) => (size ?? 0) > 0);
+  return pools.length === 0 ? '-' : pools.map(([adapter, size]) => `${adapter}=${size}`).join(',');
+}
+
 function formatHosts(hosts: readonly HostView[]): string {
   if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
   return formatTable(
-    ['HOST', 'LIVE', 'SANDBOXES', 'ADAPTERS', 'LAST SEEN'],
+    ['HOST', 'LIVE', 'SANDBOXES', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
     hosts.map((host) => [
       host.hostId,
       host.live ? 'yes' : 'no',
       `${host.liveSandboxes}/${host.capacity}`,
+      warmPoolText(host.warmPool),
       host.adapters.join(','),
       host.lastSeenAt ?? 'never',
     ]),
   );
+}
+
+function formatPools(report: WarmPoolReport): string {
+  const lines =
+    report.pools.length === 0
+      ? ['No warm pools: a docker worker keeps one when started with SANDBOXPLANE_WARM_POOL (for example moto=2).']
+      : [
+          formatTable(
+            ['HOST', 'ADAPTER', 'TARGET', 'READY', 'STARTING', 'CLAIMED'],
+            report.pools.map((pool) => [pool.hostId, pool.adapter, String(pool.target), String(pool.ready), String(pool.starting), String(pool.claimed)]),
+          ),
+        ];
+  if (report.unanswered.length > 0) lines.push(`No answer from the docker worker of ${report.unanswered.join(', ')}.`);
+  return lines.join('\n');
 }
 
 /** `hosts`: the Docker hosts the store role knows, and whether a worker serves each (DESIGN §10, §11). */
@@ -31,6 +52,17 @@ export function registerHostCommands(program: Command): void {
       action(async (raw) => {
         const hosts = await withStoreClient(loadConfig(), (store) => store.hosts());
         printResult({ json: raw.json === true }, { hosts }, formatHosts(hosts));
+      }),
+    );
+
+  program
+    .command('pools')
+    .description('the warm pools of every live docker host: idle containers kept, ready now, starting, and claimed by sandboxes')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const report = await withStoreClient(loadConfig(), (store) => store.warmPools());
+        printResult({ json: raw.json === true }, report, formatPools(report));
       }),
     );
 

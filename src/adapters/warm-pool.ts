@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { isSandboxPlaneError } from '../domain/errors';
+import { containerOwner, poolLabels, poolSlotId, type PoolableAdapter, type PoolStatus } from '../domain/warm-pool';
+import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
+import type { ContainerEmulatorAdapter, IdleContainer, PoolSource } from './container-emulator';
+
+export interface WarmPoolOptions {
+  readonly hostId: string;
+  readonly adapter: ContainerEmulatorAdapter & { readonly name: PoolableAdapter };
+  readonly broker: ContainerBroker;
+  /** Idle containers to keep. 0 drains what an earlier run left. */
+  readonly target: number;
+  readonly logger: BrokerLogger;
+  /** How often idle containers are looked at (a dead one is replaced) and the pool topped up. */
+  readonly checkIntervalMs?: number;
+}
+
+const DEFAULT_CHECK_INTERVAL_MS = 10_000;
+
+/**
+ * One docker host's warm pool of one adapter (DESIGN §13). Keeps `target` started,
+ * healthy, idle containers; hands each to one sandbox (`claim`), then starts a
+ * replacement in the background.
+ *
+ * Everything it knows survives a restart because it lives on the engine: an idle
+ * container waits under its slot's name, and a claim renames it to the sandbox's. At
+ * start (and every check) the pool adopts the idle containers it finds, replaces dead
+ * ones and removes any beyond its target.
+ */
+export class WarmPool implements PoolSource {
+  private idle: IdleContainer[] = [];
+  /** Slots being started: running but not yet healthy, so not dead either. */
+  private readonly startingSlots = new Set<string>();
+  /** Containers this process handed out, so a check that overlapped a claim cannot make them idle again. */
+  private readonly handedOut = new Set<string>();
+  private claims: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private readonly stopping = new AbortController();
+
+  constructor(private readonly options: WarmPoolOptions) {}
+
+  get adapter(): PoolableAdapter {
+    return this.options.adapter.name;
+  }
+
+  private get labels(): Readonly<Record<string, string>> {
+    return poolLabels(this.adapter, this.options.hostId);
+  }
+
+  /** Adopts what the engine holds and starts the periodic check; returns once the first check has run. */
+  async start(): Promise<void> {
+    await this.check();
+    // A pool turned off has drained what an earlier run left; there is nothing to keep.
+    if (this.options.target === 0) return;
+    const every = this.options.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS;
+    const loop = () => {
+      this.timer = setTimeout(() => void this.check().finally(() => this.stopping.signal.aborted || loop()), every);
+      this.timer.unref();
+    };
+    if (!this.stopping.signal.aborted) loop();
+  }
+
+  /** Stops checking and abandons starts under way (their containers are removed); idle containers stay for the next run. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    clearTimeout(this.timer);
+    await this.checking;
+  }
+
+  /**
+   * Hands one idle container to a sandbox by renaming it to `claimedName`. Claims are
+   * serialized here, and the rename addresses the slot's name, so even a second process
+   * serving this host cannot take the same container.
+   */
+  claim(claimedName: string): Promise<IdleContainer | undefined> {
+    const claimed = this.claims.then(() => this.claimNext(claimedName));
+    this.claims = claimed.catch(() => undefined);
+    return claimed;
+  }
+
+  private async claimNext(claimedName: string): Promise<IdleContainer | undefined> {
+    try {
+      for (let candidate = this.idle.shift(); candidate !== undefined; candidate = this.idle.shift()) {
+        try {
+          await this.options.broker.rename(candidate.name, claimedName);
+        } catch (err) {
+          if (isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND') continue; // taken or removed elsewhere
+          if (isSandboxPlaneError(err) && err.code === 'CONTAINER_CONFLICT') {
+            // The sandbox already has a container of that name (an earlier cold attempt): that one is adopted.
+            this.idle.unshift(candidate);
+            return undefined;
+          }
+          throw err;
+        }
+        this.handedOut.add(candidate.id);
+        this.options.logger.info({ containerId: candidate.id, slotId: candidate.slotId, claimedName, hostId: this.options.hostId }, 'warm pool container claimed');
+        return { ...candidate, name: claimedName };
+      }
+      return undefined;
+    } finally {
+      this.topUp();
+    }
+  }
+
+  /** What `sandboxctl pools` shows, with the claimed count read from the engine now. */
+  async status(): Promise<PoolStatus> {
+    const containers = await this.options.adapter.poolContainers(this.labels);
+    const claimed = containers.filter((container) => 'sandboxId' in containerOwner(container)).length;
+    return {
+      hostId: this.options.hostId,
+      adapter: this.adapter,
+      target: this.options.target,
+      ready: this.idle.length,
+      claimed,
+      starting: this.startingSlots.size,
+    };
+  }
+
+  /** One check at a time; a check asked for while one runs shares it. */
+  private check(): Promise<void> {
+    this.checking ??= this.checkOnce()
+      .catch((err: unknown) => this.options.logger.warn({ err: String(err), adapter: this.adapter, hostId: this.options.hostId }, 'warm pool check failed; trying again'))
+      .finally(() => {
+        this.checking = undefined;
+      });
+    return this.checking;
+  }
+
+  private async checkOnce(): Promise<void> {
+    const { adapter, logger } = this.options;
+    const listed = await adapter.poolContainers(this.labels);
+    const waiting: IdleContainer[] = [];
+    for (const container of listed) {
+      const owner = containerOwner(container);
+      if (!('poolSlotId' in owner) || this.startingSlots.has(owner.poolSlotId) || this.handedOut.has(container.id)) continue;
+      const idle = container.state === 'running' ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container) } : undefined;
+      if (idle !== undefined && (await adapter.serves(idle.endpoint))) {
+        waiting.push(idle);
+        continue;
+      }
+      logger.warn({ containerId: container.id, slotId: owner.poolSlotId, state: container.state }, 'warm pool container does not serve; replacing it');
+      await this.discard(container.id);
+    }
+    const listedIds = new Set(listed.map((container) => container.id));
+    // Started after the list was read: idle too. Claimed while this looked: not idle any more.
+    const startedSince = this.idle.filter((container) => !listedIds.has(container.id));
+    const kept = [...waiting, ...startedSince].filter((container) => !this.handedOut.has(container.id));
+    const excess = kept.splice(this.options.target);
+    this.idle = kept;
+    for (const id of this.handedOut) if (!listedIds.has(id)) this.handedOut.delete(id);
+    for (const container of excess) await this.discard(container.id);
+    this.topUp();
+  }
+
+  /** Starts as many idle containers as the pool lacks, in the background. */
+  private topUp(): void {
+    if (this.stopping.signal.aborted) return;
+    const lacking = this.options.target - this.idle.length - this.startingSlots.size;
+    for (let i = 0; i < lacking; i += 1) void this.startOne();
+  }
+
+  private async startOne(): Promise<void> {
+    const slotId = poolSlotId(this.adapter, randomBytes(6).toString('hex'));
+    this.startingSlots.add(slotId);
+    try {
+      const idle = await this.options.adapter.startIdle(slotId, this.labels, { heartbeat: () => undefined, cancelled: this.stopping.signal });
+      this.idle.push(idle);
+    } catch (err) {
+      this.options.logger.warn({ err: String(err), slotId, hostId: this.options.hostId }, 'warm pool container did not start; the next check tries again');
+    } finally {
+      this.startingSlots.delete(slotId);
+    }
+  }
+
+  private async discard(containerId: string): Promise<void> {
+    try {
+      await stopAndRemove(this.options.broker, containerId);
+    } catch (err) {
+      this.options.logger.warn({ err: String(err), containerId }, 'warm pool container could not be removed; the next check tries again');
+    }
+  }
+}
