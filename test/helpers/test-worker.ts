@@ -33,6 +33,8 @@ export interface TestWorkerOptions {
   readonly adapters?: (memory: MemoryAdapter, broker: ContainerBroker, planeId: string) => AdapterRegistry;
   readonly broker?: ContainerBroker;
   readonly logger?: Logger;
+  /** How often warm pools look at their idle containers (the product's default is 10 s). */
+  readonly warmPoolCheckMs?: number;
 }
 
 /** Flags a lifecycle test usually wants: local capabilities and the memory adapter on. */
@@ -69,6 +71,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     workflowBundle: await testWorkflowBundle(),
     adapters: (planeId) => options.adapters?.(memory, broker, planeId) ?? { ...buildAdapterRegistry(config.emulators, broker, planeId), memory },
     broker,
+    ...(options.warmPoolCheckMs !== undefined ? { warmPoolTiming: { checkIntervalMs: options.warmPoolCheckMs } } : {}),
   });
   const running = plane.worker.run();
   const connection = await Connection.connect({ address });
