@@ -18,6 +18,11 @@ if host_line="$(bash scripts/docker-engine.sh | tail -n 1)" && [[ "$host_line" =
     export SANDBOXPLANE_MOTO_IMAGE
   fi
   printf 'start: Docker engine at %s, moto image %s\n' "$DOCKER_HOST" "$SANDBOXPLANE_MOTO_IMAGE" >&2
+  if [[ -z "${SANDBOXPLANE_WARM_POOL:-}" ]]; then
+    printf 'start: warm pools are off; `SANDBOXPLANE_WARM_POOL=moto=2 npm start` keeps two moto containers started, so a create skips the container start (docs/operations.md#warm-pools)\n' >&2
+  else
+    printf 'start: warm pool %s (sandboxctl pools shows it)\n' "$SANDBOXPLANE_WARM_POOL" >&2
+  fi
 else
   printf 'start: no Docker engine; moto and Floci sandboxes are off (the memory adapter works)\n' >&2
 fi
