@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the dev launcher and the tests need; idempotent and quick when done:
-# Node packages (only when package-lock.json changed), the pinned Temporal CLI, and
-# a compiled dist/ (only when a source file is newer than the last build).
+# Node packages (only when package-lock.json changed), `sandboxctl` linked onto PATH
+# (scripts/link-cli.sh), the pinned Temporal CLI, and a compiled dist/ (only when a
+# source file is newer than the last build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -21,6 +22,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" >"$stamp"
 fi
+
+bash scripts/link-cli.sh
 
 bash scripts/install-temporal-cli.sh >/dev/null
 

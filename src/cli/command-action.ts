@@ -18,7 +18,7 @@ export function action(body: ActionBody) {
     try {
       process.exitCode = (await body(options, command.args)) ?? 0;
     } catch (err) {
-      process.exitCode = reportError({ json: options.json === true }, err);
+      process.exitCode = await reportError({ json: options.json === true }, err);
     }
   };
 }

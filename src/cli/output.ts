@@ -1,5 +1,5 @@
 import { ERROR_CODES, EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
-import { toSandboxError } from '../client/client-errors';
+import { SandboxPlaneError } from '../domain/errors';
 
 export interface OutputOptions {
   readonly json: boolean;
@@ -15,8 +15,9 @@ export function printResult(options: OutputOptions, document: unknown, human: st
  * Reports a failure the way DESIGN §11 promises: `{"error": {code, message, hint}}` on
  * stderr with --json, a readable message and hint otherwise; returns the exit code.
  */
-export function reportError(options: OutputOptions, err: unknown): number {
-  const planeError = toSandboxError(err);
+export async function reportError(options: OutputOptions, err: unknown): Promise<number> {
+  // Only an error that is not ours yet needs the Temporal SDK to translate it: `--help` and a bad flag never load it.
+  const planeError = err instanceof SandboxPlaneError ? err : (await import('../client/client-errors.js')).toSandboxError(err);
   if (options.json) {
     process.stderr.write(`${JSON.stringify({ error: planeError.toJSON() })}\n`);
   } else {
