@@ -205,11 +205,12 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       const { hosts } = output<{ hosts: Record<string, unknown>[] }>(await cli('hosts', '--json'));
       return hosts.find((host) => host.hostId === 'local');
     });
-    for (const field of ['hostId', 'taskQueue', 'capacity', 'live', 'adapters', 'lastSeenAt']) assert.ok(field in local, `hosts[].${field}`);
+    for (const field of ['hostId', 'taskQueue', 'capacity', 'live', 'adapters', 'lastSeenAt', 'warmPool']) assert.ok(field in local, `hosts[].${field}`);
     assert.equal(local.live, true);
+    assert.deepEqual(local.warmPool, {}, 'no pool unless SANDBOXPLANE_WARM_POOL is set');
     const human = await cli('hosts');
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+/);
+    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+-\s/);
   });
 
   test('invalid input → exit 2 naming every bad flag', async () => {
