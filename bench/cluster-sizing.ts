@@ -28,13 +28,13 @@ import { SandboxClient } from '../src/client/sandbox-client';
 import { StoreClient } from '../src/client/store-client';
 import { connectTemporal } from '../src/client/temporal-connection';
 import { concurrentLifecycles, describeFailures } from '../test/helpers/lifecycle-burst';
+import { cpuSeconds, rssMb } from './proc-stats';
 
 const ROOT = path.resolve(__dirname, '..');
 const CLUSTER_SH = path.join(ROOT, 'scripts', 'cluster.sh');
 const DATA = process.env.SANDBOXPLANE_CLUSTER_DIR ?? path.join(ROOT, '.data', 'cluster');
 const PRINCIPAL = 'sizing';
 const PROCESSES = ['history', 'matching', 'frontend', 'store', 'lifecycle-1', 'lifecycle-2', 'docker-a', 'docker-b'];
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 const { values } = parseArgs({
   options: { lifecycles: { type: 'string' }, live: { type: 'string' }, steady: { type: 'string' }, json: { type: 'boolean', default: false } },
@@ -51,18 +51,6 @@ function cluster(command: string): string {
 }
 
 const pidOf = (name: string) => Number(fs.readFileSync(path.join(DATA, 'run', `${name}.pid`), 'utf8').trim());
-
-/** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-function rssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
-}
 
 function cpuOf(names: readonly string[]): Record<string, number> {
   return Object.fromEntries(names.map((name) => [name, cpuSeconds(pidOf(name))]));

@@ -1,115 +1,236 @@
 /**
- * `npm run bench`: what a sandbox costs on top of Temporal itself, as ratios against a
- * baseline measured in the same run on the same dev server and worker, so the numbers
- * compare across machines. Baseline: the `roundTrip` workflow (one activity). Measured,
- * through the client SDK with the memory adapter:
+ * `npm run bench`: the plane's performance suite of record (issue 15). Every figure is a
+ * ratio against a baseline measured in the same run, on the same Temporal dev server,
+ * worker and Docker engine, so the numbers compare across machines:
  *
- * - latency: create → READY and destroy → DESTROYED one at a time, medians;
- * - throughput: N full lifecycles (create → READY → destroy) started at once, per
- *   second, against N roundTrip workflows started at once (goal: at least 0.5×).
+ * - P1  create → READY (memory adapter) vs a one-activity `roundTrip` workflow;
+ * - P2  moto create → READY, cold (and from a warm pool) vs raw `docker run` + health poll;
+ * - P3  lifecycles/s with N agents at once vs roundTrip workflows/s at the same N;
+ * - P4  a cleanup sweep over N managed containers vs one label-filtered container list;
+ * - P5  a worker's resident memory with N live sandboxes vs the same worker idle;
+ * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow.
  *
- * Exits non-zero when any lifecycle failed (a create or destroy threw, or it did not end
- * DESTROYED).
+ * It starts its own dev server on free ports, and the Docker engine and images as the
+ * tests do (scripts/docker-engine.sh, build-test-image.sh, build-moto-image.sh); P2 and
+ * P4 are skipped, naming what is missing, when they cannot be had. Prints a table, or
+ * with `--json` one JSON document (and nothing else) on stdout; progress goes to stderr.
+ * Exits 1 when a lifecycle (or a sweep's removal) failed or a figure could not be
+ * measured, 2 on a bad command line.
  *
- *   npm run bench                                  # 20 rounds, 50 concurrent
- *   npm run bench -- --rounds 50 --concurrency 200
+ *   npm run bench
+ *   npm run bench -- --json > bench.json
+ *   npm run bench -- --only P1,P3 --rounds 5 --concurrency 20
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
-import type { Client } from '@temporalio/client';
-import { runRoundTrip } from '../src/client/round-trip';
-import { concurrentLifecycles, describeFailures } from '../test/helpers/lifecycle-burst';
+import os from 'node:os';
+import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
+import { dockerClient } from '../test/helpers/container-events';
+import { ensureDockerEngine, ensureMotoImage, ensureTestImage } from '../test/helpers/setup-scripts';
 import { startTestDevServer } from '../test/helpers/test-temporal';
-import { startTestWorker } from '../test/helpers/test-worker';
+import { earlierRunsLeftovers, removeRunContainers } from './bench-containers';
+import { BenchCleanup, type BenchContext, type DockerSetup, type Figure } from './bench-context';
+import { BenchUsageError, parseBenchOptions, type BenchOptions, type FigureId } from './bench-options';
+import { renderTable, type BenchReport, type FigureResult } from './bench-report';
+import { cliStatus } from './figure-cli-status';
+import { p1CreateLatency } from './figure-p1-create-latency';
+import { p2MotoCreate } from './figure-p2-moto-create';
+import { p3Throughput } from './figure-p3-throughput';
+import { p4Sweep } from './figure-p4-sweep';
+import { p5WorkerMemory } from './figure-p5-worker-memory';
+import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
+import { devServerPid } from './proc-stats';
 
-const PRINCIPAL = 'bench';
-// Generous: under a burst the last roundTrip waits behind all the others.
-const ROUND_TRIP_TIMEOUT_MS = 5 * 60_000;
+const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, cliStatus];
 
-function wholeNumberOption(values: Record<string, string | boolean | undefined>, name: string, fallback: number, minimum: number): number {
-  const raw = values[name];
-  const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value < minimum) throw new Error(`--${name} must be a whole number >= ${minimum}, got ${String(raw)}`);
-  return value;
+function progress(message: string): void {
+  process.stderr.write(`bench: ${message}\n`);
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+/** An error's message on one line (a config error lists each bad key on a line of its own), at most 400 characters. */
+function failureText(err: unknown): string {
+  const text = (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ').trim();
+  return text.length > 400 ? `${text.slice(0, 399)}…` : text;
 }
 
-async function timed(work: () => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  await work();
-  return performance.now() - started;
+/** The engine and images the selected figures need, set up as `npm test` does; what cannot be had is named, not thrown. */
+function setUpDocker(figures: readonly Figure[]): DockerSetup {
+  const wanted = new Set(figures.flatMap((figure) => figure.needs));
+  const none: DockerSetup = { dockerHost: process.env.DOCKER_HOST, engineMissing: null, testImage: undefined, motoImage: undefined, motoMissing: null };
+  if (wanted.size === 0) return none;
+  let dockerHost: string;
+  try {
+    dockerHost = ensureDockerEngine();
+  } catch (err) {
+    const tried = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock or unix:///run/sandboxplane-docker/docker.sock';
+    const reason = `docker engine at ${tried} is not available (scripts/docker-engine.sh: ${failureText(err)})`;
+    return { ...none, dockerHost: undefined, engineMissing: reason, motoMissing: reason };
+  }
+  let testImage: string | undefined;
+  let engineMissing: string | null = null;
+  try {
+    testImage = ensureTestImage(dockerHost);
+  } catch (err) {
+    engineMissing = `test image on ${dockerHost} (scripts/build-test-image.sh: ${failureText(err)})`;
+  }
+  let motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
+  let motoMissing: string | null = null;
+  if (wanted.has('moto') && (motoImage === undefined || motoImage === '')) {
+    try {
+      motoImage = ensureMotoImage(dockerHost);
+    } catch (err) {
+      motoImage = undefined;
+      motoMissing = `moto image on ${dockerHost} (scripts/build-moto-image.sh: ${failureText(err)})`;
+    }
+  }
+  return { dockerHost, engineMissing, testImage, motoImage, motoMissing };
 }
 
-function roundTrip(client: Client, taskQueue: string, requestedBy: string): Promise<unknown> {
-  return runRoundTrip(client, { taskQueue, requestedBy, timeoutMs: ROUND_TRIP_TIMEOUT_MS });
+/** Why a figure cannot run here, naming the missing component; null when it can. */
+function missingFor(figure: Figure, docker: DockerSetup): string | null {
+  for (const need of figure.needs) {
+    if (need === 'docker' && docker.engineMissing !== null) return docker.engineMissing;
+    if (need === 'moto' && (docker.engineMissing ?? docker.motoMissing) !== null) return docker.engineMissing ?? docker.motoMissing;
+  }
+  return null;
 }
 
-function line(name: string, value: string, detail: string): void {
-  process.stdout.write(`  ${name.padEnd(36)} ${value.padStart(9)}   (${detail})\n`);
+async function machine(docker: DockerSetup): Promise<Record<string, unknown>> {
+  const cpus = os.cpus();
+  let temporalCli: string | null = null;
+  try {
+    temporalCli = execFileSync(locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI), ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    // Reported as unknown; the dev server start would have failed first anyway.
+  }
+  const engine = docker.dockerHost === undefined ? null : await dockerClient(docker.dockerHost).version().then((version) => version.Version, () => null);
+  return {
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? null,
+    memoryMb: Math.round(os.totalmem() / 1024 / 1024),
+    // Others' work on the machine shows here (and in each figure's profile as `machine` CPU).
+    loadAverage: os.loadavg().map((load) => Math.round(load * 100) / 100),
+    kernel: os.release(),
+    node: process.version,
+    temporalCli,
+    dockerEngine: engine,
+    dockerHost: docker.dockerHost ?? null,
+  };
+}
+
+async function runFigure(figure: Figure, context: BenchContext): Promise<FigureResult> {
+  const base = { id: figure.id, title: figure.title };
+  const missing = missingFor(figure, context.docker);
+  if (missing !== null) {
+    progress(`${figure.id} skipped: needs ${missing}`);
+    return { ...base, status: 'skipped', reason: `needs ${missing}`, rows: [], profile: null, lifecycleFailures: 0, failures: [] };
+  }
+  const started = Date.now();
+  try {
+    const outcome = await figure.run(context);
+    progress(`${figure.id} done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return {
+      ...base,
+      status: 'measured',
+      reason: null,
+      rows: outcome.rows,
+      profile: outcome.profile,
+      lifecycleFailures: outcome.lifecycleFailures ?? 0,
+      failures: outcome.failures ?? [],
+    };
+  } catch (err) {
+    progress(`${figure.id} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return { ...base, status: 'failed', reason: failureText(err), rows: [], profile: null, lifecycleFailures: 0, failures: [] };
+  }
+}
+
+async function runSuite(options: BenchOptions, cleanup: BenchCleanup, runId: string): Promise<BenchReport> {
+  const startedAt = new Date();
+  const figures = FIGURES.filter((figure) => options.only.includes(figure.id));
+  const docker = setUpDocker(figures);
+  if (docker.dockerHost !== undefined && docker.engineMissing === null) {
+    const leftovers = await earlierRunsLeftovers(dockerClient(docker.dockerHost), runId).catch(() => 0);
+    if (leftovers > 0) {
+      progress(`${leftovers} container(s) of an interrupted bench run remain; remove them with: docker rm -f $(docker ps -aq --filter label=io.sandboxplane.bench-run)`);
+    }
+  }
+  const server = await startTestDevServer();
+  progress(`run ${runId}: Temporal dev server at ${server.address}${docker.dockerHost === undefined ? '' : `, Docker engine at ${docker.dockerHost}`}`);
+  return cleanup.guard(
+    'dev server and the run containers',
+    async () => {
+      if (docker.dockerHost !== undefined && docker.engineMissing === null) await removeRunContainers(dockerClient(docker.dockerHost), runId);
+      await server.stop();
+    },
+    async () => {
+      let measured: Promise<MeasuredWorker> | undefined;
+      const context: BenchContext = {
+        options,
+        runId,
+        server,
+        serverPid: devServerPid(server.address),
+        docker,
+        cleanup,
+        progress,
+        measuredWorker: () => (measured ??= startMeasuredWorker(context, 'shared')),
+      };
+      const results: Partial<Record<FigureId, FigureResult>> = {};
+      await cleanup.guard(
+        'the shared measured worker',
+        async () => (await measured?.catch(() => undefined))?.stop(),
+        async () => {
+          for (const figure of figures) results[figure.id] = await runFigure(figure, context);
+        },
+      );
+      const lifecycleFailures = Object.values(results).reduce((sum, result) => sum + (result?.lifecycleFailures ?? 0), 0);
+      return {
+        startedAt: startedAt.toISOString(),
+        seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+        machine: await machine(docker),
+        options,
+        figures: results,
+        lifecycleFailures,
+      };
+    },
+  );
+}
+
+function printTable(report: BenchReport): void {
+  const { machine: host } = report;
+  process.stdout.write(
+    `npm run bench: ${report.startedAt}, ${report.seconds} s; ${String(host.cpus)} cores (${String(host.cpuModel)}), ${String(host.memoryMb)} MB, ` +
+      `load average ${JSON.stringify(host.loadAverage)}; node ${String(host.node)}, ${String(host.temporalCli)}, Docker ${String(host.dockerEngine)}\n` +
+      'ratio = measured ÷ baseline; every baseline measured in this run on the same server, worker and engine\n\n',
+  );
+  process.stdout.write(renderTable(report));
+  for (const figure of Object.values(report.figures)) {
+    if (figure === undefined || figure.failures.length === 0) continue;
+    process.stdout.write(`\n${figure.id} failures:\n${figure.failures.map((line) => `  ${line}\n`).join('')}`);
+  }
 }
 
 async function run(): Promise<number> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string' }, concurrency: { type: 'string' } } });
-  const rounds = wholeNumberOption(values, 'rounds', 20, 3);
-  const concurrency = wholeNumberOption(values, 'concurrency', 50, 1);
-  const server = await startTestDevServer();
-  const worker = await startTestWorker(server.address);
+  let options: BenchOptions;
   try {
-    worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
-    const taskQueue = worker.config.taskQueue;
-    // Warm-up: bundle caches, first workflow tasks, connections.
-    await roundTrip(worker.client, taskQueue, 'bench-warmup');
-    const warm = await worker.sandboxes.create({ principal: PRINCIPAL, services: ['s3'] }, { wait: 'ready' });
-    await worker.sandboxes.destroy(warm.id);
-
-    const baseline: number[] = [];
-    const create: number[] = [];
-    const destroy: number[] = [];
-    const runId = randomBytes(4).toString('hex');
-    for (let round = 0; round < rounds; round += 1) {
-      baseline.push(await timed(() => roundTrip(worker.client, taskQueue, `bench-${round}`)));
-      const id = `bench-${runId}-${round}`;
-      create.push(await timed(() => worker.sandboxes.create({ id, principal: PRINCIPAL, services: ['s3'] }, { wait: 'ready' })));
-      destroy.push(await timed(() => worker.sandboxes.destroy(id)));
-    }
-    const base = median(baseline);
-    process.stdout.write(`latency: ${rounds} rounds one at a time, medians; ratio = median / baseline median\n`);
-    for (const [name, ms] of [
-      ['roundTrip workflow (baseline)', base],
-      ['create → READY (memory)', median(create)],
-      ['destroy → DESTROYED (memory)', median(destroy)],
-    ] as const) {
-      line(name, `${(ms / base).toFixed(2)}x`, `${ms.toFixed(1)} ms`);
-    }
-
-    // requestedBy is part of the roundTrip workflow id: each of the burst needs its own.
-    const burstStarted = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, (_, index) => roundTrip(worker.client, taskQueue, `burst-${index}`)));
-    const baselineSeconds = (performance.now() - burstStarted) / 1000;
-    const baselineRate = concurrency / baselineSeconds;
-
-    const burst = await concurrentLifecycles(worker.sandboxes, concurrency, PRINCIPAL);
-    const lifecycleSeconds = burst.elapsedMs / 1000;
-    const completed = burst.outcomes.length - burst.failures.length;
-    const lifecycleRate = completed / lifecycleSeconds;
-    process.stdout.write(`throughput: ${concurrency} started at once; ratio = lifecycles per second / roundTrips per second (goal >= 0.50x)\n`);
-    line('roundTrip workflows (baseline)', `${baselineRate.toFixed(1)}/s`, `${concurrency} in ${baselineSeconds.toFixed(2)} s`);
-    line('create → READY → destroy (memory)', `${lifecycleRate.toFixed(1)}/s`, `${completed} of ${concurrency} in ${lifecycleSeconds.toFixed(2)} s`);
-    line('ratio', `${(lifecycleRate / baselineRate).toFixed(2)}x`, `${burst.failures.length} failed`);
-    if (burst.failures.length === 0) return 0;
-    process.stdout.write(`failures (${burst.failures.length} of ${concurrency} lifecycles):\n`);
-    for (const description of describeFailures(burst.failures)) process.stdout.write(`  ${description}\n`);
-    return 1;
-  } finally {
-    await worker.stop();
-    await server.stop();
+    options = parseBenchOptions(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof BenchUsageError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return 2;
   }
+  const runId = randomBytes(3).toString('hex');
+  const cleanup = new BenchCleanup();
+  const interrupted = (signal: NodeJS.Signals) => {
+    progress(`${signal}: stopping what this run started and removing its containers`);
+    void cleanup.runAll(progress).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  const report = await runSuite(options, cleanup, runId);
+  if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else printTable(report);
+  const failed = Object.values(report.figures).some((figure) => figure?.status === 'failed' || (figure?.failures.length ?? 0) > 0);
+  return report.lifecycleFailures > 0 || failed ? 1 : 0;
 }
 
 run()

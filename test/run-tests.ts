@@ -8,14 +8,13 @@
  * other file gets a Docker engine with the locally built test images and a real Temporal
  * dev server from the installed CLI, which is stopped again at the end.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
+import { prepareDocker, runSetupScript } from './helpers/setup-scripts';
 import { isCluster, isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
 import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
-const SCRIPTS_DIR = path.join(TEST_DIR, '..', 'scripts');
 /** What a test file needs running before it starts. */
 interface Needs {
   readonly docker: boolean;
@@ -31,31 +30,10 @@ function needsOf(testFile: TestFile): Needs {
   return { docker: !own, temporal: !own };
 }
 
-/** Runs a set-up script; its progress goes to our stderr, its stdout comes back. */
-function runScript(name: string, env: NodeJS.ProcessEnv): string {
-  return execFileSync('bash', [path.join(SCRIPTS_DIR, name)], { env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-}
-
-function lastLine(output: string): string {
-  return output.trim().split('\n').pop() ?? '';
-}
-
-/** The engine the tests use (found or started by scripts/docker-engine.sh) and the images they run. */
-function prepareDocker(): { DOCKER_HOST: string; SANDBOXPLANE_MOTO_IMAGE: string } {
-  const hostLine = lastLine(runScript('docker-engine.sh', process.env));
-  const match = /^DOCKER_HOST=(.+)$/.exec(hostLine);
-  if (match?.[1] === undefined) throw new Error(`scripts/docker-engine.sh printed no DOCKER_HOST line (last line: ${hostLine})`);
-  const env = { ...process.env, DOCKER_HOST: match[1] };
-  runScript('build-test-image.sh', env);
-  const motoImage = lastLine(runScript('build-moto-image.sh', env));
-  if (!/^sha256:[0-9a-f]{64}$/.test(motoImage)) throw new Error(`scripts/build-moto-image.sh printed no image id (last line: ${motoImage})`);
-  return { DOCKER_HOST: match[1], SANDBOXPLANE_MOTO_IMAGE: motoImage };
-}
-
 /** Debian's Chromium, for the test files that drive a browser (they import helpers/browser). */
 function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: string } | undefined {
   if (!files.some(({ file }) => /from '(\.\.?\/)+helpers\/browser'/.test(fs.readFileSync(file, 'utf8')))) return undefined;
-  const chromium = lastLine(runScript('install-chromium.sh', process.env));
+  const chromium = runSetupScript('install-chromium.sh');
   if (!chromium.startsWith('/')) throw new Error(`scripts/install-chromium.sh printed no path (last line: ${chromium})`);
   return { SANDBOXPLANE_CHROMIUM: chromium };
 }

@@ -100,11 +100,13 @@ export async function startWorkerProcess(
     readyTimeoutMs?: number;
     /** Flags after `worker`, e.g. `['--role', 'docker', '--host-id', 'b']`. */
     args?: readonly string[];
+    /** Flags for node itself, before the script, e.g. `['--cpu-prof']` (not all are allowed in NODE_OPTIONS). */
+    nodeArgs?: readonly string[];
   } = {},
 ): Promise<WorkerProcess> {
   killAllOnExit();
   const built = await untilBuilt();
-  const args = options.args ?? [];
+  const args = [...(options.nodeArgs ?? []), SANDBOXCTL, 'worker', ...(options.args ?? [])];
   try {
     return await attemptStart(env, args, options.readyTimeoutMs ?? 120_000);
   } catch (err) {
@@ -114,8 +116,9 @@ export async function startWorkerProcess(
   }
 }
 
+/** `args` are node's: its own flags, the script, then the script's. */
 async function attemptStart(env: Record<string, string>, args: readonly string[], timeoutMs: number): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [SANDBOXCTL, 'worker', ...args], {
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: cliEnv({ ...env, SANDBOXPLANE_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],

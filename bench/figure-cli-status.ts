@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { workflowIdFor } from '../src/domain/contract-names';
+import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
+import { cliEnv, REPO_ROOT } from '../test/helpers/cli';
+import { BENCH_PRINCIPAL, type Figure } from './bench-context';
+import { ratioOf } from './bench-report';
+import { alternate, median, rounded } from './measure';
+
+const TARGET_RATIO = 1.5;
+const PROFILE_RUNS = 3;
+
+/** How an operator starts `sandboxctl`: linked into node_modules/.bin by the set-up when it is, else the file itself. */
+function sandboxctlCommand(): { command: string; args: string[]; shown: string } {
+  const linked = path.join(REPO_ROOT, 'node_modules', '.bin', 'sandboxctl');
+  if (fs.existsSync(linked)) return { command: linked, args: [], shown: 'node_modules/.bin/sandboxctl' };
+  return { command: process.execPath, args: [path.join(REPO_ROOT, 'bin', 'sandboxctl.js')], shown: 'node bin/sandboxctl.js' };
+}
+
+/** Runs a command to its end and returns its wall milliseconds; a non-zero exit throws with its stderr. */
+function wallMs(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const started = performance.now();
+  const child = spawn(command, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code === 0) resolve(performance.now() - started);
+      else reject(new Error(`${path.basename(command)} ${args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`));
+    });
+  });
+}
+
+async function medianMs(runs: number, command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const times: number[] = [];
+  for (let run = 0; run < runs; run += 1) times.push(await wallMs(command, args, env));
+  return rounded(median(times));
+}
+
+/**
+ * CLI: the wall time of `sandboxctl status ID` (a process start, a connection, the
+ * workflow's status query answered by the worker) against `temporal workflow describe`
+ * of the same workflow (a process start, a connection, one read of the server),
+ * alternating, medians.
+ */
+export const cliStatus: Figure = {
+  id: 'CLI',
+  title: 'sandboxctl status vs temporal workflow describe',
+  needs: [],
+  async run(context) {
+    const worker = await context.measuredWorker();
+    const id = `cli-${context.runId}`;
+    await worker.sandboxes.create({ id, principal: BENCH_PRINCIPAL, services: ['s3'], ttlSeconds: 3600 }, { wait: 'ready' });
+    try {
+      const sandboxctl = sandboxctlCommand();
+      const env = cliEnv(worker.env);
+      const temporal = locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI);
+      const describeArgs = ['workflow', 'describe', '--workflow-id', workflowIdFor(id), '--address', context.server.address, '--namespace', 'default'];
+      const statusArgs = [...sandboxctl.args, 'status', id];
+      // Warm-up: the file system cache of both programs.
+      await wallMs(temporal, describeArgs, env);
+      await wallMs(sandboxctl.command, statusArgs, env);
+      context.progress(`CLI: ${context.options.cliRounds} rounds of temporal workflow describe, then ${sandboxctl.shown} status`);
+      const measured = await alternate(
+        context.options.cliRounds,
+        () => wallMs(temporal, describeArgs, env),
+        () => wallMs(sandboxctl.command, statusArgs, env),
+      );
+      const status = median(measured.measured);
+      const describe = median(measured.baseline);
+      const ratio = ratioOf(status, describe);
+      context.progress('CLI: what a start costs (node alone, loading the CLI, --help)');
+      const profile = {
+        sandboxctl: sandboxctl.shown,
+        nodeStartMs: await medianMs(PROFILE_RUNS, process.execPath, ['-e', '0'], env),
+        cliLoadMs: await medianMs(PROFILE_RUNS, process.execPath, ['-e', `require(${JSON.stringify(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'))})`], env),
+        helpMs: await medianMs(PROFILE_RUNS, sandboxctl.command, [...sandboxctl.args, '--help'], env),
+        temporalHelpMs: await medianMs(PROFILE_RUNS, temporal, ['--help'], env),
+      };
+      return {
+        rows: [
+          {
+            key: 'CLI.status',
+            measured: { label: `${sandboxctl.shown} status`, value: status, unit: 'ms' },
+            baseline: { label: 'temporal workflow describe', value: describe, unit: 'ms' },
+            ratio,
+            target: { text: `<= ${TARGET_RATIO}x`, reached: ratio === null ? null : ratio <= TARGET_RATIO },
+            detail: `${context.options.cliRounds} rounds alternating, medians of wall time from spawn to exit; the same READY sandbox`,
+          },
+        ],
+        profile,
+      };
+    } finally {
+      await worker.sandboxes.destroy(id);
+    }
+  },
+};
