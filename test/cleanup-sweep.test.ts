@@ -30,7 +30,7 @@ async function strayContainer(broker: ContainerBroker, imageId: string, sandboxI
   const info = await broker.run({
     image: imageId,
     labels: { ...extraLabels, ...sandboxContainerLabels(sandboxId, 'moto') },
-    limits: { memoryBytes: 32 * MIB, pidsLimit: 16 },
+    limits: { memoryBytes: 32 * MIB, pidsLimit: 16, nanoCpus: 500_000_000 },
   });
   return info.id;
 }
@@ -166,6 +166,8 @@ describe('cleanup sweep on a real dev server and engine', () => {
       ping: () => broker.ping(),
       engineId: () => broker.engineId(),
       rename: (current, newName) => broker.rename(current, newName),
+      listNetworks: (labels) => broker.listNetworks(labels),
+      removeNetwork: (name) => broker.removeNetwork(name),
       stop: async (id, options) => {
         if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
         return broker.stop(id, options);

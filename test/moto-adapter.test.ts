@@ -172,6 +172,7 @@ describe('moto health gate on the lifecycle', () => {
           region: 'us-east-1',
           memoryBytes: 512 * 1024 * 1024,
           pidsLimit: 256,
+          nanoCpus: 1_000_000_000,
           healthTimeoutMs: 2_000,
           probe: async () => ({ healthy: false, registeredServices: [], readyServices: [], detail: 'never healthy (test)' }),
           environment: () => ({}),

@@ -52,6 +52,8 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     region: REGION,
     memoryBytes: 1024 * MIB,
     pidsLimit: 512,
+    // A JVM that compiles at start: two CPUs, so its health gate is not a CPU race.
+    nanoCpus: 2_000_000_000,
     healthTimeoutMs: options.healthTimeoutMs,
     probe: flociHealthProbe(catalog),
     // Floci must know its public URL at start, so the port is chosen before the run.

@@ -42,6 +42,8 @@ export interface ContainerSummary {
   readonly ports: readonly PublishedPort[];
   /** ISO 8601. */
   readonly createdAt: string;
+  /** The networks the container is attached to: name → network id. */
+  readonly networks: Readonly<Record<string, string>>;
 }
 
 /** What `run` and `inspect` return. */
@@ -55,6 +57,16 @@ export interface ContainerInfo extends ContainerSummary {
   readonly finishedAt: string | null;
   readonly limits: { readonly memoryBytes: number; readonly pidsLimit: number | null };
 }
+
+/** One network of ours, as `listNetworks` returns it. */
+export interface NetworkSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** Outcome of `removeNetwork`: `already_gone` is absorbed; `in_use` means a container still holds it. */
+export type NetworkRemoveOutcome = 'removed' | 'already_gone' | 'in_use';
 
 /** Outcome of `stop`; `already_stopped` is the absorbed, harmless case. */
 export type StopOutcome = 'stopped' | 'already_stopped';
@@ -79,8 +91,9 @@ export interface RemoveOptions {
  */
 export interface ContainerBroker {
   /**
-   * Validates the spec, creates the container and starts it. A retried run with the
-   * same `name` and the same sandbox labels returns the container the first try made.
+   * Validates the spec, creates the sandbox's own network (sealed, DESIGN §12), then the
+   * container on it, and starts it. A retried run with the same `name` and the same
+   * sandbox labels returns the container the first try made.
    */
   run(spec: ContainerSpecInput): Promise<ContainerInfo>;
   /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
@@ -89,7 +102,12 @@ export interface ContainerBroker {
   list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]>;
   /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
   stop(id: string, options?: StopOptions): Promise<StopOutcome>;
+  /** Removes the container, then the network it was given (when no other container holds it). */
   remove(id: string, options?: RemoveOptions): Promise<RemoveOutcome>;
+  /** Every network carrying our managed-by label and all of `labels`. */
+  listNetworks(labels: Readonly<Record<string, string>>): Promise<NetworkSummary[]>;
+  /** Removes one of our networks, by name or id. */
+  removeNetwork(nameOrId: string): Promise<NetworkRemoveOutcome>;
   /**
    * Renames a managed container, addressed by its current name or id. Addressed by name
    * it is a compare-and-swap: once renamed, the old name is CONTAINER_NOT_FOUND to the

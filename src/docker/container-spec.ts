@@ -27,8 +27,8 @@ export const containerLimitsSchema = z
   .object({
     memoryBytes: z.number().int().optional(),
     pidsLimit: z.number().int().optional(),
-    /** CPU quota in billionths of a CPU (1e9 = one CPU). */
-    nanoCpus: z.number().int().positive().optional(),
+    /** CPU quota in billionths of a CPU (1e9 = one CPU); required. */
+    nanoCpus: z.number().int().optional(),
   })
   .strict();
 
@@ -104,10 +104,11 @@ export interface ValidatedContainerSpec {
   readonly limits: {
     readonly memoryBytes: number;
     readonly pidsLimit: number;
-    readonly nanoCpus: number | undefined;
+    readonly nanoCpus: number;
   };
   readonly readonlyRootfs: boolean;
+  /** Always includes `ALL`. */
   readonly capDrop: readonly string[];
-  /** `bridge` (the default), `none`, or the name of a user-defined network. */
+  /** The sandbox's own network (see `ownNetworkName`), which the broker creates before the container. */
   readonly networkMode: string;
 }

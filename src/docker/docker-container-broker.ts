@@ -1,5 +1,6 @@
 import Docker from 'dockerode';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
+import { POOL_HOST_LABEL, POOL_LABEL } from '../domain/warm-pool';
 import { SandboxPlaneError } from '../domain/errors';
 import { silentLogger, type BrokerLogger } from './broker-logger';
 import {
@@ -8,6 +9,8 @@ import {
   type ContainerInfo,
   type EngineIdentity,
   type ContainerSummary,
+  type NetworkRemoveOutcome,
+  type NetworkSummary,
   type RemoveOptions,
   type RemoveOutcome,
   type StopOptions,
@@ -16,9 +19,9 @@ import {
 import { CONTAINER_NAME, type ContainerSpecInput, type ValidatedContainerSpec } from './container-spec';
 import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
 import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
-import { toContainerInfo, toContainerSummaries, toEngineId } from './engine-responses';
+import { toContainerInfo, toContainerSummaries, toEngineId, toNetworkSummaries } from './engine-responses';
 import { resolveExistingHostPath } from './host-path-resolver';
-import { validateContainerSpec, type SpecPolicy } from './spec-rules';
+import { ownNetworkName, validateContainerSpec, type SpecPolicy } from './spec-rules';
 
 export interface DockerContainerBrokerOptions {
   /** A ready dockerode client (tests pass a spy); otherwise one is built from `dockerHost`. */
@@ -42,6 +45,28 @@ type ContainerCreateOptions = Docker.ContainerCreateOptions;
 /** Seconds a stop waits for SIGTERM before the engine kills. */
 const DEFAULT_STOP_TIMEOUT_SECONDS = 10;
 
+/**
+ * A sandbox's own bridge (DESIGN §12, docs/security.md "Sealed sandboxes"): no traffic
+ * between containers on it, and no address translation out, so nothing it sends out of
+ * the host can be answered. Not `Internal`: this engine publishes no port of a container
+ * whose only network is internal, and the published loopback port is how the sandbox serves.
+ */
+export const SEALED_BRIDGE_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
+  'com.docker.network.bridge.enable_icc': 'false',
+  'com.docker.network.bridge.enable_ip_masquerade': 'false',
+});
+
+/** The labels a sandbox's network copies from its container, so sweeps find it the same way. */
+const NETWORK_LABELS = [MANAGED_BY_LABEL, PLANE_LABEL, SANDBOX_ID_LABEL, ADAPTER_LABEL, POOL_LABEL, POOL_HOST_LABEL] as const;
+
+function networkLabelsOf(labels: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(NETWORK_LABELS.flatMap((key) => (labels[key] === undefined ? [] : [[key, labels[key]]])));
+}
+
+function isMissingNetwork(err: unknown): boolean {
+  return engineStatusCode(err) === 404 && /network/i.test(engineMessage(err)) && !/no such image/i.test(engineMessage(err));
+}
+
 function endpointOf(docker: Docker): DockerEndpoint | undefined {
   const modem = (docker as unknown as { modem?: { socketPath?: unknown; host?: unknown; port?: unknown } }).modem;
   if (typeof modem?.host === 'string' && modem.host !== '') {
@@ -59,7 +84,7 @@ function dockerodeFor(endpoint: DockerEndpoint): Docker {
 }
 
 /** The engine's create options for a validated spec. Nothing the spec did not validate is set. */
-export function toCreateOptions(spec: ValidatedContainerSpec): ContainerCreateOptions {
+export function toCreateOptions(spec: ValidatedContainerSpec, networkId?: string): ContainerCreateOptions {
   const exposed: Record<string, Record<string, never>> = {};
   const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
   for (const port of spec.ports) {
@@ -82,14 +107,15 @@ export function toCreateOptions(spec: ValidatedContainerSpec): ContainerCreateOp
       CapAdd: [],
       CapDrop: [...spec.capDrop],
       SecurityOpt: ['no-new-privileges'],
-      NetworkMode: spec.networkMode,
+      // By id: two networks of one name (a race between processes) would make the name ambiguous.
+      NetworkMode: networkId ?? spec.networkMode,
       PortBindings: bindings,
       PublishAllPorts: false,
       Mounts: spec.binds.map((bind) => ({ Type: 'bind' as const, Source: bind.source, Target: bind.target, ReadOnly: bind.readOnly })),
       Memory: spec.limits.memoryBytes,
       MemorySwap: spec.limits.memoryBytes,
       PidsLimit: spec.limits.pidsLimit,
-      ...(spec.limits.nanoCpus === undefined ? {} : { NanoCpus: spec.limits.nanoCpus }),
+      NanoCpus: spec.limits.nanoCpus,
       RestartPolicy: { Name: 'no' },
       AutoRemove: false,
       ReadonlyRootfs: spec.readonlyRootfs,
@@ -118,6 +144,7 @@ export class DockerContainerBroker implements ContainerBroker {
   private readonly endpoint: string;
   private readonly policy: SpecPolicy;
   private knownEngineId: Promise<string> | undefined;
+  private readonly networkLocks = new Map<string, Promise<string>>();
 
   constructor(options: DockerContainerBrokerOptions = {}) {
     const endpoint = options.docker === undefined ? parseDockerHost(options.dockerHost) : endpointOf(options.docker);
@@ -140,22 +167,151 @@ export class DockerContainerBroker implements ContainerBroker {
 
   async run(input: ContainerSpecInput): Promise<ContainerInfo> {
     const spec = this.validate(input);
-    const context = { image: spec.image, name: spec.name, sandboxId: spec.labels[SANDBOX_ID_LABEL] };
-    let id: string;
+    const context = { image: spec.image, name: spec.name, sandboxId: spec.labels[SANDBOX_ID_LABEL], network: spec.networkMode };
+    // Twice at most: a sweep may remove the network between its creation and the container's start.
+    for (let attempt = 1; ; attempt += 1) {
+      const networkId = await this.ensureNetwork(spec);
+      let id: string;
+      try {
+        const created = await this.call('create', context, () => this.docker.createContainer(toCreateOptions(spec, networkId)));
+        id = created.id;
+      } catch (err) {
+        if (spec.name !== undefined && engineStatusCode(err) === 409) {
+          return this.adopt(spec).catch(async (refused: unknown) => {
+            await this.dropNetwork(spec, networkId, 'the name is taken by another sandbox');
+            throw refused;
+          });
+        }
+        if (attempt < 2 && isMissingNetwork(err)) continue;
+        await this.dropNetwork(spec, networkId, 'create failed');
+        throw this.mapError(err, 'create', context);
+      }
+      try {
+        await this.start(id);
+      } catch (err) {
+        await this.discard(id);
+        if (attempt < 2 && isMissingNetwork((err as { cause?: unknown }).cause)) continue;
+        await this.dropNetwork(spec, networkId, 'start failed');
+        throw err;
+      }
+      return this.inspect(id);
+    }
+  }
+
+  /**
+   * The id of the sandbox's own sealed network: the one that exists for the same owner
+   * (an earlier attempt's, or a sibling container's), else a new one. Serialised per name
+   * in this process, as the engine's duplicate check is not atomic; two processes racing
+   * both pick the lowest id, and the sweep removes the other.
+   */
+  private async ensureNetwork(spec: ValidatedContainerSpec): Promise<string> {
+    const name = spec.networkMode;
+    const labels = networkLabelsOf(spec.labels);
+    const previous = this.networkLocks.get(name) ?? Promise.resolve();
+    const current = previous.catch(() => undefined).then(async () => {
+      const existing = await this.networksNamed(name);
+      if (existing.length > 0) {
+        const ours = existing.filter((network) => isManaged(network.labels) && network.labels[SANDBOX_ID_LABEL] === labels[SANDBOX_ID_LABEL]);
+        const [first] = ours.map((network) => network.id).sort();
+        if (first === undefined) {
+          throw new SandboxPlaneError('CONTAINER_CONFLICT', `Network name ${name} is taken by a network that is not ${labels[SANDBOX_ID_LABEL] ?? 'this owner'}'s`, {
+            details: { network: name },
+          });
+        }
+        return first;
+      }
+      const created = (await this.call('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
+        this.docker.createNetwork({
+          Name: name,
+          CheckDuplicate: true,
+          Driver: 'bridge',
+          Internal: false,
+          Attachable: false,
+          EnableIPv6: false,
+          Options: { ...SEALED_BRIDGE_OPTIONS },
+          Labels: labels,
+        }),
+      ).catch((err: unknown) => {
+        throw this.mapError(err, 'network create', {});
+      })) as { id?: unknown };
+      if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
+      return created.id;
+    });
+    this.networkLocks.set(name, current);
     try {
-      const created = await this.call('create', context, () => this.docker.createContainer(toCreateOptions(spec)));
-      id = created.id;
+      return await current;
+    } finally {
+      if (this.networkLocks.get(name) === current) this.networkLocks.delete(name);
+    }
+  }
+
+  /** Every network with exactly this name, ours or not (the engine's name filter also matches parts of names). */
+  private async networksNamed(name: string): Promise<NetworkSummary[]> {
+    const raw: unknown = await this.call('network list', { network: name }, () => this.docker.listNetworks({ filters: { name: [name] } })).catch((err: unknown) => {
+      throw this.mapError(err, 'network list', {});
+    });
+    return toNetworkSummaries(raw).filter((network) => network.name === name);
+  }
+
+  /**
+   * Removes the owner's network once no container of that owner is left on it (a sandbox
+   * could hold two); a failure is logged and left to the sweep.
+   */
+  private async dropNetwork(spec: { readonly labels: Readonly<Record<string, string>> }, networkId: string, reason: string): Promise<void> {
+    const owner = spec.labels[SANDBOX_ID_LABEL];
+    try {
+      const siblings = (await this.list(owner === undefined ? {} : { [SANDBOX_ID_LABEL]: owner })).filter((container) =>
+        Object.values(container.networks).includes(networkId),
+      );
+      if (siblings.length > 0) return;
+      await this.removeNetwork(networkId);
     } catch (err) {
-      if (spec.name !== undefined && engineStatusCode(err) === 409) return this.adopt(spec);
-      throw this.mapError(err, 'create', context);
+      this.logger.warn({ networkId, reason, err: engineMessage(err) }, 'docker network remove failed; the sweep will find the network');
+    }
+  }
+
+  async listNetworks(labels: Readonly<Record<string, string>>): Promise<NetworkSummary[]> {
+    const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+    const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
+    const raw: unknown = await this.call('network list', { labels: filter }, () => this.docker.listNetworks({ filters: { label } })).catch((err: unknown) => {
+      throw this.mapError(err, 'network list', {});
+    });
+    return toNetworkSummaries(raw).filter((network) => isManaged(network.labels));
+  }
+
+  /** A network's labels, or `undefined` when there is no such network. */
+  private async networkLabels(nameOrId: string): Promise<Readonly<Record<string, string>> | undefined> {
+    try {
+      const raw = (await this.call('network inspect', { network: nameOrId }, () => this.docker.getNetwork(nameOrId).inspect(), [404])) as { Labels?: unknown };
+      const labels = raw.Labels;
+      return typeof labels === 'object' && labels !== null ? (labels as Record<string, string>) : {};
+    } catch (err) {
+      if (engineStatusCode(err) === 404) return undefined;
+      throw this.mapError(err, 'network inspect', {});
+    }
+  }
+
+  async removeNetwork(nameOrId: string): Promise<NetworkRemoveOutcome> {
+    const labels = await this.networkLabels(nameOrId);
+    if (labels === undefined) {
+      this.logger.info({ network: nameOrId }, 'docker network remove absorbed: network already gone');
+      return 'already_gone';
+    }
+    if (!isManaged(labels)) {
+      throw new SandboxPlaneError('CONTAINER_NOT_FOUND', `Network ${nameOrId} is not managed by ${MANAGED_BY_VALUE}`, { details: { network: nameOrId } });
     }
     try {
-      await this.start(id);
+      await this.call('network remove', { network: nameOrId }, () => this.docker.getNetwork(nameOrId).remove(), [403, 404, 409]);
+      return 'removed';
     } catch (err) {
-      await this.discard(id);
-      throw err;
+      const status = engineStatusCode(err);
+      if (status === 404) return 'already_gone';
+      if (status === 403 || status === 409) {
+        this.logger.info({ network: nameOrId, statusCode: status, err: engineMessage(err) }, 'docker network remove skipped: a container still uses it');
+        return 'in_use';
+      }
+      throw this.mapError(err, 'network remove', {});
     }
-    return this.inspect(id);
   }
 
   async inspect(id: string): Promise<ContainerInfo> {
@@ -241,7 +397,6 @@ export class DockerContainerBroker implements ContainerBroker {
     const context = { containerId: info.id };
     try {
       await this.call('remove', context, () => this.docker.getContainer(info.id).remove({ force: options.force ?? true, v: true }), [404, 409]);
-      return 'removed';
     } catch (err) {
       const status = engineStatusCode(err);
       if (status === 404 || (status === 409 && /already in progress/i.test(engineMessage(err)))) {
@@ -250,6 +405,12 @@ export class DockerContainerBroker implements ContainerBroker {
       }
       throw this.mapError(err, 'remove', context);
     }
+    // The container's own network goes with it (the sandbox's; never one it was not given).
+    const own = ownNetworkName(info.labels);
+    for (const [name, networkId] of Object.entries(info.networks)) {
+      if (name === own && networkId !== '') await this.dropNetwork(info, networkId, 'its container was removed');
+    }
+    return 'removed';
   }
 
   async rename(current: string, newName: string): Promise<void> {

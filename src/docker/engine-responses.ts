@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { engineIdOf } from '../domain/engine-identity';
 import { SandboxPlaneError } from '../domain/errors';
-import { toContainerState, type ContainerInfo, type ContainerSummary, type PublishedPort } from './container-broker';
+import { toContainerState, type ContainerInfo, type ContainerSummary, type NetworkSummary, type PublishedPort } from './container-broker';
 
 /**
  * The parts of the engine's answers the broker relies on, checked with zod so that a
@@ -9,6 +9,12 @@ import { toContainerState, type ContainerInfo, type ContainerSummary, type Publi
  */
 
 const labels = z.record(z.string()).nullish().transform((value) => Object.freeze({ ...(value ?? {}) }));
+
+/** `NetworkSettings.Networks`: name → endpoint; only the network id is kept. */
+const attachedNetworks = z
+  .record(z.object({ NetworkID: z.string().default('') }).passthrough().nullable())
+  .nullish()
+  .transform((value) => Object.freeze(Object.fromEntries(Object.entries(value ?? {}).map(([name, endpoint]) => [name, endpoint?.NetworkID ?? '']))));
 
 const portBinding = z.object({ HostIp: z.string().default(''), HostPort: z.string().default('') });
 const portMap = z.record(z.array(portBinding).nullable()).nullish();
@@ -31,8 +37,10 @@ const inspectSchema = z.object({
     PidsLimit: z.number().nullish(),
     PortBindings: portMap,
   }),
-  NetworkSettings: z.object({ Ports: portMap }).nullish(),
+  NetworkSettings: z.object({ Ports: portMap, Networks: attachedNetworks }).nullish(),
 });
+
+const networkListSchema = z.array(z.object({ Id: z.string().min(1), Name: z.string(), Labels: labels }));
 
 const listSchema = z.array(
   z.object({
@@ -45,6 +53,7 @@ const listSchema = z.array(
       .array(z.object({ IP: z.string().optional(), PrivatePort: z.number(), PublicPort: z.number().optional(), Type: z.string() }))
       .default([]),
     Created: z.number(),
+    NetworkSettings: z.object({ Networks: attachedNetworks }).nullish(),
   }),
 );
 
@@ -102,7 +111,13 @@ export function toContainerInfo(raw: unknown): ContainerInfo {
     startedAt: timestamp(info.State.StartedAt),
     finishedAt: timestamp(info.State.FinishedAt),
     limits: Object.freeze({ memoryBytes: info.HostConfig.Memory ?? 0, pidsLimit: info.HostConfig.PidsLimit ?? null }),
+    networks: info.NetworkSettings?.Networks ?? Object.freeze({}),
   });
+}
+
+/** Maps `GET /networks` onto {@link NetworkSummary}s. */
+export function toNetworkSummaries(raw: unknown): NetworkSummary[] {
+  return parseOrThrow(networkListSchema, raw, 'network list').map((entry) => Object.freeze({ id: entry.Id, name: entry.Name, labels: entry.Labels }));
 }
 
 /** The engine's ID from `GET /info`: stable for the life of the engine's data directory. */
@@ -125,6 +140,7 @@ export function toContainerSummaries(raw: unknown): ContainerSummary[] {
         ),
       ),
       createdAt: new Date(entry.Created * 1000).toISOString(),
+      networks: entry.NetworkSettings?.Networks ?? Object.freeze({}),
     }),
   );
 }

@@ -1,5 +1,5 @@
 import type { ZodIssue } from 'zod';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL, ADAPTER_LABEL } from '../domain/docker-labels';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL, ADAPTER_LABEL, PLANE_LABEL, sandboxNetworkName } from '../domain/docker-labels';
 import { isPinnedImage } from '../domain/image-reference';
 import { SANDBOX_ID_PATTERN } from '../domain/sandbox-id';
 import { POOL_LABEL, POOL_SLOT_ID_PATTERN } from '../domain/warm-pool';
@@ -30,6 +30,12 @@ export interface SpecPolicy {
 export const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
 
 export const LOOPBACK_HOST_IP = '127.0.0.1';
+
+/** The engine refuses a CPU quota below 0.01 CPU. */
+export const MIN_NANO_CPUS = 10_000_000;
+
+/** Every capability: a sandbox keeps none (DESIGN §12). */
+export const DROP_ALL_CAPABILITIES = 'ALL';
 
 const ADAPTER_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const NETWORK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -62,6 +68,13 @@ function checkPrivileges(spec: ContainerSpecShape, report: Report): void {
   if (spec.capAdd !== undefined && spec.capAdd.length > 0) {
     report('SPEC_CAPABILITY_ADDED', 'capAdd', `capAdd must be empty, got ${spec.capAdd.join(', ')}`);
   }
+  if (spec.capDrop !== undefined && !spec.capDrop.some((cap) => cap.trim().toUpperCase() === DROP_ALL_CAPABILITIES)) {
+    report(
+      'SPEC_CAPABILITIES_NOT_DROPPED',
+      'capDrop',
+      `capDrop must include '${DROP_ALL_CAPABILITIES}' (or be left out, which drops all), got ${spec.capDrop.length === 0 ? 'nothing' : spec.capDrop.join(', ')}`,
+    );
+  }
   if (spec.devices !== undefined && spec.devices.length > 0) {
     report('SPEC_DEVICES', 'devices', `devices must be empty, got ${spec.devices.length} device(s)`);
   }
@@ -72,12 +85,26 @@ function sharesOutsideNamespace(mode: string): boolean {
   return normalized === 'host' || normalized.startsWith('container:');
 }
 
+/** The network the spec's container gets to itself: named after its owner and plane, so it is never another's. */
+export function ownNetworkName(labels: Readonly<Record<string, string>>): string | undefined {
+  const owner = labels[SANDBOX_ID_LABEL];
+  return owner === undefined ? undefined : sandboxNetworkName(labels[PLANE_LABEL], owner);
+}
+
 function checkNamespaces(spec: ContainerSpecShape, report: Report): void {
   if (spec.networkMode !== undefined) {
+    const own = ownNetworkName(spec.labels);
     if (sharesOutsideNamespace(spec.networkMode)) {
       report('SPEC_HOST_NAMESPACE', 'networkMode', `networkMode must not share another network namespace, got '${spec.networkMode}'`);
     } else if (!NETWORK_NAME.test(spec.networkMode)) {
-      report('SPEC_INVALID', 'networkMode', `networkMode must be bridge, none or a network name, got '${spec.networkMode}'`);
+      report('SPEC_INVALID', 'networkMode', `networkMode must be the sandbox's own network name, got '${spec.networkMode}'`);
+    } else if (spec.networkMode !== own) {
+      report(
+        'SPEC_NETWORK_NOT_SEALED',
+        'networkMode',
+        `networkMode must be the sandbox's own network${own === undefined ? '' : ` ${own}`} (or left out), got '${spec.networkMode}': ` +
+          'a shared network (or none) lets sandboxes reach each other and the outside, or serves nothing',
+      );
     }
   }
   const privateModes: ReadonlyArray<readonly ['pidMode' | 'ipcMode' | 'utsMode', readonly string[]]> = [
@@ -95,7 +122,7 @@ function checkNamespaces(spec: ContainerSpecShape, report: Report): void {
 function checkLimits(spec: ContainerSpecShape, report: Report): void {
   const limits = spec.limits;
   if (limits === undefined) {
-    report('SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes and limits.pidsLimit');
+    report('SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes, limits.pidsLimit and limits.nanoCpus');
     return;
   }
   if (limits.memoryBytes === undefined) {
@@ -111,6 +138,11 @@ function checkLimits(spec: ContainerSpecShape, report: Report): void {
     report('SPEC_LIMITS_MISSING', 'limits.pidsLimit', 'limits.pidsLimit is required');
   } else if (limits.pidsLimit < 1) {
     report('SPEC_LIMITS_MISSING', 'limits.pidsLimit', `limits.pidsLimit must be at least 1 (0 or -1 would mean unlimited), got ${limits.pidsLimit}`);
+  }
+  if (limits.nanoCpus === undefined) {
+    report('SPEC_LIMITS_MISSING', 'limits.nanoCpus', 'limits.nanoCpus is required (1e9 is one CPU)');
+  } else if (limits.nanoCpus < MIN_NANO_CPUS) {
+    report('SPEC_LIMITS_MISSING', 'limits.nanoCpus', `limits.nanoCpus must be at least ${MIN_NANO_CPUS} (0.01 CPU), got ${limits.nanoCpus}`);
   }
 }
 
@@ -295,10 +327,10 @@ export function validateContainerSpec(input: unknown, policy: SpecPolicy = {}): 
     limits: Object.freeze({
       memoryBytes: spec.limits?.memoryBytes ?? 0,
       pidsLimit: spec.limits?.pidsLimit ?? 0,
-      nanoCpus: spec.limits?.nanoCpus,
+      nanoCpus: spec.limits?.nanoCpus ?? 0,
     }),
     readonlyRootfs: spec.readonlyRootfs ?? false,
-    capDrop: Object.freeze([...(spec.capDrop ?? [])]),
-    networkMode: spec.networkMode ?? 'bridge',
+    capDrop: Object.freeze([...(spec.capDrop ?? [DROP_ALL_CAPABILITIES])]),
+    networkMode: ownNetworkName(spec.labels) ?? '',
   });
 }

@@ -54,3 +54,11 @@ export function sandboxContainerLabels(sandboxId: string, adapter: string): Read
 export function managedContainersFilter(): Readonly<Record<string, string>> {
   return Object.freeze({ [MANAGED_BY_LABEL]: MANAGED_BY_VALUE });
 }
+
+/**
+ * The name of the network a sandbox's (or a pool slot's) container gets to itself
+ * (DESIGN §12): one per owner, per plane, so two planes on one engine never share one.
+ */
+export function sandboxNetworkName(plane: string | undefined, owner: string): string {
+  return plane === undefined ? `sandboxplane-net-${owner}` : `sandboxplane-net-${sha256Hex(plane).slice(0, 8)}-${owner}`;
+}

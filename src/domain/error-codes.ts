@@ -79,7 +79,13 @@ export const ERROR_CODES = {
   SPEC_CAPABILITY_ADDED: spec('refused', false, 'Remove `capAdd`: sandboxes get no capabilities beyond the engine default.'),
   SPEC_HOST_NAMESPACE: spec('refused', false, 'Remove the host or container: namespace mode; sandboxes get their own namespaces.'),
   SPEC_DEVICES: spec('refused', false, 'Remove `devices`: sandboxes get no host devices.'),
-  SPEC_LIMITS_MISSING: spec('refused', false, 'Set limits.memoryBytes (at least 6 MiB) and limits.pidsLimit (at least 1).'),
+  SPEC_LIMITS_MISSING: spec('refused', false, 'Set limits.memoryBytes (at least 6 MiB), limits.pidsLimit (at least 1) and limits.nanoCpus (at least 0.01 CPU).'),
+  SPEC_NETWORK_NOT_SEALED: spec(
+    'refused',
+    false,
+    "Leave networkMode out (or name the sandbox's own network): every sandbox gets a network of its own, with no traffic to other containers or out.",
+  ),
+  SPEC_CAPABILITIES_NOT_DROPPED: spec('refused', false, "Leave capDrop out or include 'ALL': sandboxes run with no capabilities."),
   SPEC_RESTART_POLICY: spec('refused', false, "Use restart policy 'no' (or leave it out): the sandbox lifecycle decides when a container runs."),
   SPEC_LABELS_MISSING: spec(
     'refused',

@@ -25,6 +25,8 @@ function onAnotherEngine(broker: ContainerBroker): ContainerBroker {
     stop: (id, options) => broker.stop(id, options),
     remove: (id, options) => broker.remove(id, options),
     rename: (current, newName) => broker.rename(current, newName),
+    listNetworks: (labels) => broker.listNetworks(labels),
+    removeNetwork: (name) => broker.removeNetwork(name),
     ping: () => broker.ping(),
     engineId: async () => 'OTHER:ENGINE:FOR:TESTS',
   };
@@ -48,6 +50,7 @@ describe('container teardown by recorded runtime ids, on the real engine', () =>
       region: 'us-east-1',
       memoryBytes: 32 * MIB,
       pidsLimit: 16,
+      nanoCpus: 500_000_000,
       healthTimeoutMs: 5_000,
       probe: async () => ({ healthy: true, registeredServices: ['s3'], readyServices: ['s3'], detail: 'test' }),
       environment: () => ({}),

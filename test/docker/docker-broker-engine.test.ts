@@ -19,6 +19,7 @@ import {
   httpGet,
   removeSandboxContainers,
   requireEngineAndImage,
+  sandboxNetworks,
   spyOnDocker,
   uniqueSandboxId,
 } from './docker-test-support';
@@ -58,7 +59,7 @@ describe('DockerContainerBroker on a real engine', () => {
   const spec = (overrides: Partial<ContainerSpecInput> = {}): ContainerSpecInput => ({
     image: imageId,
     labels: { ...sandboxContainerLabels(sandboxId, 'testhttp') },
-    limits: { memoryBytes: 64 * MIB, pidsLimit: 32 },
+    limits: { memoryBytes: 64 * MIB, pidsLimit: 32, nanoCpus: 500_000_000 },
     ports: [{ containerPort: 8080, hostPort: 0 }],
     ...overrides,
   });
@@ -167,7 +168,32 @@ describe('DockerContainerBroker on a real engine', () => {
     const other = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
     const conflict = await rejection(other.run({ ...spec({ name }), labels: { ...sandboxContainerLabels(`${sandboxId}-other`, 'testhttp') } }));
     assert.equal(conflict.code, 'CONTAINER_CONFLICT');
+    assert.deepEqual(await sandboxNetworks(docker, `${sandboxId}-other`), [], 'the refused run took its network away again');
     await broker.remove(first.id);
+  });
+
+  test('each container gets a sealed network of its own, which goes when the container goes (DESIGN §12)', async () => {
+    const owner = `${sandboxId}-sealed`;
+    const info = await broker.run({ ...spec(), labels: { ...sandboxContainerLabels(owner, 'testhttp') } });
+    try {
+      const raw = (await docker.getContainer(info.id).inspect()) as {
+        HostConfig: { CapDrop: string[] | null; NanoCpus: number; SecurityOpt: string[] | null; NetworkMode: string };
+      };
+      assert.deepEqual(raw.HostConfig.CapDrop, ['ALL']);
+      assert.equal(raw.HostConfig.NanoCpus, 500_000_000);
+      assert.deepEqual(raw.HostConfig.SecurityOpt, ['no-new-privileges']);
+      const [network] = await sandboxNetworks(docker, owner);
+      assert.ok(network !== undefined, 'a network labelled for the sandbox');
+      assert.deepEqual(Object.keys(info.networks), [network.Name], 'on its own network only, never the default bridge');
+      const settings = (await docker.getNetwork(network.Id).inspect()) as { Internal: boolean; Options: Record<string, string> };
+      assert.equal(settings.Options['com.docker.network.bridge.enable_icc'], 'false');
+      assert.equal(settings.Options['com.docker.network.bridge.enable_ip_masquerade'], 'false');
+      assert.equal((await httpGet(`http://127.0.0.1:${info.ports[0]?.hostPort}/`)).status, 200, 'its loopback port still serves');
+      assert.equal(await broker.remove(info.id), 'removed');
+      assert.deepEqual(await sandboxNetworks(docker, owner), [], 'no network left behind');
+    } finally {
+      await removeSandboxContainers(docker, owner);
+    }
   });
 
   test('a missing image is DOCKER_IMAGE_MISSING, not retryable, and leaves nothing behind', async () => {
@@ -178,6 +204,7 @@ describe('DockerContainerBroker on a real engine', () => {
     assert.equal(err.retryable, false);
     assert.match(err.message, /local\/sandboxplane-missing:0/);
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: sandboxId }), []);
+    assert.deepEqual(await sandboxNetworks(docker, sandboxId), [], 'nor a network');
   });
 
   test('containers not managed by us are invisible and untouchable', async () => {

@@ -20,7 +20,12 @@ const REFUSALS: ReadonlyArray<readonly [SpecRefusalCode, string, ContainerSpecIn
   ['SPEC_HOST_NAMESPACE', 'host UTS', validSpec({ utsMode: 'host' })],
   ['SPEC_DEVICES', 'device', validSpec({ devices: ['/dev/kvm'] })],
   ['SPEC_LIMITS_MISSING', 'no limits', validSpec({ limits: undefined })],
-  ['SPEC_LIMITS_MISSING', 'unlimited PIDs', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 0 } })],
+  ['SPEC_LIMITS_MISSING', 'unlimited PIDs', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 0, nanoCpus: 1e9 } })],
+  ['SPEC_LIMITS_MISSING', 'no CPU limit', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 16 } })],
+  ['SPEC_NETWORK_NOT_SEALED', 'the default bridge', validSpec({ networkMode: 'bridge' })],
+  ['SPEC_NETWORK_NOT_SEALED', 'no network', validSpec({ networkMode: 'none' })],
+  ['SPEC_NETWORK_NOT_SEALED', "another sandbox's network", validSpec({ networkMode: 'sandboxplane-net-other' })],
+  ['SPEC_CAPABILITIES_NOT_DROPPED', 'capabilities kept', validSpec({ capDrop: ['NET_RAW'] })],
   ['SPEC_RESTART_POLICY', 'restart always', validSpec({ restartPolicy: { name: 'always' } })],
   ['SPEC_LABELS_MISSING', 'no labels', validSpec({ labels: {} })],
   ['SPEC_PORT_INVALID', 'string port', validSpec({ ports: [{ containerPort: '8080' }] })],
@@ -62,8 +67,9 @@ describe('refusals never reach the engine', () => {
     const spy = spyOnDocker(engineDocker());
     const broker = new DockerContainerBroker({ docker: spy.docker });
     const info = await broker.run({ ...validSpec({ image: imageId, ports: [] }), labels: { ...sandboxContainerLabels(sandboxId, 'testhttp') } });
-    assert.deepEqual(spy.calls, ['createContainer', 'getContainer', 'getContainer().start', 'getContainer', 'getContainer().inspect']);
+    assert.deepEqual(spy.calls, ['listNetworks', 'createNetwork', 'createContainer', 'getContainer', 'getContainer().start', 'getContainer', 'getContainer().inspect']);
     assert.equal(info.state, 'running');
     await broker.remove(info.id);
+    assert.deepEqual(await broker.listNetworks({ 'io.sandboxplane.sandbox-id': sandboxId }), [], 'its network went with it');
   });
 });

@@ -17,7 +17,7 @@ export function validSpec(overrides: Partial<ContainerSpecInput> = {}): Containe
   return {
     image: PINNED_IMAGE_ID,
     labels: { ...sandboxContainerLabels('sb-test', 'moto') },
-    limits: { memoryBytes: 64 * MIB, pidsLimit: 64 },
+    limits: { memoryBytes: 64 * MIB, pidsLimit: 64, nanoCpus: 500_000_000 },
     ports: [{ containerPort: 8080 }],
     ...overrides,
   };
@@ -53,13 +53,23 @@ export async function requireEngineAndImage(docker: Docker): Promise<string> {
   }
 }
 
-/** Removes every managed container of `sandboxId`, whatever happened in the test. */
+/** Removes every managed container of `sandboxId`, and then its networks, whatever happened in the test. */
 export async function removeSandboxContainers(docker: Docker, sandboxId: string): Promise<void> {
-  const containers = await docker.listContainers({
-    all: true,
-    filters: { label: [`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, `${SANDBOX_ID_LABEL}=${sandboxId}`] },
-  });
+  const label = [`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, `${SANDBOX_ID_LABEL}=${sandboxId}`];
+  const containers = await docker.listContainers({ all: true, filters: { label } });
   await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true, v: true })));
+  await removeSandboxNetworks(docker, sandboxId);
+}
+
+/** The managed networks labelled for `sandboxId` (DESIGN §12: one per sandbox). */
+export async function sandboxNetworks(docker: Docker, sandboxId: string): Promise<Array<{ Id: string; Name: string }>> {
+  const label = [`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, `${SANDBOX_ID_LABEL}=${sandboxId}`];
+  return (await docker.listNetworks({ filters: { label } })) as Array<{ Id: string; Name: string }>;
+}
+
+/** Removes the managed networks labelled for `sandboxId`. */
+export async function removeSandboxNetworks(docker: Docker, sandboxId: string): Promise<void> {
+  await Promise.all((await sandboxNetworks(docker, sandboxId)).map((network) => docker.getNetwork(network.Id).remove().catch(() => undefined)));
 }
 
 export interface EngineSpy {

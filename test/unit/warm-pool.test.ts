@@ -80,7 +80,7 @@ describe('who owns a container', () => {
     const spec = (labels: Record<string, string>) => ({
       image: `sha256:${'a'.repeat(64)}`,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [ADAPTER_LABEL]: 'moto', ...labels },
-      limits: { memoryBytes: 64 * 1024 * 1024, pidsLimit: 64 },
+      limits: { memoryBytes: 64 * 1024 * 1024, pidsLimit: 64, nanoCpus: 500_000_000 },
     });
     assert.doesNotThrow(() => validateContainerSpec(spec({ [SANDBOX_ID_LABEL]: slot, [POOL_LABEL]: 'moto' })));
     assert.throws(() => validateContainerSpec(spec({ [SANDBOX_ID_LABEL]: slot })), /sandbox-id/);

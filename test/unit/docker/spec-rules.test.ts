@@ -47,7 +47,9 @@ describe('validateContainerSpec accepts', () => {
       { containerPort: 9000, hostPort: 19000, hostIp: '127.0.0.1', protocol: 'udp' },
     ]);
     assert.deepEqual(spec.binds, [{ source: '/srv/data', target: '/data', readOnly: true }]);
-    assert.equal(spec.networkMode, 'bridge');
+    assert.equal(spec.networkMode, 'sandboxplane-net-sb-test', "the sandbox's own network");
+    assert.deepEqual(spec.capDrop, ['ALL'], 'every capability dropped when capDrop is left out');
+    assert.equal(spec.limits.nanoCpus, 500_000_000);
     assert.ok(Object.isFrozen(spec) && Object.isFrozen(spec.ports) && Object.isFrozen(spec.labels) && Object.isFrozen(spec.limits));
   });
 
@@ -105,10 +107,27 @@ describe('validateContainerSpec refuses', () => {
   });
 
   test('SPEC_LIMITS_MISSING', () => {
-    assertRefused(validSpec({ limits: undefined }), 'SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes and limits.pidsLimit');
-    assertRefused(validSpec({ limits: { pidsLimit: 10 } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', 'limits.memoryBytes is required');
+    assertRefused(validSpec({ limits: undefined }), 'SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes, limits.pidsLimit and limits.nanoCpus');
+    assertRefused(validSpec({ limits: { pidsLimit: 10, nanoCpus: 1e9 } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', 'limits.memoryBytes is required');
     assertRefused(validSpec({ limits: { memoryBytes: 0, pidsLimit: 10 } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', /at least 6291456 .* got 0/);
-    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: -1 } }), 'SPEC_LIMITS_MISSING', 'limits.pidsLimit', /got -1/);
+    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: -1, nanoCpus: 1e9 } }), 'SPEC_LIMITS_MISSING', 'limits.pidsLimit', /got -1/);
+    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10 } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', 'limits.nanoCpus is required (1e9 is one CPU)');
+    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10, nanoCpus: 0 } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', /at least 10000000 .* got 0/);
+  });
+
+  test('SPEC_NETWORK_NOT_SEALED: the default bridge, no network, another sandbox\'s network, any shared name', () => {
+    for (const networkMode of ['bridge', 'none', 'sandboxplane-net-other', 'shared-net']) {
+      assertRefused(validSpec({ networkMode }), 'SPEC_NETWORK_NOT_SEALED', 'networkMode', new RegExp(`must be the sandbox's own network sandboxplane-net-sb-test .*got '${networkMode}'`));
+    }
+    assert.equal(validateContainerSpec(validSpec({ networkMode: 'sandboxplane-net-sb-test' })).networkMode, 'sandboxplane-net-sb-test');
+    const planed = validSpec({ labels: { ...validSpec().labels, 'io.sandboxplane.plane': 'plane-a' } });
+    assert.match(validateContainerSpec(planed).networkMode, /^sandboxplane-net-[0-9a-f]{8}-sb-test$/, 'two planes on one engine never share a network name');
+  });
+
+  test('SPEC_CAPABILITIES_NOT_DROPPED: capDrop that keeps any capability', () => {
+    assertRefused(validSpec({ capDrop: [] }), 'SPEC_CAPABILITIES_NOT_DROPPED', 'capDrop', "capDrop must include 'ALL' (or be left out, which drops all), got nothing");
+    assertRefused(validSpec({ capDrop: ['NET_RAW', 'MKNOD'] }), 'SPEC_CAPABILITIES_NOT_DROPPED', 'capDrop', /got NET_RAW, MKNOD/);
+    assert.deepEqual(validateContainerSpec(validSpec({ capDrop: ['all'] })).capDrop, ['all']);
   });
 
   test('SPEC_RESTART_POLICY', () => {
@@ -226,7 +245,7 @@ const harmlessSpec: fc.Arbitrary<ContainerSpecInput> = fc
     validSpec({
       ports: ports.map((containerPort) => ({ containerPort })),
       binds: binds.map((name) => `/srv/sandboxes/${name}:/mnt/${name}:ro`),
-      limits: { memoryBytes, pidsLimit },
+      limits: { memoryBytes, pidsLimit, nanoCpus: 1e9 },
     }),
   );
 

@@ -13,6 +13,8 @@ function broker(stop: ContainerBroker['stop'], removed: string[]): ContainerBrok
     ping: unused,
     engineId: unused,
     rename: unused,
+    listNetworks: unused,
+    removeNetwork: unused,
     stop,
     remove: async (id) => {
       removed.push(id);
