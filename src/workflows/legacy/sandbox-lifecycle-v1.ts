@@ -135,7 +135,7 @@ export async function sandboxLifecycleV1(input: LifecycleInputV1): Promise<Sandb
     runtimeIds: provisioned?.runtimeIds ?? [],
     host: null,
     health: { status: 'unknown', checkedAt: null, restarts: 0 },
-    clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region) : null,
+    clientConfig: state === 'READY' && provisioned !== null ? clientConfigFor(request.adapter, provisioned.endpoint, provisioned.region, provisioned.credentials) : null,
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
     waitingFor,
