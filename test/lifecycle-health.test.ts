@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
@@ -89,6 +90,12 @@ describe('the health watch of READY sandboxes (real dev server)', () => {
       assert.deepEqual(containers.map((container) => container.id), [...restarted.runtimeIds], 'exactly one container: the new one');
       assert.ok(restarted.endpoint !== null && (await isListening(Number(new URL(restarted.endpoint).port))), 'the new endpoint answers');
       assert.equal(restarted.clientConfig?.endpoint, restarted.endpoint, 'the client settings follow the new endpoint');
+      // The new emulator minted new credentials: status shows them, the agent's old ones are refused.
+      assert.ok(created.clientConfig !== null && restarted.clientConfig !== null);
+      assert.notEqual(restarted.clientConfig.credentials.accessKeyId, created.clientConfig.credentials.accessKeyId);
+      assert.match(restarted.waitingFor, /credentials are new/);
+      await assert.rejects(new S3Client({ ...created.clientConfig, endpoint: restarted.endpoint }).send(new ListBucketsCommand({})), { name: 'InvalidAccessKeyId' });
+      assert.deepEqual((await new S3Client(restarted.clientConfig).send(new ListBucketsCommand({}))).Buckets ?? [], []);
     } finally {
       await worker.sandboxes.destroy('health-moto');
     }

@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { StoreClient } from '../src/client/store-client';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
-import { clientConfigFor } from '../src/domain/client-config';
+import { mintMotoCredentials } from '../src/adapters/moto-adapter';
+import { clientConfigFor, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
 import type { SweepReport } from '../src/domain/leaks';
 import { containerNameFor, containerOwner, POOL_HOST_LABEL, POOL_LABEL, type PoolStatus, type WarmPoolReport } from '../src/domain/warm-pool';
@@ -74,10 +75,14 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     await poolSettled({ ready: 2, starting: 0 });
     const idle = await idleIds();
     assert.equal(idle.length, 2);
-    // Whatever a pooled emulator holds must never reach the sandbox that claims it.
+    // Whatever a pooled emulator holds must never reach the sandbox that claims it: not a
+    // bucket, and not an access key someone minted through moto's open API while it waited.
+    const leftKeys = new Map<string, SandboxCredentials>();
     for (const container of await poolContainers()) {
       const endpoint = `http://127.0.0.1:${container.ports[0]?.hostPort}`;
-      await new S3Client(clientConfigFor('moto', endpoint, 'us-east-1')).send(new CreateBucketCommand({ Bucket: 'left-by-someone-else' }));
+      const key = await mintMotoCredentials(endpoint, { sandboxId: 'someone-else', services: ['s3'] }, AbortSignal.timeout(10_000));
+      leftKeys.set(container.id, key);
+      await new S3Client(clientConfigFor('moto', endpoint, 'us-east-1', key)).send(new CreateBucketCommand({ Bucket: 'left-by-someone-else' }));
     }
 
     const created = await worker.sandboxes.create({ id: 'pool-a', principal: 'agent-1', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
@@ -86,6 +91,14 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     assert.ok(created.clientConfig !== null);
     const buckets = await new S3Client(created.clientConfig).send(new ListBucketsCommand({}));
     assert.deepEqual(buckets.Buckets ?? [], [], 'the claim reset the emulator');
+    assert.notDeepEqual(created.clientConfig.credentials, clientConfigFor('moto', created.clientConfig.endpoint, 'us-east-1').credentials, 'the sandbox has a key of its own');
+    const leftKey = leftKeys.get(containerId);
+    assert.ok(leftKey !== undefined);
+    await assert.rejects(
+      new S3Client(clientConfigFor('moto', created.clientConfig.endpoint, 'us-east-1', leftKey)).send(new ListBucketsCommand({})),
+      { name: 'InvalidAccessKeyId' },
+      "the key minted before the claim is gone: the reset emptied IAM too",
+    );
 
     const container = await broker.inspect(containerId);
     assert.equal(container.name, containerNameFor(plane, 'pool-a'), 'renamed to the sandbox: the claim is on the engine');

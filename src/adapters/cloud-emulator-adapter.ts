@@ -1,3 +1,4 @@
+import type { SandboxCredentials } from '../domain/client-config';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 
@@ -23,7 +24,7 @@ export interface LaunchPlan {
   readonly labels: Readonly<Record<string, string>>;
 }
 
-/** What provisioning yields; credentials are not part of it (see domain/client-config.ts). */
+/** What provisioning yields. */
 export interface ProvisionedSandbox {
   readonly endpoint: string;
   readonly region: string;
@@ -33,6 +34,8 @@ export interface ProvisionedSandbox {
   readonly engineId?: string;
   /** The warm pool slot the container waited in, when it was claimed from a pool (DESIGN §13). */
   readonly warmPoolSlot?: string;
+  /** The sandbox's own access key, minted in its emulator; absent when the emulator checks none. */
+  readonly credentials?: SandboxCredentials;
 }
 
 export interface HealthReport {
@@ -53,8 +56,11 @@ export interface DestroyReport {
   readonly remaining: readonly string[];
 }
 
-/** What provisioning recorded of a sandbox's runtime, which teardown removes besides what it finds by label. */
-export type RecordedRuntime = Pick<RuntimeHandle, 'runtimeIds' | 'engineId'>;
+/**
+ * What provisioning recorded of a sandbox's runtime: teardown removes its containers
+ * besides what it finds by label; the resource listing signs with its credentials.
+ */
+export type RecordedRuntime = Pick<RuntimeHandle, 'runtimeIds' | 'engineId' | 'credentials'>;
 
 /** Lets a long adapter call report progress (the activity heartbeats) and notice cancellation. */
 export interface AdapterContext {

@@ -1,3 +1,4 @@
+import type { SandboxCredentials } from '../domain/client-config';
 import { sameEngine } from '../domain/engine-identity';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
@@ -53,8 +54,17 @@ export interface ContainerEmulatorOptions {
    * its own public URL. By default the engine assigns one.
    */
   readonly hostPort?: () => Promise<number>;
-  /** Lists what the emulator holds, naming each service it could not list (see CloudEmulatorAdapter). */
-  readonly listResources: (endpoint: string, services: readonly string[]) => Promise<ResourceListing>;
+  /**
+   * Lists what the emulator holds, naming each service it could not list (see
+   * CloudEmulatorAdapter); `credentials` are the sandbox's own, when it has any.
+   */
+  readonly listResources: (endpoint: string, services: readonly string[], credentials?: SandboxCredentials) => Promise<ResourceListing>;
+  /**
+   * Mints the sandbox's own credentials in its (healthy, empty) emulator, allowed only the
+   * granted services; called again on a retry, so it must replace what an earlier call made.
+   * Without it the adapter's client settings carry fake credentials.
+   */
+  readonly mintCredentials?: (endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal) => Promise<SandboxCredentials>;
   /**
    * Empties the emulator's state, so a container that waited in a warm pool can be
    * handed to a sandbox (DESIGN §13). Without it the adapter cannot be pooled.
@@ -136,12 +146,17 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     // Read before anything starts, so a failed read leaves no container behind.
     const engineId = await this.options.broker.engineId();
     const pooled = await this.provisionFromPool(plan, context);
-    if (pooled !== undefined) return { endpoint: pooled.endpoint, region: plan.region, runtimeIds: [pooled.id], engineId, warmPoolSlot: pooled.slotId };
+    if (pooled !== undefined) {
+      const { container, credentials } = pooled;
+      return { endpoint: container.endpoint, region: plan.region, runtimeIds: [container.id], engineId, warmPoolSlot: container.slotId, ...credentials };
+    }
     context.heartbeat({ step: 'starting container' });
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
+    let credentials: { credentials?: SandboxCredentials };
     try {
       await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
+      credentials = await this.mint(endpoint, plan, context);
     } catch (err) {
       const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
       if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
@@ -149,15 +164,30 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       }
       throw err;
     }
-    return { endpoint, region: plan.region, runtimeIds: [info.id], engineId };
+    return { endpoint, region: plan.region, runtimeIds: [info.id], engineId, ...credentials };
+  }
+
+  /** The sandbox's own credentials, minted in its emulator; none when the adapter mints none. */
+  private async mint(endpoint: string, plan: LaunchPlan, context: AdapterContext): Promise<{ credentials?: SandboxCredentials }> {
+    if (this.options.mintCredentials === undefined) return {};
+    context.heartbeat({ step: 'minting the sandbox credentials' });
+    try {
+      return { credentials: await this.options.mintCredentials(endpoint, { sandboxId: plan.sandboxId, services: plan.services }, AbortSignal.timeout(15_000)) };
+    } catch (err) {
+      throw new SandboxPlaneError('PROVISION_FAILED', `minting the credentials of sandbox ${plan.sandboxId} at ${endpoint} failed: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   /**
-   * A pooled container for the sandbox, its emulator emptied: the one an earlier attempt
-   * claimed, else a fresh claim. `undefined` sends the create down the cold path (no
-   * pool, none ready, or request labels a pooled container cannot carry).
+   * A pooled container for the sandbox, its emulator emptied and the sandbox's own
+   * credentials minted in it: the one an earlier attempt claimed, else a fresh claim.
+   * `undefined` sends the create down the cold path (no pool, none ready, or request
+   * labels a pooled container cannot carry).
    */
-  private async provisionFromPool(plan: LaunchPlan, context: AdapterContext): Promise<IdleContainer | undefined> {
+  private async provisionFromPool(
+    plan: LaunchPlan,
+    context: AdapterContext,
+  ): Promise<{ container: IdleContainer; credentials: { credentials?: SandboxCredentials } } | undefined> {
     const { reset } = this.options;
     if (reset === undefined) return undefined;
     const name = this.containerName(plan.sandboxId);
@@ -172,7 +202,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       await reset(claimed.endpoint, AbortSignal.timeout(10_000));
       const report = await this.options.probe(claimed.endpoint, AbortSignal.timeout(5_000));
       if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
-      return claimed;
+      return { container: claimed, credentials: await this.mint(claimed.endpoint, plan, context) };
     } catch (err) {
       // Never hand out an emulator that may still hold another's state: drop it, start cold.
       context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: String(err) });
@@ -281,7 +311,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     if (container === undefined) {
       throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to ask`);
     }
-    return this.options.listResources(publishedEndpoint(container, this.options.containerPort), services);
+    return this.options.listResources(publishedEndpoint(container, this.options.containerPort), services, recorded?.credentials);
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { clientConfigFor } from '../domain/client-config';
+import { clientConfigFor, type SandboxCredentials } from '../domain/client-config';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
@@ -42,6 +42,73 @@ export async function resetMoto(endpoint: string, signal: AbortSignal): Promise<
 /** The user scripts/build-moto-image.sh creates for the server: the container never runs as root. */
 export const MOTO_UID = 10001;
 
+/**
+ * IAM's action prefix of each catalog service whose prefix is not its own name: a policy
+ * allowing `stepfunctions:*` would allow nothing, since moto judges `states:<Action>`
+ * (the signing name in the request's credential scope).
+ */
+const IAM_ACTION_PREFIX: Readonly<Record<string, string>> = { stepfunctions: 'states' };
+
+/** The IAM policy a sandbox's user gets: every action of each granted service, nothing else. */
+export function grantedServicesPolicy(services: readonly string[]): string {
+  const actions = [...new Set(services.map((service) => `${IAM_ACTION_PREFIX[service] ?? service}:*`))].sort();
+  return JSON.stringify({ Version: '2012-10-17', Statement: [{ Sid: 'GrantedServices', Effect: 'Allow', Action: actions, Resource: '*' }] });
+}
+
+/**
+ * The IAM calls minting takes; moto lets exactly this many through unchecked after
+ * `/moto-api/reset-auth`, then checks every request again.
+ */
+const MINTING_ACTIONS = ['CreateUser', 'PutUserPolicy', 'CreateAccessKey'] as const;
+
+/**
+ * Inside the no-auth window moto neither looks the key up nor checks the signature; it
+ * reads only the credential scope, to route the request to IAM. So nothing secret signs these.
+ */
+const NO_AUTH_WINDOW_AUTHORIZATION = 'AWS4-HMAC-SHA256 Credential=sandboxplane-minting/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=none';
+
+async function motoApiPost(endpoint: string, path: string, body: string, signal: AbortSignal): Promise<void> {
+  // text/plain: moto reads reset-auth's count from the raw body, which a form content type would hide.
+  const response = await fetch(`${endpoint}${path}`, { method: 'POST', body, headers: { 'content-type': 'text/plain' }, signal });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`${endpoint}${path} answered HTTP ${response.status}`);
+}
+
+async function iamCall(endpoint: string, action: (typeof MINTING_ACTIONS)[number], params: Record<string, string>, signal: AbortSignal): Promise<string> {
+  const response = await fetch(endpoint, {
+    method: 'POST',
+    headers: { authorization: NO_AUTH_WINDOW_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ Action: action, Version: '2010-05-08', ...params }).toString(),
+    signal,
+  });
+  const text = await response.text();
+  if (response.status !== 200) {
+    const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? 'no error code';
+    throw new Error(`IAM ${action} answered HTTP ${response.status} (${code})`);
+  }
+  return text;
+}
+
+/**
+ * Mints a sandbox's own credentials in its moto server: empties every backend (so a retry
+ * or a pool's earlier tenant leaves nothing behind, IAM included), opens moto's no-auth
+ * window for exactly the minting calls, and creates an IAM user named after the sandbox,
+ * an inline policy allowing only the granted services, and an access key. moto checks
+ * every later request's signature and policy (it starts with INITIAL_NO_AUTH_ACTION_COUNT=0).
+ */
+export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal): Promise<SandboxCredentials> {
+  await resetMoto(endpoint, signal);
+  await motoApiPost(endpoint, '/moto-api/reset-auth', String(MINTING_ACTIONS.length), signal);
+  const UserName = grant.sandboxId;
+  await iamCall(endpoint, 'CreateUser', { UserName }, signal);
+  await iamCall(endpoint, 'PutUserPolicy', { UserName, PolicyName: 'sandboxplane-granted-services', PolicyDocument: grantedServicesPolicy(grant.services) }, signal);
+  const created = await iamCall(endpoint, 'CreateAccessKey', { UserName }, signal);
+  const accessKeyId = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(created)?.[1];
+  const secretAccessKey = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(created)?.[1];
+  if (accessKeyId === undefined || secretAccessKey === undefined) throw new Error('IAM CreateAccessKey answered without an access key');
+  return { accessKeyId, secretAccessKey };
+}
+
 export interface MotoAdapterOptions {
   readonly broker: ContainerBroker;
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
@@ -69,8 +136,11 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     readonlyRootfs: true,
     healthTimeoutMs: options.healthTimeoutMs,
     probe: motoHealthProbe,
-    environment: () => ({}),
-    listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION), catalog, services),
+    // IAM authentication from the first request; minting opens a window of its own calls only.
+    environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0' }),
+    // The sandbox's own key may list exactly the granted services, which is all a listing asks.
+    listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
+    mintCredentials: mintMotoCredentials,
   });
 }

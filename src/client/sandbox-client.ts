@@ -10,7 +10,6 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
-import { clientConfigFor } from '../domain/client-config';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
@@ -130,14 +129,6 @@ export function generateSandboxId(): string {
   return `sbx-${randomBytes(6).toString('hex')}`;
 }
 
-/**
- * Update results are kept in the workflow history, so they never carry credentials;
- * the client puts the (fake, per-adapter) client settings back for a READY sandbox.
- */
-function withClientConfig(status: SandboxStatus): SandboxStatus {
-  if (status.state !== 'READY' || status.endpoint === null || status.region === null) return status;
-  return { ...status, clientConfig: clientConfigFor(status.adapter, status.endpoint, status.region) };
-}
 
 /** Adds what only the caller's clock knows: seconds left before expiry. */
 export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {
@@ -299,7 +290,23 @@ export class SandboxClient {
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     const status = await this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
-    return withTimeLeft(withClientConfig(status));
+    return withTimeLeft(await this.withClientConfig(status));
+  }
+
+  /**
+   * Update results are kept in the workflow history, so they never carry credentials;
+   * for a READY sandbox the client settings (its own credentials) come from the `status`
+   * query, whose answer is not recorded.
+   */
+  private async withClientConfig(status: SandboxStatus): Promise<SandboxStatus> {
+    if (status.state !== 'READY') return status;
+    let current: SandboxStatus;
+    try {
+      current = await this.client.workflow.getHandle(status.workflowId).query(statusQuery);
+    } catch (err) {
+      throw toSandboxError(err, status.id);
+    }
+    return { ...status, clientConfig: current.state === 'READY' ? current.clientConfig : null };
   }
 
   /**
@@ -375,7 +382,7 @@ export class SandboxClient {
         details: { status },
       });
     }
-    return withTimeLeft(withClientConfig(status));
+    return withTimeLeft(await this.withClientConfig(status));
   }
 
   /**

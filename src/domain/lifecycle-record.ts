@@ -1,5 +1,5 @@
 import type { Placement } from './hosts';
-import { clientConfigFor } from './client-config';
+import { clientConfigFor, type SandboxCredentials } from './client-config';
 import type { ErrorCode } from './error-codes';
 import type { LifecycleSettings } from './lifecycle-settings';
 import type { ApprovalAttempt, HealthStatus, SandboxHealth, SandboxStatus } from './lifecycle-messages';
@@ -7,7 +7,7 @@ import type { IdentifiedRequest } from './sandbox-request';
 import type { SandboxState, TerminalState } from './sandbox-states';
 import type { Decision } from './screening';
 
-/** Where a provisioned sandbox runs; credentials are not part of it (see client-config.ts). */
+/** Where a provisioned sandbox runs, and the credentials its emulator minted for it. */
 export interface RuntimeHandle {
   readonly endpoint: string;
   readonly region: string;
@@ -23,6 +23,13 @@ export interface RuntimeHandle {
    * container's sandbox-id label keeps the slot id (labels are immutable, DESIGN §13).
    */
   readonly warmPoolSlot?: string;
+  /**
+   * The sandbox's own access key, verified by its emulator and scoped to the granted
+   * services (moto). Absent for emulators that check none, and in runs from before
+   * credentials were minted: status then hands out the adapter's fake ones. It is in the
+   * workflow's state and history, which the payload codec encrypts; never in the projection.
+   */
+  readonly credentials?: SandboxCredentials;
 }
 
 /** The verdict of screening and the operator settings it was made under. */
@@ -209,7 +216,7 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     runtimeIds: runtimeOf(phase)?.runtimeIds ?? [],
     health: healthOf(phase),
     host: record.host?.hostId ?? null,
-    clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region),
+    clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region, runtime.credentials),
     fidelity: decision?.fidelity ?? {},
     decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
     waitingFor: record.waitingFor,

@@ -84,7 +84,7 @@ export const destroySandboxInput = z
   .strict();
 
 const STATUS_FIELDS =
-  'The result is the sandbox status: id, state, endpoint, clientConfig (AWS SDK v3 client settings: endpoint, region, fake credentials, forcePathStyle), ' +
+  'The result is the sandbox status: id, state, endpoint, clientConfig (AWS SDK v3 client settings: endpoint, region, credentials, forcePathStyle), ' +
   'fidelity (per service: HIGH, PARTIAL or UNAVAILABLE), expiresAt, timeLeftSeconds, waitingFor (what happens next, in words) and decision (the policy effect and reasons).';
 
 const ERRORS =
@@ -93,7 +93,7 @@ const ERRORS =
 const DESCRIPTIONS = {
   create: [
     'Ask for a throw-away, AWS-shaped sandbox: a local emulator (moto or Floci) with the services you name, screened by policy and expired after its TTL.',
-    'When READY, pass `clientConfig` as-is to an AWS SDK v3 client constructor (e.g. `new S3Client(clientConfig)`); the credentials are fake and only work against this endpoint.',
+    'When READY, pass `clientConfig` as-is to an AWS SDK v3 client constructor (e.g. `new S3Client(clientConfig)`); the credentials work only against this endpoint (a moto sandbox has credentials of its own that allow only the services you asked for: any other service is AccessDenied).',
     "If policy requires approval the state is AWAITING_APPROVAL: a human approves in the Temporal UI; to wait for READY, call create_sandbox again with the same id, the same request and wait 'ready' (it waits inside the workflow and never provisions twice).",
     STATUS_FIELDS,
     ERRORS,

@@ -42,7 +42,8 @@ export function readyDetails(phase: PhaseNamed<'ready'>): string {
   const { restarts, lastRestartAtMs } = phase.health;
   const restarted =
     restarts > 0 && lastRestartAtMs !== null
-      ? ` Its emulator died and was restarted at ${iso(lastRestartAtMs)}: everything created in the sandbox before then is lost.`
+      ? ` Its emulator died and was restarted at ${iso(lastRestartAtMs)}: everything created in the sandbox before then is lost.` +
+        (phase.runtime.credentials !== undefined ? ' Its credentials are new: read clientConfig from status again (the old ones are refused).' : '')
       : '';
   return (
     `Ready at ${phase.runtime.endpoint}.${restarted} Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
@@ -236,12 +237,16 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
   }
 }
 
-/** What the audit trail keeps of a runtime: where it answers, its containers, and the warm pool slot it came from. */
+/**
+ * What the audit trail keeps of a runtime: where it answers, its containers, the warm
+ * pool slot it came from, and the id of its access key (never the secret).
+ */
 function runtimeSummary(handle: RuntimeHandle): Record<string, unknown> {
   return {
     endpoint: handle.endpoint,
     runtimeIds: handle.runtimeIds,
     engineId: handle.engineId ?? null,
+    ...(handle.credentials !== undefined ? { accessKeyId: handle.credentials.accessKeyId } : {}),
     ...(handle.warmPoolSlot !== undefined ? { warmPoolSlot: handle.warmPoolSlot } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import type { ApprovalOutcome, SandboxSummary } from '../../client/sandbox-client';
+import { fakeCredentialValues } from '../../domain/client-config';
 import type { SandboxStatus } from '../../domain/lifecycle-messages';
 import type { AuditEntry } from '../../domain/store-commands';
 import { formatFields, formatTable, formatTimeLeft } from './table';
@@ -50,7 +51,7 @@ export function formatStatus(status: SandboxStatus): string {
   if (status.state === 'READY') {
     lines.push(
       '',
-      `AWS SDK settings (fake credentials): \`sandboxctl status ${status.id} --json\` → clientConfig`,
+      `AWS SDK settings (${credentialsKind(status)}): \`sandboxctl status ${status.id} --json\` → clientConfig`,
       `More time: sandboxctl extend ${status.id} --ttl 15m    Done: sandboxctl destroy ${status.id}`,
     );
   }
@@ -77,4 +78,10 @@ export function formatAudit(sandboxId: string, operations: readonly AuditEntry[]
     ['STEP', 'AT', 'ACTION', 'ACTOR', 'EFFECT', 'REASON'],
     operations.map((op) => [String(op.step), op.at, op.action, op.actor, op.effect, op.reason ?? '']),
   )}`;
+}
+
+/** Whether a READY sandbox's client settings carry credentials of its own (moto) or an adapter's fake ones. */
+function credentialsKind(status: SandboxStatus): string {
+  const keyId = status.clientConfig?.credentials.accessKeyId;
+  return keyId === undefined || fakeCredentialValues().includes(keyId) ? 'fake credentials' : "the sandbox's own credentials, valid only at its endpoint";
 }
