@@ -1,13 +1,13 @@
 import { heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OPEN_LIFECYCLES_QUERY, sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
-import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL } from '../domain/docker-labels';
+import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { belongsTo, containerOwner } from '../domain/warm-pool';
 import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
 import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
-import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
+import { stopAndRemove, type BrokerLogger, type ContainerBroker, type ContainerSummary } from '../docker';
 import type { HostView } from '../domain/hosts';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
@@ -68,6 +68,25 @@ export function createCleanupActivities(deps: CleanupActivityDeps) {
 /** The sweep's activities on one docker host: that engine's containers of this plane. */
 export function createHostSweepActivities(deps: HostSweepActivityDeps) {
   const { broker } = deps;
+
+  /**
+   * Removes this plane's sandbox networks (DESIGN §12) that no container of the plane is
+   * attached to: a teardown that died between the container and its network, or the
+   * loser of two creates racing for one name. A container's network (running or not) is
+   * the container's to take with it; one created a moment ago for a container not yet
+   * made comes back, as the broker makes it again when the container finds it gone.
+   * Listed after `containers`, so a network made after that listing is not judged.
+   */
+  async function removeUnusedNetworks(containers: readonly ContainerSummary[]): Promise<void> {
+    const used = new Set(containers.flatMap((container) => Object.values(container.networks)));
+    const networks = await broker.listNetworks({ [PLANE_LABEL]: deps.plane });
+    for (const network of networks) {
+      if (used.has(network.id)) continue;
+      const outcome = await broker.removeNetwork(network.id).catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
+      log.info('unused sandbox network removed', { network: network.name, networkId: network.id, sandboxId: network.labels[SANDBOX_ID_LABEL], outcome });
+    }
+  }
+
   return {
     /**
      * Every container of this plane carrying our managed-by label, in any state, under the
@@ -77,13 +96,15 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
      * listed under the sandbox that claimed it (DESIGN §13).
      */
     async listManagedContainers(): Promise<ManagedContainer[]> {
-      return withTaxonomy(async () =>
-        (await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane })).flatMap((container) => {
+      return withTaxonomy(async () => {
+        const containers = await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane });
+        await removeUnusedNetworks(containers);
+        return containers.flatMap((container) => {
           const owner = containerOwner(container);
           if ('poolSlotId' in owner) return [];
           return [{ id: container.id, sandboxId: 'sandboxId' in owner ? owner.sandboxId : null, adapter: container.labels[ADAPTER_LABEL] ?? null, state: container.state }];
-        }),
-      );
+        });
+      });
     },
 
     /**

@@ -21,6 +21,8 @@ export interface StoreRoleDeps {
   readonly client: Client;
   /** The docker host registry, with Temporal's word on which hosts are live. */
   readonly hosts: HostDirectory & { liveHostIds(): Promise<ReadonlySet<string>> };
+  /** The plane's cap on live sandbox containers (SANDBOXPLANE_MAX_SANDBOXES). */
+  readonly maxSandboxes?: number;
 }
 
 /** What a docker role's activities need: its engine and the adapters on it. */

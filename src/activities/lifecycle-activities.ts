@@ -9,7 +9,7 @@ import type {
 import { SandboxPlaneError } from '../domain/errors';
 import { completeResources } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
-import type { Placement } from '../domain/hosts';
+import { DEFAULT_MAX_SANDBOXES, type Placement } from '../domain/hosts';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
@@ -27,6 +27,8 @@ export interface ProjectionActivityDeps {
   readonly lifecycle: LifecycleSettings;
   /** The docker hosts a worker serves now (Temporal's pollers, or a fresh registration). */
   readonly liveHostIds: () => Promise<ReadonlySet<string>>;
+  /** The plane's cap on live sandbox containers (SANDBOXPLANE_MAX_SANDBOXES); {@link DEFAULT_MAX_SANDBOXES} when not given. */
+  readonly maxSandboxes?: number;
 }
 
 /** What the docker role's lifecycle activities need: the adapters of its engine. */
@@ -180,7 +182,7 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       const liveHostIds = await deps.liveHostIds();
       return withTaxonomy(() =>
         store.sandboxes.atomically((): PlacementResult => {
-          const placed = store.hosts.place({ sandboxId: input.snapshot.id, adapter: input.adapter, liveHostIds });
+          const placed = store.hosts.place({ sandboxId: input.snapshot.id, adapter: input.adapter, liveHostIds, maxSandboxes: deps.maxSandboxes ?? DEFAULT_MAX_SANDBOXES });
           if ('refused' in placed) return placed;
           if (placed.fresh) {
             const { placement } = placed;

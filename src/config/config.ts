@@ -1,4 +1,4 @@
-import { hostIdSchema } from '../domain/hosts';
+import { DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
@@ -49,6 +49,8 @@ export interface Config {
    * and the warm pools it keeps (DESIGN §13; their idle containers count against capacity).
    */
   readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets };
+  /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
+  readonly maxSandboxes: number;
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -184,6 +186,7 @@ const envSchema = z.object({
   SANDBOXPLANE_WORKER_ROLES: workerRoles,
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID),
   SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100'),
+  SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
   SANDBOXPLANE_WARM_POOL: warmPool,
 });
@@ -276,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     planeId: values.SANDBOXPLANE_PLANE_ID,
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
     host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
+    maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
   });
 }
 

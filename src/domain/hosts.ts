@@ -2,6 +2,13 @@ import { z } from 'zod';
 import { ADAPTER_NAMES } from './service-catalog';
 import { warmPoolTargetsSchema, type WarmPoolTargets } from './warm-pool';
 
+/**
+ * The plane's cap on live sandbox containers (`SANDBOXPLANE_MAX_SANDBOXES`, DESIGN §12):
+ * placed sandboxes not yet over plus every host's warm pool containers, beside the
+ * per-host capacity and the per-principal quotas.
+ */
+export const DEFAULT_MAX_SANDBOXES = 500;
+
 /** A host id: the last part of its docker queue, `<tq>-docker-<hostId>`. */
 export const hostIdSchema = z
   .string()

@@ -3,6 +3,7 @@ import type { Capability } from './capabilities';
 import type { ClientConfig } from './client-config';
 import type { ErrorCode } from './error-codes';
 import type { PolicyEffect } from './policy';
+import { cleanDisplayText } from './display-text';
 import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
 import { isTerminal, type SandboxState } from './sandbox-states';
 import type { AdapterName, Fidelity } from './service-catalog';
@@ -24,25 +25,25 @@ export function payloadChars(payload: unknown): number {
 
 /** Payload of the `approve` and `deny` signals, as a person types it in the Temporal UI. */
 export const approvalPayloadSchema = z.object({
-  approver: z.string().trim().min(1, 'name the approver').max(200),
-  reason: z.string().max(1000).default(''),
+  approver: z.string().transform(cleanDisplayText).pipe(z.string().trim().min(1, 'name the approver').max(200)),
+  reason: z.string().max(1000).transform(cleanDisplayText).default(''),
 });
 export type ApprovalPayload = z.input<typeof approvalPayloadSchema>;
 
 /** Payload of the `extend` update: add `ttlSeconds` to the current expiry. */
 export const extendPayloadSchema = z.object({
   ttlSeconds: z.number().int('must be whole seconds').positive('must be positive').max(31_536_000, 'must be at most a year (31536000)'),
-  reason: z.string().max(1000).optional(),
+  reason: z.string().max(1000).transform(cleanDisplayText).optional(),
   /** Who asks; recorded in the audit trail. */
-  actor: z.string().max(200).optional(),
+  actor: z.string().max(200).transform(cleanDisplayText).optional(),
 });
 export type ExtendPayload = z.input<typeof extendPayloadSchema>;
 
 /** Payload of the `destroy` update. */
 export const destroyPayloadSchema = z
   .object({
-    reason: z.string().max(1000).optional(),
-    actor: z.string().max(200).optional(),
+    reason: z.string().max(1000).transform(cleanDisplayText).optional(),
+    actor: z.string().max(200).transform(cleanDisplayText).optional(),
   })
   .default({});
 export type DestroyPayload = z.input<typeof destroyPayloadSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CAPABILITIES } from './capabilities';
+import { cleanDisplayText } from './display-text';
 import { sandboxIdSchema } from './sandbox-id';
 import { ADAPTER_NAMES } from './service-catalog';
 import { sha256Hex } from './sha256';
@@ -36,9 +37,10 @@ export const sandboxRequestSchema = z
       .max(32, 'at most 32 services')
       .transform((services) => [...new Set(services)].sort()),
     ttlSeconds: z.number().int('must be whole seconds').positive('must be positive').max(31_536_000).optional(),
-    purpose: z.string().trim().max(500, 'must be at most 500 characters').optional(),
+    // Read by reviewers before they approve: control characters never reach them (DESIGN §12).
+    purpose: z.string().transform(cleanDisplayText).pipe(z.string().trim().max(500, 'must be at most 500 characters')).optional(),
     labels: z
-      .record(labelKeySchema, z.string().max(256, 'label values are at most 256 characters'))
+      .record(labelKeySchema, z.string().max(256, 'label values are at most 256 characters').transform(cleanDisplayText))
       .refine((labels) => Object.keys(labels).length <= 32, 'at most 32 labels')
       .default({}),
   })

@@ -94,16 +94,35 @@ export class HostRepository {
    * first placement back (`fresh: false`). Call inside the transaction that also
    * records the placement's audit row.
    */
-  place(input: { sandboxId: string; adapter: string; liveHostIds: ReadonlySet<string> }, now: Date = new Date()): { placement: Placement; fresh: boolean } | PlacementRefusal {
+  place(
+    input: { sandboxId: string; adapter: string; liveHostIds: ReadonlySet<string>; maxSandboxes?: number },
+    now: Date = new Date(),
+  ): { placement: Placement; fresh: boolean } | PlacementRefusal {
     const earlier = this.placementOf(input.sandboxId);
     if (earlier !== undefined) return { placement: earlier, fresh: false };
-    const serving = this.list().filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
+    const hosts = this.list();
+    const overCap = input.maxSandboxes === undefined ? undefined : this.overPlaneCap(hosts, input.maxSandboxes);
+    if (overCap !== undefined) return overCap;
+    const serving = hosts.filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
     const chosen = serving
       .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity)
       .sort((a, b) => load(a) / a.capacity - load(b) / b.capacity || a.hostId.localeCompare(b.hostId))[0];
     if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
     this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
     return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
+  }
+
+  /**
+   * The plane-wide cap (DESIGN §12): every placed sandbox that is not over, on any host,
+   * and every host's warm pool containers are live containers.
+   */
+  private overPlaneCap(hosts: readonly StoredHost[], maxSandboxes: number): PlacementRefusal | undefined {
+    const placed = (this.db.prepare(`SELECT count(*) AS n FROM sandboxes WHERE host IS NOT NULL AND ${HOLDS_CAPACITY}`).get(...RELEASED) as { n: number }).n;
+    const pooled = hosts.reduce((sum, host) => sum + pooledSlots(host.warmPool), 0);
+    if (placed + pooled < maxSandboxes) return undefined;
+    return {
+      refused: `the plane's cap of ${maxSandboxes} live sandboxes is reached (${placed} placed${pooled > 0 ? `, ${pooled} kept warm` : ''}; SANDBOXPLANE_MAX_SANDBOXES)`,
+    };
   }
 }
 

@@ -102,7 +102,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       const taskQueue = storeQueue(config.taskQueue);
       const storeIdentity = storeWorkerIdentity(store.file);
       await refuseSecondStoreWorker({ service: clientConnection.workflowService, namespace, taskQueue, identity: storeIdentity });
-      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts };
+      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, maxSandboxes: config.maxSandboxes };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
     }
@@ -129,7 +129,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         }));
       const everyRole = WORKER_ROLES.every(has) && store !== undefined && hosts !== undefined && adapters !== undefined;
       const legacyActivities = everyRole
-        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId })
+        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId, maxSandboxes: config.maxSandboxes })
         : undefined;
       workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle, activities: legacyActivities }));
       queues.lifecycle = config.taskQueue;

@@ -60,4 +60,18 @@ describe('host placement', () => {
     });
     store.close();
   });
+
+  test("the plane's cap counts placed sandboxes on every host and every host's warm pool; a retry keeps its place; an ended one frees room", () => {
+    const store = storeWith({ ...host('a', 10), warmPool: { moto: 2 } }, host('b', 10));
+    const live = new Set(['a', 'b']);
+    const place = (id: string) => store.hosts.place({ sandboxId: request(store, id), adapter: 'moto', liveHostIds: live, maxSandboxes: 4 });
+    assert.ok('placement' in place('c1'));
+    assert.ok('placement' in place('c2'));
+    assert.deepEqual(place('c3'), { refused: "the plane's cap of 4 live sandboxes is reached (2 placed, 2 kept warm; SANDBOXPLANE_MAX_SANDBOXES)" });
+    assert.equal(store.hosts.place({ sandboxId: 'c1', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }).hasOwnProperty('placement'), true, 'a retry of a placed sandbox is not a new one');
+    assert.equal(store.hosts.placementOf('c3'), undefined, 'the refused sandbox holds nothing');
+    request(store, 'c1', 'DESTROYED', 2);
+    assert.ok('placement' in store.hosts.place({ sandboxId: 'c3', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }));
+    store.close();
+  });
 });
