@@ -78,10 +78,13 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
    * Listed after `containers`, so a network made after that listing is not judged.
    */
   async function removeUnusedNetworks(containers: readonly ContainerSummary[]): Promise<void> {
-    const used = new Set(containers.flatMap((container) => Object.values(container.networks)));
+    // A container that never started has no endpoint yet, so the engine names its network without an id.
+    const attachments = containers.flatMap((container) => Object.entries(container.networks));
+    const usedIds = new Set(attachments.flatMap(([, id]) => (id === '' ? [] : [id])));
+    const usedNames = new Set(attachments.flatMap(([name, id]) => (id === '' ? [name] : [])));
     const networks = await broker.listNetworks({ [PLANE_LABEL]: deps.plane });
     for (const network of networks) {
-      if (used.has(network.id)) continue;
+      if (usedIds.has(network.id) || usedNames.has(network.name)) continue;
       const outcome = await broker.removeNetwork(network.id).catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
       log.info('unused sandbox network removed', { network: network.name, networkId: network.id, sandboxId: network.labels[SANDBOX_ID_LABEL], outcome });
     }

@@ -408,7 +408,10 @@ export class DockerContainerBroker implements ContainerBroker {
     // The container's own network goes with it (the sandbox's; never one it was not given).
     const own = ownNetworkName(info.labels);
     for (const [name, networkId] of Object.entries(info.networks)) {
-      if (name === own && networkId !== '') await this.dropNetwork(info, networkId, 'its container was removed');
+      if (name !== own) continue;
+      // A container that never started knows its network by name only.
+      const ids = networkId !== '' ? [networkId] : (await this.networksNamed(name)).filter((network) => network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
+      for (const id of ids) await this.dropNetwork(info, id, 'its container was removed');
     }
     return 'removed';
   }

@@ -196,6 +196,20 @@ describe('DockerContainerBroker on a real engine', () => {
     }
   });
 
+  test('removing a container that never started removes its network too (the engine names it without an id then)', async () => {
+    const owner = `${sandboxId}-created`;
+    const labels = { ...sandboxContainerLabels(owner, 'testhttp') };
+    const network = await docker.createNetwork({ Name: `sandboxplane-net-${owner}`, Labels: labels });
+    const created = await docker.createContainer({ Image: imageId, Labels: labels, HostConfig: { NetworkMode: `sandboxplane-net-${owner}` } });
+    try {
+      assert.deepEqual((await broker.inspect(created.id)).networks, { [`sandboxplane-net-${owner}`]: '' });
+      assert.equal(await broker.remove(created.id), 'removed');
+      await assert.rejects(docker.getNetwork(network.id).inspect(), { statusCode: 404 });
+    } finally {
+      await removeSandboxContainers(docker, owner);
+    }
+  });
+
   test('a missing image is DOCKER_IMAGE_MISSING, not retryable, and leaves nothing behind', async () => {
     const missing = 'local/sandboxplane-missing:0';
     const refusing = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST, imageAllowlist: [missing] });
