@@ -22,10 +22,10 @@ describe('sandboxctl dev', () => {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   test('serves the UI, passes doctor, stops everything on SIGTERM and keeps history across restarts', async () => {
-    const [port, uiPort] = await Promise.all([freePort(), freePort()]);
+    const [port, uiPort, codecPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const temporalDb = path.join(dir, 'temporal.sqlite');
     const env = { SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite') };
-    const args = ['dev', '--port', String(port), '--ui-port', String(uiPort), '--db', temporalDb];
+    const args = ['dev', '--port', String(port), '--ui-port', String(uiPort), '--db', temporalDb, '--codec-port', String(codecPort)];
 
     const first = spawnCli(args, env);
     let firstWorkflowId: string;
@@ -37,6 +37,10 @@ describe('sandboxctl dev', () => {
 
       const ui = await fetch(`http://127.0.0.1:${uiPort}/`);
       assert.equal(ui.status, 200);
+      assert.match(output, new RegExp(`codec server at http://127\\.0\\.0\\.1:${codecPort}`));
+      const uiOrigin = `http://localhost:${uiPort}`;
+      const preflight = await fetch(`http://127.0.0.1:${codecPort}/decode`, { method: 'OPTIONS', headers: { Origin: uiOrigin, 'Access-Control-Request-Method': 'POST' } });
+      assert.equal(preflight.headers.get('access-control-allow-origin'), uiOrigin, 'the launcher\'s codec server serves its own UI');
 
       const doctor = await runCli(['doctor', '--json'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
       const report = JSON.parse(doctor.stdout) as { ok: boolean; checks: { name: string; status: string }[] };
@@ -50,6 +54,7 @@ describe('sandboxctl dev', () => {
     }
     assert.equal(await isListening(port), false, 'the Temporal frontend is gone');
     assert.equal(await isListening(uiPort), false, 'the UI is gone');
+    assert.equal(await isListening(codecPort), false, 'the codec server is gone');
 
     const second = spawnCli(args, env);
     try {

@@ -9,6 +9,7 @@ import { ChildProcessPlane } from './helpers/child-process-plane';
 import { eventually } from './helpers/eventually';
 import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { testDataConverter } from './helpers/test-worker';
 import { createTestNamespace } from './helpers/test-namespace';
 import type { WorkerProcess } from './helpers/worker-process';
 
@@ -54,7 +55,7 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     const address = await testTemporalAddress();
     const namespace = await createTestNamespace(address, 'fault-engine');
     connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace }), {
+    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
       address,
       namespace,
       dockerHost: engine.dockerHost,

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { ChildProcessPlane } from './helpers/child-process-plane';
 import { startRestartableDevServer, type RestartableDevServer } from './helpers/restartable-dev-server';
+import { testDataConverter } from './helpers/test-worker';
 import type { WorkerProcess } from './helpers/worker-process';
 
 /** Due while the server is down: the timer must fire once it is back. */
@@ -26,7 +27,7 @@ describe('fault campaign: the Temporal dev server stopped and restarted on the s
   before(async () => {
     server = await startRestartableDevServer();
     connection = await Connection.connect({ address: server.address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace: 'default' }), {
+    plane = ChildProcessPlane.create(new Client({ connection, namespace: 'default', dataConverter: testDataConverter() }), {
       address: server.address,
       namespace: 'default',
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },

@@ -5,6 +5,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { ChildProcessPlane } from './helpers/child-process-plane';
 import { watchContainerEvent } from './helpers/container-events';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { testDataConverter } from './helpers/test-worker';
 import { createTestNamespace } from './helpers/test-namespace';
 import type { WorkerProcess } from './helpers/worker-process';
 
@@ -41,7 +42,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
     const address = await testTemporalAddress();
     const namespace = await createTestNamespace(address, 'fault-kill');
     connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace }), {
+    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
       address,
       namespace,
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },

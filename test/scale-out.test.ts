@@ -17,6 +17,7 @@ import { eventually } from './helpers/eventually';
 import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { testDataConverter } from './helpers/test-worker';
 import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './helpers/worker-process';
 
 /** Sandboxes created at once across the two hosts (issue 13's acceptance). */
@@ -143,7 +144,7 @@ describe('scale-out: one store, two lifecycle and two docker workers on two engi
     const address = await testTemporalAddress();
     const namespace = await createTestNamespace(address, 'scale-out');
     connection = await Connection.connect({ address });
-    client = new Client({ connection, namespace });
+    client = new Client({ connection, namespace, dataConverter: testDataConverter() });
     const taskQueue = `scale-${randomUUID()}`;
     sandboxes = new SandboxClient({ client, taskQueue });
     callerEnv = { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_TASK_QUEUE: taskQueue, SANDBOXPLANE_DB: noStore };

@@ -71,11 +71,19 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
     await temporal?.stop();
   });
 
+  /** The UI's calls to the codec server (test/helpers/test-temporal.ts starts it with the UI): `decode 200`, `encode 200`. */
+  const codecCalls: string[] = [];
+
   /** A fresh page per test; a failing step leaves a screenshot of where it stood. */
   async function inBrowser(name: string, steps: () => Promise<void>): Promise<void> {
     assert.ok(browser !== undefined);
     await inUiPage(browser, SHOTS, name, async (fresh) => {
       page = fresh;
+      codecCalls.length = 0;
+      page.on('response', (response) => {
+        const route = /\/(encode|decode)$/.exec(new URL(response.url()).pathname)?.[1];
+        if (route !== undefined) codecCalls.push(`${route} ${response.status()}`);
+      });
       await steps();
     });
   }
@@ -94,6 +102,8 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
 
     const details = await openAndReadDetails(page, `sandbox-${id}`);
     await screenshot(page, SHOTS, `${name}-2-current-details`);
+    // The workflow's details are encrypted payloads: legible only through the codec server.
+    assert.ok(codecCalls.includes('decode 200'), `the UI decoded through the codec server: ${codecCalls.join(', ')}`);
     const plain = plainQuotes(details);
     assert.match(plain, /^Waiting for a human's approval until \S+ \(1h\)\./);
     assert.match(plain, /send the signal approve with the JSON payload \{"approver": /);
@@ -107,6 +117,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
       await findWaiting('approve', approvedId);
       const payload = { approver: 'alice', reason: 'approved in the UI' };
       await sendSignal('approve', payload, 'approve-3-signal-dialog');
+      assert.ok(codecCalls.includes('encode 200'), `the UI encrypted the signal's input through the codec server: ${codecCalls.join(', ')}`);
 
       const ready = await waitForState(worker, approvedId, 'READY');
       assert.equal(ready.approval?.approver, 'alice');

@@ -11,6 +11,7 @@ import { createLogger } from '../src/logging/logger';
 import { LATEST_SCHEMA_VERSION, Store } from '../src/store';
 import { createPlaneWorker } from '../src/worker/plane-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { testDataConverter } from './helpers/test-worker';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
 
 describe('worker bootstrap', () => {
@@ -36,7 +37,7 @@ describe('worker bootstrap', () => {
     const plane = await createPlaneWorker({ config, store, logger, workflowBundle: await testWorkflowBundle() });
     try {
       const result = await plane.worker.runUntil(
-        runRoundTrip(new Client({ connection }), { taskQueue, requestedBy: 'test' }),
+        runRoundTrip(new Client({ connection, dataConverter: testDataConverter() }), { taskQueue, requestedBy: 'test' }),
       );
       assert.equal(result.requestedBy, 'test');
       // The lifecycle worker ran the workflow; the store worker, on <tq>-store, answered with its store.
@@ -59,7 +60,7 @@ describe('worker bootstrap', () => {
 
   test('the round trip gives up within its timeout when no worker polls the queue', async () => {
     await assert.rejects(
-      runRoundTrip(new Client({ connection }), { taskQueue: `nobody-polls-${randomUUID()}`, requestedBy: 'test', timeoutMs: 1_500 }),
+      runRoundTrip(new Client({ connection, dataConverter: testDataConverter() }), { taskQueue: `nobody-polls-${randomUUID()}`, requestedBy: 'test', timeoutMs: 1_500 }),
       /Workflow execution timed out|timed out/i,
     );
   });

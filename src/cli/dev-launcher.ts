@@ -4,6 +4,9 @@ import { flagEnvName } from '../domain/feature-flags';
 import { enableLocalFlags } from '../config/local-flags';
 import { DEFAULT_TEMPORAL_DB_PATH } from '../config/paths';
 import { runRoundTrip } from '../client/round-trip';
+import { dataConverterFor } from '../client/temporal-connection';
+import { DEFAULT_CODEC_SERVER_PORT, devUiOrigins, startCodecServer, type CodecServer } from '../codec/codec-server';
+import { payloadCodecFor } from '../codec/codec-settings';
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
 import { Store } from '../store';
@@ -19,6 +22,8 @@ export interface DevLauncherOptions {
   readonly port?: number;
   readonly uiPort: number;
   readonly dbFile?: string;
+  /** Port of the codec server the launcher runs for its UI (default 8234). */
+  readonly codecPort?: number;
 }
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -55,14 +60,19 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
   let connection: Connection | undefined;
   let store: Store | undefined;
   let plane: PlaneWorker | undefined;
+  let codecServer: CodecServer | undefined;
   const stop = watchStopSignals(() => server?.killNow());
   try {
+    // Read (or made) first: a bad key is a CONFIG error before anything starts.
+    const codec = payloadCodecFor(config.codec);
+    say(`dev: payloads encrypted with key ${codec.currentKeyId} from ${config.codec.keysFile ?? 'SANDBOXPLANE_CODEC_KEYS'}`);
     if (enabled.length > 0) {
       say(`dev: turning on local flags ${enabled.map(flagEnvName).join(', ')} (set one to 0 to keep it off)`);
     }
     connection = await stop.untilStopped(connectIfAnswering(address, 1_500));
     if (connection !== undefined) {
       say(`dev: a Temporal server already answers at ${address}; using it (its UI is not managed here)`);
+      say('dev: for that UI to show payloads decrypted, run `sandboxctl codec-server --origin <its URL>` and set it as the UI\'s codec endpoint');
     } else {
       const { host, port } = splitAddress(address);
       if (!LOCAL_HOSTS.has(host)) {
@@ -72,6 +82,8 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
         );
       }
       const dbFile = options.dbFile ?? DEFAULT_TEMPORAL_DB_PATH;
+      codecServer = await startCodecServer({ codec, port: options.codecPort ?? DEFAULT_CODEC_SERVER_PORT, origins: devUiOrigins(options.uiPort), logger });
+      say(`dev: codec server at ${codecServer.url}: the UI shows payloads decrypted through it`);
       say(`dev: starting the Temporal dev server on ${address} (history in ${dbFile})`);
       const starting = DevServer.start({
         cliPath: locateTemporalCli(config.temporalCliPath),
@@ -79,6 +91,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
         uiPort: options.uiPort,
         dbFile,
         namespace: config.temporalNamespace,
+        uiCodecEndpoint: codecServer.url,
         onOutput: (line) => logger.debug({ source: 'temporal' }, line),
         onSpawn: (spawned) => {
           server = spawned;
@@ -105,7 +118,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
     void server?.whenExited().then(shutdownWorker);
 
     try {
-      const client = new Client({ connection, namespace: config.temporalNamespace });
+      const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(codec) });
       const result = await stop.untilStopped(runRoundTrip(client, { taskQueue: config.taskQueue, requestedBy: 'dev' }));
       say(`dev: round trip ok through worker ${result.workerIdentity} (workflow ${result.workflowId})`);
       if (server !== undefined) say(`dev: Temporal UI at ${server.uiUrl}/namespaces/${config.temporalNamespace}/workflows`);
@@ -135,6 +148,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
       await server.stop();
       say('dev: Temporal dev server stopped');
     }
+    await codecServer?.close();
     stop.dispose();
   }
 }

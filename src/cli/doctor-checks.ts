@@ -4,6 +4,8 @@ import { temporal } from '@temporalio/proto';
 import type { Config } from '../config/config';
 import { runRoundTrip } from '../client/round-trip';
 import { StoreClient } from '../client/store-client';
+import { dataConverterFor } from '../client/temporal-connection';
+import { payloadCodecFor } from '../codec/codec-settings';
 import type { HostView } from '../domain/hosts';
 import { storeQueue } from '../domain/task-queues';
 import { lastPoll, queuePollers } from '../worker/queue-pollers';
@@ -89,7 +91,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
           return { ok: true, detail: `${(pollers ?? []).length} poller(s) on task queue ${config.taskQueue} (no round trip: --quick)` };
         }
         const started = Date.now();
-        const client = new Client({ connection, namespace });
+        const client = new Client({ connection, namespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
         const result = await runRoundTrip(client, {
           taskQueue: config.taskQueue,
           requestedBy: 'doctor',
@@ -126,7 +128,8 @@ function storeWorkerCheck(config: Config, connection: Connection): Promise<Check
 /** The registered docker hosts, through the store role: at least one must be live for a sandbox to be placed. */
 function dockerHostsCheck(config: Config, connection: Connection): Promise<CheckResult> {
   return check('docker hosts', true, 'Start a docker worker: `sandboxctl worker` (all roles) or `sandboxctl worker --role docker --host-id NAME` beside each Docker engine.', async () => {
-    const store = new StoreClient({ client: new Client({ connection, namespace: config.temporalNamespace }), taskQueue: config.taskQueue });
+    const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
+    const store = new StoreClient({ client, taskQueue: config.taskQueue });
     const hosts = await store.hosts();
     const describe = (host: HostView) =>
       `${host.hostId} ${host.live ? `live, ${host.liveSandboxes}/${host.capacity} (${host.adapters.join(', ')})` : `not live (last poll ${host.lastSeenAt ?? 'never'})`}`;

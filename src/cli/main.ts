@@ -8,6 +8,7 @@ import { fileSchema, parseCliOptions, portSchema } from './cli-options';
 import { action, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
+import { registerCodecCommands } from './commands/codec-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
@@ -18,6 +19,7 @@ const devOptionsSchema = z.object({
   port: portSchema.optional(),
   uiPort: portSchema.default(8233),
   db: fileSchema.optional(),
+  codecPort: portSchema.default(8234),
 });
 
 /** pino is loaded by the long-running commands only: the others log nothing. */
@@ -44,6 +46,9 @@ Environment:
                            worker roles and docker hosts (docs/deploy.md)
   SANDBOXPLANE_WARM_POOL   idle emulator containers each docker host keeps, e.g. moto=2
                            (off unless set; docs/operations.md#warm-pools)
+  SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE
+                           payload encryption keys, keyId:base64key, the first encrypts
+                           (default .data/codec-keys, made on first use; docs/security.md)
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
@@ -66,13 +71,14 @@ export function buildProgram(): Command {
     .option('--port <n>', 'Temporal frontend port (default: the port of TEMPORAL_ADDRESS, 7233)')
     .option('--ui-port <n>', 'Temporal Web UI port', '8233')
     .option('--db <file>', 'SQLite file of the dev server (default: .data/temporal.sqlite)')
+    .option('--codec-port <n>', 'port of the codec server the Web UI decrypts payloads through', '8234')
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
         const options = parseCliOptions(devOptionsSchema, raw);
         const config = loadConfig();
         const { runDevLauncher } = await import('./dev-launcher.js');
-        await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db }, await loggerFor(config));
+        await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db, codecPort: options.codecPort }, await loggerFor(config));
       }),
     );
 
@@ -126,6 +132,7 @@ export function buildProgram(): Command {
   registerApproverCommands(program);
   registerCleanupCommands(program);
   registerHostCommands(program);
+  registerCodecCommands(program);
 
   return program;
 }

@@ -7,10 +7,12 @@ import type { Config } from '../config/config';
  */
 export async function withStoreClient<T>(config: Config, work: (store: StoreClient) => Promise<T>): Promise<T> {
   const { StoreClient } = await import('../client/store-client.js');
+  const { payloadCodecFor } = await import('../codec/codec-settings.js');
   const store = await StoreClient.connect({
     address: config.temporalAddress,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
+    payloadCodec: payloadCodecFor(config.codec),
   });
   try {
     return await work(store);

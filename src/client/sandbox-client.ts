@@ -8,6 +8,7 @@ import {
   type WorkflowHandle,
   WorkflowNotFoundError,
 } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
@@ -87,6 +88,12 @@ export interface ConnectOptions {
   readonly address: string;
   readonly namespace: string;
   readonly taskQueue: string;
+  /**
+   * The payload codec the workers use (e.g. `new AesGcmPayloadCodec(readCodecKeysFile(file))`);
+   * by default the one SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or this
+   * checkout's `.data/codec-keys` gives; `null` for none (docs/security.md#payload-encryption).
+   */
+  readonly payloadCodec?: PayloadCodec | null;
 }
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;

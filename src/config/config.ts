@@ -16,6 +16,7 @@ import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../doma
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
+import { codecEnvShape, resolveCodecSettings, type CodecSettings } from '../codec/codec-settings';
 import { DEFAULT_STORE_PATH } from './paths';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -51,6 +52,8 @@ export interface Config {
   readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
+  /** The payload codec's keys (SANDBOXPLANE_CODEC_KEYS, _KEYS_FILE, or the default file .data/codec-keys). */
+  readonly codec: CodecSettings;
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -189,6 +192,7 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
   SANDBOXPLANE_WARM_POOL: warmPool,
+  ...codecEnvShape,
 });
 
 /**
@@ -249,7 +253,9 @@ export function loadConfig(env: Env = process.env): Config {
       });
     }
   }
-  if (!parsed.success || issues.length > 0) throw new ConfigError(issues);
+  const codec = parsed.success ? resolveCodecSettings(parsed.data) : undefined;
+  issues.push(...(codec?.issues ?? []));
+  if (!parsed.success || codec?.settings === undefined || issues.length > 0) throw new ConfigError(issues);
 
   const values = parsed.data;
   return Object.freeze({
@@ -280,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
     host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
+    codec: codec.settings,
   });
 }
 

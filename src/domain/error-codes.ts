@@ -21,6 +21,11 @@ export const ERROR_CODES = {
   // Input and configuration
   INVALID_INPUT: spec('invalid', false, 'Fix the named field and try again.'),
   CONFIG_INVALID: spec('invalid', false, 'Fix or unset the named environment variables and try again.'),
+  PAYLOAD_UNDECRYPTABLE: spec(
+    'failure',
+    false,
+    'Give this process the key the payload was encrypted with: the same SANDBOXPLANE_CODEC_KEYS or SANDBOXPLANE_CODEC_KEYS_FILE as the workers, old keys kept after the current one (docs/security.md#payload-encryption).',
+  ),
 
   // Local state
   STORE_VERSION_TOO_NEW: spec(

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { SandboxClient } from '../client/sandbox-client';
+import { payloadCodecFor } from '../codec/codec-settings';
 import type { Config } from '../config/config';
 import { PROJECT_ROOT } from '../config/paths';
 import type { Logger } from '../logging/logger';
@@ -44,6 +45,7 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
         address: config.temporalAddress,
         namespace: config.temporalNamespace,
         taskQueue: config.taskQueue,
+        payloadCodec: payloadCodecFor(config.codec),
       }).catch((err: unknown) => {
         connecting = undefined;
         throw err;

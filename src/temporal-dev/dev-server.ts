@@ -18,6 +18,8 @@ export interface DevServerOptions {
   /** Extra ports so that several servers can run side by side (tests). */
   readonly httpPort?: number;
   readonly metricsPort?: number;
+  /** The codec server the Web UI sends payloads to for display (`--ui-codec-endpoint`). */
+  readonly uiCodecEndpoint?: string;
   /** Every line the server prints, for the launcher to forward. */
   readonly onOutput?: (line: string) => void;
   /** Called as soon as the process exists, so a stop during start-up can still stop it. */
@@ -81,6 +83,7 @@ export class DevServer {
     ];
     if (options.httpPort !== undefined) args.push('--http-port', String(options.httpPort));
     if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));
+    if (options.uiCodecEndpoint !== undefined) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
     // Own process group: a terminal's Ctrl-C reaches only us, and we stop the server last.
     const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const address = `127.0.0.1:${options.port}`;

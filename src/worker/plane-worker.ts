@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { Client } from '@temporalio/client';
-import { connectTemporal } from '../client/temporal-connection';
+import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
+import { payloadCodecFor } from '../codec/codec-settings';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, createDockerActivities, createStoreActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
@@ -74,8 +75,10 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   installRuntimeLogger(logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
+  // Read before connecting: a bad key file is a CONFIG error, not a half-started worker.
+  const payloadCodec = payloadCodecFor(config.codec);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const { client, connection: clientConnection } = await connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace }).catch(
+  const { client, connection: clientConnection } = await connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec }).catch(
     async (err: unknown) => {
       await connection.close();
       throw err;
@@ -96,7 +99,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     const adapters = has('docker') ? (options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId)) : undefined;
     const workers: Worker[] = [];
     const queues: Partial<Record<WorkerRole, string>> = {};
-    const common = { connection, namespace, shutdownGraceTime: '10 seconds' } as const;
+    const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec) } as const;
 
     if (has('store') && store !== undefined && hosts !== undefined) {
       const taskQueue = storeQueue(config.taskQueue);

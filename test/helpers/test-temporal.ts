@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { devUiOrigins, startCodecServer } from '../../src/codec/codec-server';
+import { loadCodecSettings, payloadCodecFor } from '../../src/codec/codec-settings';
 import { DevServer } from '../../src/temporal-dev/dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-dev/search-attribute-setup';
 import { locateTemporalCli } from '../../src/temporal-dev/temporal-cli';
@@ -28,6 +30,8 @@ export interface TestDevServer {
 export async function startTestDevServer(): Promise<TestDevServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-temporal-'));
   const [port, uiPort, httpPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  // The UI decrypts payloads through it, with the keys every test worker and client reads (.data/codec-keys).
+  const codecServer = await startCodecServer({ codec: payloadCodecFor(loadCodecSettings({})), port: 0, origins: devUiOrigins(uiPort) });
   const { server, connection } = await DevServer.start({
     cliPath: locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI),
     port,
@@ -37,6 +41,10 @@ export async function startTestDevServer(): Promise<TestDevServer> {
     dbFile: path.join(dir, 'temporal.sqlite'),
     namespace: 'default',
     startTimeoutMs: 60_000,
+    uiCodecEndpoint: codecServer.url,
+  }).catch(async (err: unknown) => {
+    await codecServer.close();
+    throw err;
   });
   try {
     await ensureSearchAttributes(connection, 'default');
@@ -48,10 +56,17 @@ export async function startTestDevServer(): Promise<TestDevServer> {
     uiUrl: server.uiUrl,
     stop: async () => {
       await server.stop();
+      await codecServer.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
-    killNow: () => server.killNow(),
-    unrefProcess: () => server.unrefProcess(),
+    killNow: () => {
+      server.killNow();
+      void codecServer.close();
+    },
+    unrefProcess: () => {
+      server.unrefProcess();
+      codecServer.unref();
+    },
   };
 }
 

@@ -6,6 +6,9 @@ import { Client, Connection } from '@temporalio/client';
 import type { AdapterRegistry } from '../../src/adapters/cloud-emulator-adapter';
 import { MemoryAdapter } from '../../src/adapters/memory-adapter';
 import { SandboxClient } from '../../src/client/sandbox-client';
+import { dataConverterFor } from '../../src/client/temporal-connection';
+import type { DataConverter } from '@temporalio/common';
+import { loadCodecSettings, payloadCodecFor } from '../../src/codec/codec-settings';
 import { loadConfig, type Config } from '../../src/config/config';
 import { DockerContainerBroker, type ContainerBroker } from '../../src/docker';
 import { createLogger, type Logger } from '../../src/logging/logger';
@@ -35,6 +38,14 @@ export interface TestWorkerOptions {
   readonly logger?: Logger;
   /** How often warm pools look at their idle containers (the product's default is 10 s). */
   readonly warmPoolCheckMs?: number;
+}
+
+/**
+ * The data converter of every test client: the payload codec with the keys the test
+ * workers read (the checkout's `.data/codec-keys`, made on first use).
+ */
+export function testDataConverter(): DataConverter {
+  return dataConverterFor(payloadCodecFor(loadCodecSettings({})));
 }
 
 /** Flags a lifecycle test usually wants: local capabilities and the memory adapter on. */
@@ -75,7 +86,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
   });
   const running = plane.worker.run();
   const connection = await Connection.connect({ address });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
   const sandboxes = new SandboxClient({ client, taskQueue: config.taskQueue });
   return {
     config,

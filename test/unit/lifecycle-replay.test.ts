@@ -4,6 +4,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { dataConverterFor } from '../../src/client/temporal-connection';
+import { AesGcmPayloadCodec, generateCodecKey } from '../../src/codec';
 import { testWorkflowBundle } from '../helpers/workflow-bundle';
 
 /**
@@ -25,6 +27,8 @@ import { testWorkflowBundle } from '../helpers/workflow-bundle';
  * finish under the version they started with (docs/lifecycle.md, "Upgrades").
  */
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
+/** With the payload codec on, as every worker runs now: payloads recorded in clear pass through it. */
+const WITH_CODEC = dataConverterFor(new AesGcmPayloadCodec([generateCodecKey()]));
 
 function recordedHistories(version: string, minimum: number) {
   const dir = path.join(FIXTURES, version);
@@ -36,7 +40,7 @@ function recordedHistories(version: string, minimum: number) {
 test('histories recorded before the state machine replay on the current workflow code', async () => {
   const workflowBundle = await testWorkflowBundle();
   for (const { file, history } of recordedHistories('histories-v1', 7)) {
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, `sandbox-${file}`), file);
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, `sandbox-${file}`), file);
   }
 });
 
@@ -44,7 +48,7 @@ test('histories recorded on the state machine before the health watch replay on 
   const workflowBundle = await testWorkflowBundle();
   for (const { file, history } of recordedHistories('histories-v2', 12)) {
     const workflowId = `sandbox-${path.basename(file, '.json')}`;
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, workflowId), file);
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
   }
 });
 
@@ -53,6 +57,6 @@ test('histories recorded before worker roles and placement replay on the current
   for (const { file, history } of recordedHistories('histories-v3', 8)) {
     const name = path.basename(file, '.json');
     const workflowId = name.startsWith('sweep-') ? name : `sandbox-${name}`;
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle }, history, workflowId), file);
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
   }
 });

@@ -18,7 +18,8 @@ const sweepOptionsSchema = z.object({
 
 async function withClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
   const { withTemporalClient } = await import('../../client/temporal-connection.js');
-  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace }, work);
+  const { payloadCodecFor } = await import('../../codec/codec-settings.js');
+  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }, work);
 }
 
 function leakRows(leaks: readonly { kind: string; subject: string; sandboxId: string | null; detail: string }[]): string[][] {
