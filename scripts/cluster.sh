@@ -520,6 +520,8 @@ EOF
 # cluster never touches the engine of `npm test`/`npm start` (scripts/docker-engine.sh).
 # No iptables rules of their own (the machine's first engine owns the DOCKER chains; the
 # published 127.0.0.1 ports go through docker-proxy) and no masquerading (no outbound NAT).
+# Sandbox networks come from small ranges (/28s of 10.203.0.0/16): one network per sandbox
+# (docs/security.md, "Sealed sandboxes"), and the engines of one machine skip each other's.
 # No --live-restore: `down` stops dockerd, and dockerd stops its containers; after `up`,
 # each READY sandbox's health watch finds its emulator stopped and restarts it once
 # (docs/deploy.md, "Stopping the cluster").
@@ -602,6 +604,7 @@ start_engine() {
     --bridge="$bridge" \
     --iptables=false \
     --ip-masq=false \
+    --default-address-pool "base=10.203.0.0/16,size=28" \
     "${identity[@]}" >>"$log" 2>&1 </dev/null &
   local started=$! deadline=$((SECONDS + WAIT_SECONDS))
   until engine_answers "$name"; do

@@ -19,6 +19,7 @@ LOG_FILE="$DATA_ROOT/dockerd.log"
 PRIVATE_HOST="unix://$SOCKET"
 DEFAULT_HOST="unix:///var/run/docker.sock"
 WAIT_SECONDS="${SANDBOXPLANE_DOCKER_WAIT_SECONDS:-60}"
+ADDRESS_POOL="${SANDBOXPLANE_DOCKER_ADDRESS_POOL:-base=10.203.0.0/16,size=28}"
 
 say() { printf 'docker-engine: %s\n' "$*" >&2; }
 fail() { say "error: $*"; exit 1; }
@@ -91,8 +92,11 @@ start_dockerd() {
   say "starting dockerd on $PRIVATE_HOST (data root $DATA_ROOT/data, log $LOG_FILE${*:+, options: $*})"
   # setsid + nohup: the engine outlives this script and the shell that ran it.
   # --live-restore: sandboxes' containers keep running while dockerd restarts.
+  # --default-address-pool: every sandbox gets a network of its own (docs/security.md,
+  # "Sealed sandboxes"); Docker's default pools hold about thirty, these /28s 4096.
   setsid nohup dockerd \
     --live-restore \
+    --default-address-pool "$ADDRESS_POOL" \
     --host="$PRIVATE_HOST" \
     --data-root="$DATA_ROOT/data" \
     --exec-root="$RUN_DIR/exec" \

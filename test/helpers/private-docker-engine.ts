@@ -13,6 +13,9 @@ const STOP_TIMEOUT_MS = 30_000;
  * starts: its own socket, data root, exec root, pidfile and bridge, so the test can stop
  * it without touching anyone else's containers.
  */
+/** The engines' pool for sandbox networks, as scripts/docker-engine.sh and scripts/cluster.sh give theirs. */
+const SANDBOX_ADDRESS_POOL = 'base=10.203.0.0/16,size=28';
+
 export interface PrivateDockerEngine {
   /** `unix://…/docker.sock`, for DOCKER_HOST. */
   readonly dockerHost: string;
@@ -73,6 +76,9 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     `--bridge=${bridge}`,
     '--iptables=false',
     '--ip-masq=false',
+    // A sealed network per sandbox (docs/security.md#sealed-sandboxes): small ranges, so the
+    // engines of one machine (which skip each other's) do not run out after thirty.
+    `--default-address-pool=${SANDBOX_ADDRESS_POOL}`,
     // Without it, dockerd stops every container when it exits (SIGTERM, then SIGKILL),
     // and they stay exited when it comes back (restart policy "no"): each READY sandbox
     // would lose its emulator. With it, containers run on under their shims; only the
