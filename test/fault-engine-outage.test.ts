@@ -20,8 +20,10 @@ const OUTAGE_MS = 30_000;
 
 async function answers(endpoint: string): Promise<boolean> {
   try {
+    // moto's own API answers only on the plane's operator path: a 403 here is moto answering.
     const response = await fetch(`${endpoint}/moto-api/data.json`, { signal: AbortSignal.timeout(3_000) });
-    return response.status === 200;
+    await response.arrayBuffer();
+    return response.status === 403;
   } catch {
     return false;
   }

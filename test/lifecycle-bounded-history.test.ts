@@ -11,7 +11,6 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { EXTENDS_PER_WINDOW, HISTORY_EVENTS_BEFORE_CONTINUE } from '../src/workflows/lifecycle-context';
 import { approveSignal, extendUpdate } from '../src/workflows/sandbox-messages';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 /** Sends `count` signals, `parallel` at a time. */
@@ -23,13 +22,12 @@ async function flood(count: number, parallel: number, send: (i: number) => Promi
 
 describe('bounded lifecycle history (real dev server)', () => {
   let worker: TestWorker;
-  let alice: TestAuthenticator;
 
   before(async () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    alice = await enrolApprover(worker, 'alice');
+    worker.store.approvers.add('alice');
   });
   after(async () => worker?.stop());
 
@@ -82,7 +80,7 @@ describe('bounded lifecycle history (real dev server)', () => {
     assert.equal(status.state, 'AWAITING_APPROVAL');
     assert.ok(status.approvalAttempts.length <= 20, 'status shows only the latest attempts');
 
-    const outcome = await worker.sandboxes.approve('flood-gated', { approver: 'alice', reason: 'ok', code: await alice.code() });
+    const outcome = await worker.sandboxes.approve('flood-gated', { approver: 'alice', reason: 'ok' });
     assert.equal(outcome.attempt.verdict, 'accepted');
     const ready = await worker.sandboxes.create({ id: 'flood-gated', principal: 'gated-1', services: ['s3'] }, { wait: 'ready' });
     assert.equal(ready.state, 'READY');

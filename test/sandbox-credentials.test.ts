@@ -91,7 +91,7 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
         TEMPORAL_NAMESPACE: namespace,
         SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1',
         SANDBOXPLANE_MOTO_IMAGE: motoImage as string,
-        SANDBOXPLANE_HEALTH_INTERVAL: '1h',
+        SANDBOXPLANE_HEALTH_INTERVAL: '2s',
         SANDBOXPLANE_WARM_POOL: 'moto=1',
       },
       warmPoolCheckMs: 1_000,
@@ -178,15 +178,42 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     }
   });
 
-  test('resource listing and the health probe still work with auth on', async () => {
+  test("moto's own API is closed to whoever reaches the port: no reset-auth, no reset, no data.json (which lists secrets)", async () => {
+    const { endpoint } = configOf(a);
+    const tries = [
+      fetch(`${endpoint}/moto-api/reset-auth`, { method: 'POST', body: 'inf', headers: { 'content-type': 'text/plain' } }),
+      fetch(`${endpoint}/moto-api/reset`, { method: 'POST' }),
+      fetch(`${endpoint}/moto-api/data.json`),
+      fetch(`${endpoint}/MOTO-API/data.json`),
+      fetch(`${endpoint}/moto%2Dapi/data.json`),
+      fetch(`${endpoint}/_sandboxplane/guess/moto-api/data.json`),
+    ];
+    for (const answer of await Promise.all(tries)) {
+      const text = await answer.text();
+      assert.equal(answer.status, 403, `${answer.url}: ${text}`);
+      assert.ok(!text.includes(configOf(a).credentials.secretAccessKey));
+    }
+    assert.equal(await sqsRefusal(configOf(a), new CreateQueueCommand({ QueueName: 'still-not-granted' })), 'AccessDenied', 'authentication is still on');
+    const s3 = new S3Client(configOf(a));
+    try {
+      assert.deepEqual((await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name), ['bucket-of-a'], 'nothing was reset');
+    } finally {
+      s3.destroy();
+    }
+  });
+
+  test('resource listing and the health watch still work with auth on and the API closed', async () => {
     assert.deepEqual(
       (await worker.sandboxes.resources('cred-a')).map((ref) => `${ref.service}/${ref.id}`),
       ['s3/bucket-of-a'],
     );
     assert.deepEqual((await worker.sandboxes.resources('cred-b')).map((ref) => `${ref.service}/${ref.id}`).sort(), ['sqs/queue-of-b']);
-    const health = await fetch(`${configOf(a).endpoint}/moto-api/data.json`);
-    assert.equal(health.status, 200);
-    await health.arrayBuffer();
+    const watched = await eventually('a health look at cred-a', async () => {
+      const status = await worker.sandboxes.status('cred-a');
+      return status.health.checkedAt !== null ? status : undefined;
+    });
+    assert.equal(watched.health.status, 'ok', 'the health probe reaches moto through the operator endpoint');
+    assert.equal(watched.health.restarts, 0);
   });
 
   test('the ready audit row names the access key id; no secret is in the audit trail, the SQLite file or the logs', () => {

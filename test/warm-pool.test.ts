@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { StoreClient } from '../src/client/store-client';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
+import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
 import { mintMotoCredentials } from '../src/adapters/moto-adapter';
 import { clientConfigFor, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
@@ -76,11 +77,12 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     const idle = await idleIds();
     assert.equal(idle.length, 2);
     // Whatever a pooled emulator holds must never reach the sandbox that claims it: not a
-    // bucket, and not an access key someone minted through moto's open API while it waited.
+    // bucket, and not an access key minted in it (through its operator endpoint) while it waited.
     const leftKeys = new Map<string, SandboxCredentials>();
     for (const container of await poolContainers()) {
       const endpoint = `http://127.0.0.1:${container.ports[0]?.hostPort}`;
-      const key = await mintMotoCredentials(endpoint, { sandboxId: 'someone-else', services: ['s3'] }, AbortSignal.timeout(10_000));
+      const operator = `${endpoint}/_sandboxplane/${container.labels[OPERATOR_TOKEN_LABEL]}`;
+      const key = await mintMotoCredentials(operator, { sandboxId: 'someone-else', services: ['s3'] }, AbortSignal.timeout(10_000));
       leftKeys.set(container.id, key);
       await new S3Client(clientConfigFor('moto', endpoint, 'us-east-1', key)).send(new CreateBucketCommand({ Bucket: 'left-by-someone-else' }));
     }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { sameEngine } from '../domain/engine-identity';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
@@ -17,6 +18,9 @@ import type {
   ResourceListing,
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
+
+/** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
+export const OPERATOR_TOKEN_LABEL = 'io.sandboxplane.operator-token';
 
 /** Labels a sandbox request may pass on to its container, namespaced so they cannot shadow ours. */
 const USER_LABEL_PREFIX = 'io.sandboxplane.label.';
@@ -66,6 +70,14 @@ export interface ContainerEmulatorOptions {
    */
   readonly mintCredentials?: (endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal) => Promise<SandboxCredentials>;
   /**
+   * For an emulator whose own API (reset, health, minting) would let anyone who reaches
+   * the port undo the sandbox's credentials: each container gets a random token in this
+   * environment variable and in a label, and the emulator serves that API only under
+   * `/_sandboxplane/<token>`. The health probe, reset and minting are given that
+   * operator endpoint; agents get the plain one.
+   */
+  readonly operatorToken?: { readonly envName: string };
+  /**
    * Empties the emulator's state, so a container that waited in a warm pool can be
    * handed to a sandbox (DESIGN §13). Without it the adapter cannot be pooled.
    */
@@ -78,6 +90,8 @@ export interface IdleContainer {
   readonly name: string;
   readonly slotId: string;
   readonly endpoint: string;
+  /** Where the worker reaches the emulator's own API (see ContainerEmulatorOptions.operatorToken). */
+  readonly operatorEndpoint: string;
 }
 
 /** Where a create gets a pooled container from: the docker host's warm pool of the adapter (src/adapters/warm-pool.ts). */
@@ -97,6 +111,13 @@ function publishedEndpoint(info: ContainerSummary, containerPort: number): strin
     throw new SandboxPlaneError('PROVISION_FAILED', `container ${info.id} publishes no host port for ${containerPort}`);
   }
   return `http://127.0.0.1:${port.hostPort}`;
+}
+
+/** The published endpoint, under the container's operator token when it has one. */
+function operatorEndpoint(info: ContainerSummary, containerPort: number): string {
+  const token = info.labels[OPERATOR_TOKEN_LABEL];
+  const endpoint = publishedEndpoint(info, containerPort);
+  return token === undefined ? endpoint : `${endpoint}/_sandboxplane/${token}`;
 }
 
 /**
@@ -153,10 +174,11 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     context.heartbeat({ step: 'starting container' });
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
+    const operator = operatorEndpoint(info, this.options.containerPort);
     let credentials: { credentials?: SandboxCredentials };
     try {
-      await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
-      credentials = await this.mint(endpoint, plan, context);
+      await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
+      credentials = await this.mint(operator, plan, context);
     } catch (err) {
       const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
       if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
@@ -199,10 +221,10 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       if (claimed === undefined) return undefined;
     }
     try {
-      await reset(claimed.endpoint, AbortSignal.timeout(10_000));
-      const report = await this.options.probe(claimed.endpoint, AbortSignal.timeout(5_000));
+      await reset(claimed.operatorEndpoint, AbortSignal.timeout(10_000));
+      const report = await this.options.probe(claimed.operatorEndpoint, AbortSignal.timeout(5_000));
       if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
-      return { container: claimed, credentials: await this.mint(claimed.endpoint, plan, context) };
+      return { container: claimed, credentials: await this.mint(claimed.operatorEndpoint, plan, context) };
     } catch (err) {
       // Never hand out an emulator that may still hold another's state: drop it, start cold.
       context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: String(err) });
@@ -219,7 +241,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       await stopAndRemove(this.options.broker, container.id);
       return undefined;
     }
-    return { id: container.id, name, slotId: container.labels[SANDBOX_ID_LABEL] ?? '', endpoint: publishedEndpoint(container, this.options.containerPort) };
+    return {
+      id: container.id,
+      name,
+      slotId: container.labels[SANDBOX_ID_LABEL] ?? '',
+      endpoint: publishedEndpoint(container, this.options.containerPort),
+      operatorEndpoint: operatorEndpoint(container, this.options.containerPort),
+    };
   }
 
   /**
@@ -240,13 +268,14 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     };
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
+    const operator = operatorEndpoint(info, this.options.containerPort);
     try {
-      await waitUntilHealthy(this.options.probe, endpoint, context, { timeoutMs: this.options.healthTimeoutMs });
+      await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
     } catch (err) {
       await stopAndRemove(this.options.broker, info.id);
       throw err;
     }
-    return { id: info.id, name: info.name, slotId, endpoint };
+    return { id: info.id, name: info.name, slotId, endpoint, operatorEndpoint: operator };
   }
 
   /** Every container of one warm pool (`pool`: its labels) on this engine, idle or claimed, in any state. */
@@ -254,7 +283,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.options.broker.list({ ...this.options.extraLabels, ...pool });
   }
 
-  /** Whether an idle container's emulator still serves. */
+  /** Whether an idle container's emulator still serves (`endpoint`: its operator endpoint). */
   async serves(endpoint: string): Promise<boolean> {
     return (await this.options.probe(endpoint, AbortSignal.timeout(5_000)).catch(() => ({ healthy: false }))).healthy;
   }
@@ -262,6 +291,11 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   /** The loopback endpoint a running container publishes. */
   endpointOf(container: ContainerSummary): string {
     return publishedEndpoint(container, this.options.containerPort);
+  }
+
+  /** Where the worker reaches a running container's emulator API (its operator token's path, when it has one). */
+  operatorEndpointOf(container: ContainerSummary): string {
+    return operatorEndpoint(container, this.options.containerPort);
   }
 
   /** The name a sandbox's (or a pool slot's) container has on this plane. */
@@ -272,6 +306,11 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   /** Runs the container; a chosen host port that was taken meanwhile is chosen again. */
   private async start(plan: LaunchPlan): Promise<ContainerInfo> {
     const { broker, containerPort } = this.options;
+    // Read back from the container's label afterwards: a retried run adopts the first attempt's container, token and all.
+    const tokenEnv = this.options.operatorToken?.envName;
+    const token = tokenEnv === undefined ? undefined : randomBytes(24).toString('hex');
+    const operatorEnv: Record<string, string> = tokenEnv === undefined || token === undefined ? {} : { [tokenEnv]: token };
+    const operatorLabel: Record<string, string> = token === undefined ? {} : { [OPERATOR_TOKEN_LABEL]: token };
     for (let attempt = 1; ; attempt += 1) {
       const hostPort = this.options.hostPort === undefined ? 0 : await this.options.hostPort();
       const environment =
@@ -281,8 +320,8 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
           name: this.containerName(plan.sandboxId),
           image: this.options.image,
           ...(this.options.command !== undefined ? { command: [...this.options.command] } : {}),
-          env: { ...environment },
-          labels: { ...plan.labels },
+          env: { ...environment, ...operatorEnv },
+          labels: { ...plan.labels, ...operatorLabel },
           ports: [{ containerPort, hostPort }],
           limits: { memoryBytes: this.options.memoryBytes, pidsLimit: this.options.pidsLimit, nanoCpus: this.options.nanoCpus },
           capDrop: ['ALL'],
@@ -302,7 +341,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     await this.refuseOtherEngine(sandboxId, recorded);
     const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
-    return this.options.probe(publishedEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
+    return this.options.probe(operatorEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
   }
 
   async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing> {

@@ -109,6 +109,35 @@ export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: 
   return { accessKeyId, secretAccessKey };
 }
 
+/** The environment variable that gives a moto container its operator token. */
+const OPERATOR_TOKEN_ENV = 'SANDBOXPLANE_MOTO_API_TOKEN';
+
+/**
+ * moto's server behind a guard: moto's own API (`/moto-api/...`: reset, reset-auth,
+ * data.json, which lists every access key with its secret) is served only under
+ * `/_sandboxplane/<token>` and answered 403 anywhere else, so whoever reaches the port
+ * cannot turn authentication off, wipe the sandbox or read its keys. Everything else goes
+ * to moto unchanged; moto's own `main` runs the server (signals, request handler).
+ */
+const MOTO_GUARD_SCRIPT = [
+  'import hmac, os',
+  'from urllib.parse import unquote',
+  'import moto.server as server',
+  `token = os.environ.pop("${OPERATOR_TOKEN_ENV}", "")`,
+  'prefix = "/_sandboxplane/" + token',
+  'class Guarded(server.DomainDispatcherApplication):',
+  '    def __call__(self, environ, start_response):',
+  '        path = environ.get("PATH_INFO", "")',
+  '        if token and hmac.compare_digest(path[: len(prefix)].encode("latin-1"), prefix.encode("latin-1")) and path[len(prefix) : len(prefix) + 1] in ("", "/"):',
+  '            environ["PATH_INFO"] = path[len(prefix) :] or "/"',
+  '        elif "moto-api" in unquote(path).lower() or path.startswith("/_sandboxplane"):',
+  '            start_response("403 Forbidden", [("Content-Type", "application/json")])',
+  '            return [b\'{"error": "the emulator API is reserved for the sandbox plane"}\']',
+  '        return super().__call__(environ, start_response)',
+  'server.DomainDispatcherApplication = Guarded',
+  `server.main(["-H", "0.0.0.0", "-p", "${MOTO_PORT}"])`,
+].join('\n');
+
 export interface MotoAdapterOptions {
   readonly broker: ContainerBroker;
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
@@ -136,6 +165,8 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     readonlyRootfs: true,
     healthTimeoutMs: options.healthTimeoutMs,
     probe: motoHealthProbe,
+    command: ['/opt/moto/bin/python', '-c', MOTO_GUARD_SCRIPT],
+    operatorToken: { envName: OPERATOR_TOKEN_ENV },
     // IAM authentication from the first request; minting opens a window of its own calls only.
     environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0' }),
     // The sandbox's own key may list exactly the granted services, which is all a listing asks.

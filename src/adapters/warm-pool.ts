@@ -134,8 +134,11 @@ export class WarmPool implements PoolSource {
     for (const container of listed) {
       const owner = containerOwner(container);
       if (!('poolSlotId' in owner) || this.startingSlots.has(owner.poolSlotId) || this.handedOut.has(container.id)) continue;
-      const idle = container.state === 'running' ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container) } : undefined;
-      if (idle !== undefined && (await adapter.serves(idle.endpoint))) {
+      const idle =
+        container.state === 'running'
+          ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container), operatorEndpoint: adapter.operatorEndpointOf(container) }
+          : undefined;
+      if (idle !== undefined && (await adapter.serves(idle.operatorEndpoint))) {
         waiting.push(idle);
         continue;
       }

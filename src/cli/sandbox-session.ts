@@ -10,7 +10,6 @@ export async function withSandboxClient<T>(config: Config, work: (sandboxes: San
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     payloadCodec: payloadCodecFor(config.codec),
-    ...(config.principal !== undefined ? { principal: config.principal } : {}),
   });
   try {
     return await work(sandboxes);
