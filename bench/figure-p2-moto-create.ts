@@ -2,7 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { workflowIdFor } from '../src/domain/contract-names';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { DockerContainerBroker } from '../src/docker';
+import { StoreClient } from '../src/client/store-client';
 import { dockerClient } from '../test/helpers/container-events';
+import { eventually } from '../test/helpers/eventually';
 import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
 import { containersLabelled, removeContainers } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, enginePid, type BenchContext, type Figure } from './bench-context';
@@ -30,35 +32,30 @@ export interface MotoVariant {
 
 const COLD: MotoVariant = { key: 'cold', label: 'moto create → READY, cold', maxRatio: 1.15, workerEnv: {} };
 
-/** The pool row's name and goal, printed as "not measured" while {@link warmPoolVariant} is null. */
-const POOL_ROW = { key: 'pool', label: 'moto create → READY, from a warm pool', maxRatio: 0.5 } as const;
-
 /**
- * The warm-pool variant (DESIGN §13), or null: not measured yet (the row says so). To
- * measure it, return (tried once against the warm pools of 87e1aac: it runs as is):
- *
- *   return {
- *     ...POOL_ROW,
- *     workerEnv: { SANDBOXPLANE_WARM_POOL: 'moto=2' },
- *     beforeCreate: async (worker) => {
- *       const store = new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue });
- *       await eventually('a full moto pool', async () => {
- *         const pool = (await store.warmPools()).pools.find((candidate) => candidate.adapter === 'moto');
- *         return pool !== undefined && pool.ready >= pool.target ? true : undefined;
- *       }, 120_000);
- *     },
- *   };
- *
- * (imports: StoreClient from src/client/store-client, eventually from test/helpers/eventually).
- * `beforeCreate` is not timed: each create starts from a full pool, as an agent arriving
- * after the refill finds it. The rest is shared with the cold variant: a worker of its
- * own, raw runs alternating with its creates, engine calls counted (a pool's refill
- * during a create counts too), clean-up by the variant's plane label (pool containers
- * included).
+ * From a warm pool (DESIGN §13): the worker keeps two started moto containers. Each
+ * create is measured from a full pool (waiting for the refill is not timed), as an agent
+ * arriving after the refill finds it. The rest is shared with the cold variant: a worker
+ * of its own, raw runs alternating with its creates, engine calls counted (a refill
+ * running during a create counts too), clean-up by the variant's plane label.
  */
-export function warmPoolVariant(): MotoVariant | null {
-  return null;
-}
+const POOL: MotoVariant = {
+  key: 'pool',
+  label: 'moto create → READY, from a warm pool',
+  maxRatio: 0.5,
+  workerEnv: { SANDBOXPLANE_WARM_POOL: 'moto=2' },
+  beforeCreate: async (worker) => {
+    const store = new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue });
+    await eventually(
+      'a full moto pool',
+      async () => {
+        const pool = (await store.warmPools()).pools.find((candidate) => candidate.adapter === 'moto');
+        return pool !== undefined && pool.ready >= pool.target ? true : undefined;
+      },
+      120_000,
+    );
+  },
+};
 
 /** One timed sandbox create, split by the engine calls the broker logged during it. */
 interface SandboxRun {
@@ -165,9 +162,9 @@ function callsOf(runs: readonly Readonly<Record<string, number>>[]): unknown {
   return distinct.length === 1 ? runs[0] : runs;
 }
 
-function rowOf(variant: Pick<MotoVariant, 'key' | 'label' | 'maxRatio'>, measured: VariantMeasurement | null, rounds: number): FigureRow {
-  const sandbox = measured === null ? null : medianOf(measured.sandbox, (run) => run.totalMs);
-  const raw = measured === null ? null : medianOf(measured.raw, (run) => run.totalMs);
+function rowOf(variant: Pick<MotoVariant, 'key' | 'label' | 'maxRatio'>, measured: VariantMeasurement, rounds: number): FigureRow {
+  const sandbox = medianOf(measured.sandbox, (run) => run.totalMs);
+  const raw = medianOf(measured.raw, (run) => run.totalMs);
   const ratio = ratioOf(sandbox, raw);
   return {
     key: `P2.${variant.key}`,
@@ -175,16 +172,13 @@ function rowOf(variant: Pick<MotoVariant, 'key' | 'label' | 'maxRatio'>, measure
     baseline: { label: 'docker run + health poll', value: raw, unit: 'ms' },
     ratio,
     target: { text: `<= ${variant.maxRatio}x`, reached: ratio === null ? null : ratio <= variant.maxRatio },
-    detail:
-      measured === null
-        ? 'not measured: warm pools are not there yet (warmPoolVariant() in bench/figure-p2-moto-create.ts)'
-        : `${rounds} rounds alternating with raw runs, medians; ${measured.sandbox.length} of ${rounds} creates READY`,
+    detail: `${rounds} rounds alternating with raw runs, medians; ${measured.sandbox.length} of ${rounds} creates READY`,
   };
 }
 
 /**
- * P2: a moto sandbox's create → READY through the SDK — cold, and from a warm pool once
- * there is one — against a raw `docker run` of the same image plus polling its health
+ * P2: a moto sandbox's create → READY through the SDK — cold, and from a warm pool —
+ * against a raw `docker run` of the same image plus polling its health
  * URL, alternating, medians; on the engine the worker uses.
  */
 export const p2MotoCreate: Figure = {
@@ -197,11 +191,7 @@ export const p2MotoCreate: Figure = {
     const rows: FigureRow[] = [];
     const profile: Record<string, unknown> = {};
     const failures: string[] = [];
-    for (const variant of [COLD, warmPoolVariant()]) {
-      if (variant === null) {
-        rows.push(rowOf(POOL_ROW, null, context.options.motoRounds));
-        continue;
-      }
+    for (const variant of [COLD, POOL]) {
       const measured = await measureVariant(context, variant, motoImage, dockerHost);
       rows.push(rowOf(variant, measured, context.options.motoRounds));
       failures.push(...measured.failures);

@@ -246,7 +246,7 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
   });
 
   test(`MCP: ${RUNS.mcp} malformed tool arguments are tool errors naming INVALID_INPUT, never protocol errors`, async () => {
-    const transport = mcpServerTransport(worker.env, 'warn');
+    const transport = mcpServerTransport(worker.env, 'agent-mcp', 'warn');
     const client = new McpClient({ name: 'bad-inputs', version: '1.0.0' });
     const protocolErrors: Error[] = [];
     client.onerror = (error) => protocolErrors.push(error);

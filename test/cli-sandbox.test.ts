@@ -6,6 +6,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { StoredOperation, StoredPolicy } from '../src/store';
 import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
 import { runCli, type CliResult } from './helpers/cli';
+import { authenticatorFor, type TestAuthenticator } from './helpers/approvers';
 import { eventually } from './helpers/eventually';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -34,6 +35,7 @@ function failure(result: CliResult, exitCode: number, code: string): ErrorDocume
 // and the approver the later ones rely on.
 describe('sandboxctl sandbox, policy and approver commands', () => {
   let worker: TestWorker;
+  let alice: TestAuthenticator;
   const cli = (...args: string[]) => runCli(args, worker.env);
 
   before(async () => {
@@ -64,7 +66,12 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       ['agent-*', 'allow'],
       ['intern-*', 'require_approval'],
     ]);
-    assert.equal(output<{ name: string; addedAt: string }>(approverAdded).name, 'alice');
+    const enrolled = output<{ name: string; addedAt: string; otpauthUri: string }>(approverAdded);
+    assert.equal(enrolled.name, 'alice');
+    assert.match(enrolled.otpauthUri, /^otpauth:\/\/totp\/.*alice\?secret=[A-Z2-7]+&/, 'the secret is shown to the enroller, once');
+    alice = authenticatorFor('alice', enrolled.otpauthUri);
+    const twice = failure(await cli('approvers', 'add', 'alice', '--json'), 3, 'INVALID_STATE');
+    assert.match(twice.hint, /approvers remove alice/, 'nobody re-enrols alice in passing');
 
     const { approvers } = output<{ approvers: { name: string; addedAt: string }[] }>(await cli('approvers', 'list', '--json'));
     assert.deepEqual(
@@ -141,7 +148,13 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     const unlisted = failure(await cli('approve', 'cli-review', '--approver', 'mallory', '--json'), 3, 'APPROVER_NOT_ALLOWED');
     assert.match(unlisted.message, /not on the approvers list/);
 
-    const approved = output<ApprovalOutcome>(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'fine', '--json'));
+    const forged = failure(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'forged', '--json'), 3, 'APPROVAL_UNVERIFIED');
+    assert.match(forged.message, /no code/);
+    assert.match(forged.hint, /--code/);
+    const badCode = await cli('approve', 'cli-review', '--approver', 'alice', '--code', '12345', '--json');
+    assert.match(failure(badCode, 2, 'INVALID_INPUT').message, /--code/);
+
+    const approved = output<ApprovalOutcome>(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'fine', '--code', await alice.code(), '--json'));
     assert.equal(approved.attempt.verdict, 'accepted');
     assert.ok(['PROVISIONING', 'READY'].includes(approved.status.state), approved.status.state);
     const deadline = Date.now() + 10_000;
@@ -152,13 +165,30 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     }
     assert.equal(state, 'READY');
 
-    const denied = output<ApprovalOutcome>(await cli('deny', 'cli-refuse', '--approver', 'alice', '--reason', 'use mocks', '--json'));
+    const denied = output<ApprovalOutcome>(await cli('deny', 'cli-refuse', '--approver', 'alice', '--reason', 'use mocks', '--code', await alice.code(), '--json'));
     assert.equal(denied.status.state, 'DENIED');
     assert.equal(denied.status.error?.code, 'APPROVAL_DENIED');
     assert.deepEqual(
       worker.store.sandboxes.audit('cli-review').map((op) => op.action),
-      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
+      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
     );
+  });
+
+  test('SANDBOXPLANE_PRINCIPAL: the CLI acts as that principal (its own sandboxes only, no one else\'s name); sandboxctl mcp needs one', async () => {
+    const asAgent = (...args: string[]) => runCli(args, { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-own' });
+    const mine = output<SandboxStatus>(await asAgent('create', '--id', 'cli-own', '--services', 's3', '--wait', '--json'));
+    assert.equal(mine.principal, 'agent-own', '--principal defaults to the caller');
+    const other = await worker.sandboxes.create({ id: 'cli-other', principal: 'agent-other', services: ['s3'] }, { wait: 'ready' });
+    assert.equal(other.state, 'READY');
+    assert.equal(failure(await asAgent('status', 'cli-other', '--json'), 4, 'NOT_FOUND').message, 'no sandbox cli-other');
+    failure(await asAgent('destroy', 'cli-other', '--json'), 4, 'NOT_FOUND');
+    const mismatch = failure(await asAgent('create', '--principal', 'admin', '--services', 's3', '--json'), 3, 'PRINCIPAL_MISMATCH');
+    assert.match(mismatch.message, /acts as agent-own/);
+    const listed = output<{ sandboxes: SandboxSummary[] }>(await asAgent('list', '--json')).sandboxes;
+    assert.ok(listed.every((row) => row.principal === 'agent-own'), JSON.stringify(listed));
+    failure(await runCli(['mcp', '--json'], worker.env), 2, 'INVALID_INPUT');
+    await worker.sandboxes.destroy('cli-own');
+    await worker.sandboxes.destroy('cli-other');
   });
 
   test('refused → exit 3, not found → exit 4', async () => {

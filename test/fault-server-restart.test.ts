@@ -76,7 +76,7 @@ describe('fault campaign: the Temporal dev server stopped and restarted on the s
     const outageMs = Date.now() - stoppedAt;
     assert.deepEqual(registered, [], 'the search attributes survived in the database');
 
-    const outcome = await plane.sandboxes.approve(gated, { approver: 'alice', reason: 'sent after the restart' });
+    const outcome = await plane.sandboxes.approve(gated, { approver: 'alice', reason: 'sent after the restart', code: await plane.authenticator('alice').code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
     const ready = await plane.waitForState(gated, 'READY');
     assert.equal(ready.approval?.approver, 'alice');

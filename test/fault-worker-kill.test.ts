@@ -138,7 +138,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
   test('killed mid-provision (container started, health gate running): the next worker adopts the container', async () => {
     provisionKilledPid = await killWorkerAt(ids.gated, 'start', async () => {
       // Approval is sent to the fresh worker: the request waited through the kill.
-      const outcome = await plane.sandboxes.approve(ids.gated, { approver: 'alice', reason: 'fault campaign' });
+      const outcome = await plane.sandboxes.approve(ids.gated, { approver: 'alice', reason: 'fault campaign', code: await plane.authenticator('alice').code() });
       assert.equal(outcome.attempt.verdict, 'accepted');
     });
 

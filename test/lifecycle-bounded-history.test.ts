@@ -11,6 +11,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { EXTENDS_PER_WINDOW, HISTORY_EVENTS_BEFORE_CONTINUE } from '../src/workflows/lifecycle-context';
 import { approveSignal, extendUpdate } from '../src/workflows/sandbox-messages';
 import { testTemporalAddress } from './helpers/test-temporal';
+import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 /** Sends `count` signals, `parallel` at a time. */
@@ -22,12 +23,13 @@ async function flood(count: number, parallel: number, send: (i: number) => Promi
 
 describe('bounded lifecycle history (real dev server)', () => {
   let worker: TestWorker;
+  let alice: TestAuthenticator;
 
   before(async () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    worker.store.approvers.add('alice');
+    alice = await enrolApprover(worker, 'alice');
   });
   after(async () => worker?.stop());
 
@@ -80,7 +82,7 @@ describe('bounded lifecycle history (real dev server)', () => {
     assert.equal(status.state, 'AWAITING_APPROVAL');
     assert.ok(status.approvalAttempts.length <= 20, 'status shows only the latest attempts');
 
-    const outcome = await worker.sandboxes.approve('flood-gated', { approver: 'alice', reason: 'ok' });
+    const outcome = await worker.sandboxes.approve('flood-gated', { approver: 'alice', reason: 'ok', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
     const ready = await worker.sandboxes.create({ id: 'flood-gated', principal: 'gated-1', services: ['s3'] }, { wait: 'ready' });
     assert.equal(ready.state, 'READY');

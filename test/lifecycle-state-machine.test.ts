@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
+import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 
@@ -27,14 +28,16 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
       { encoding: 'utf8' },
     );
 
+  let alice: TestAuthenticator;
+  let bob: TestAuthenticator;
   const resultOf = (workflowId: string) => worker.client.workflow.getHandle(workflowId).result() as Promise<SandboxStatus>;
 
   before(async () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    worker.store.approvers.add('alice');
-    worker.store.approvers.add('bob');
+    alice = await enrolApprover(worker, 'alice');
+    bob = await enrolApprover(worker, 'bob');
   });
   after(async () => worker?.stop());
 
@@ -95,7 +98,7 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
       rejectsWith('WAIT_TIMEOUT', /still AWAITING_APPROVAL/),
     );
     const waiting = worker.sandboxes.create({ id: 'gated-wait', principal: 'gated-1', services: ['s3'] }, { wait: 'ready' });
-    const outcome = await worker.sandboxes.approve('gated-wait', { approver: 'alice', reason: 'ok' });
+    const outcome = await worker.sandboxes.approve('gated-wait', { approver: 'alice', reason: 'ok', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
     assert.equal(outcome.status.state, 'PROVISIONING');
     assert.equal((await waiting).state, 'READY', 'the waiting create returns once approved and provisioned');
@@ -105,8 +108,8 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
   test('approve and deny are judged in order: the second of two racing approvers hears INVALID_STATE', async () => {
     await worker.sandboxes.create({ id: 'gated-race', principal: 'gated-2', services: ['s3'] });
     const results = await Promise.allSettled([
-      worker.sandboxes.approve('gated-race', { approver: 'alice' }),
-      worker.sandboxes.deny('gated-race', { approver: 'bob', reason: 'no' }),
+      worker.sandboxes.approve('gated-race', { approver: 'alice', code: await alice.code() }),
+      worker.sandboxes.deny('gated-race', { approver: 'bob', reason: 'no', code: await bob.code() }),
     ]);
     const accepted = results.filter((result) => result.status === 'fulfilled');
     const refused = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected');

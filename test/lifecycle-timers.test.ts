@@ -18,6 +18,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { LifecycleSettings } from '../src/domain/lifecycle-settings';
 import { sandboxRequestSchema } from '../src/domain/sandbox-request';
 import { DEFAULT_HOST_ID, dockerQueue, storeQueue } from '../src/domain/task-queues';
+import { SecretBox } from '../src/crypto/secret-box';
 import { Store } from '../src/store';
 import { RoleWorkers } from '../src/worker/role-workers';
 import { extendUpdate, statusQuery } from '../src/workflows/sandbox-messages';
@@ -55,7 +56,15 @@ describe('lifecycle timers on the time-skipping test server', () => {
 
   const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
 
-  const lifecycleActivities = () => createLifecycleActivities({ store, adapters: { memory }, flags, lifecycle: SETTINGS, liveHostIds: async () => new Set([DEFAULT_HOST_ID]) });
+  const lifecycleActivities = () =>
+    createLifecycleActivities({
+      store,
+      adapters: { memory },
+      flags,
+      lifecycle: SETTINGS,
+      liveHostIds: async () => new Set([DEFAULT_HOST_ID]),
+      secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
+    });
 
   /** The lifecycle queue with the workflows, and the same activities on the store and docker queues (DESIGN §10). */
   async function withWorker<T>(work: () => Promise<T>, activities: object = lifecycleActivities()): Promise<T> {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -6,8 +8,10 @@ import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapte
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
+import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { projectionSnapshot } from './helpers/projection-row';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
 
@@ -45,10 +49,11 @@ async function eventually<T>(probe: () => Promise<T | undefined>, what: string, 
   }
 }
 
-function rejectsWith(code: string) {
+function rejectsWith(code: string, message?: RegExp) {
   return (err: unknown) => {
     assert.ok(err instanceof SandboxPlaneError, `expected a SandboxPlaneError, got ${String(err)}`);
     assert.equal(err.code, code, err.message);
+    if (message !== undefined) assert.match(err.message, message);
     return true;
   };
 }
@@ -57,9 +62,17 @@ function actions(worker: TestWorker, id: string): string[] {
   return worker.store.sandboxes.audit(id).map((op) => op.action);
 }
 
+const run = promisify(execFile);
+
+/** A code that is certainly not `code`: its last digit changed. */
+function wrongCode(code: string): string {
+  return `${code.slice(0, 5)}${(Number(code[5]) + 1) % 10}`;
+}
+
 describe('sandbox lifecycle on a real Temporal dev server', () => {
   let address: string;
   let worker: TestWorker;
+  let alice: TestAuthenticator;
   const calls: string[] = [];
   const histories: { workflowId: string; history: temporal.api.history.v1.IHistory }[] = [];
 
@@ -74,14 +87,14 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s', SANDBOXPLANE_TTL_CEILING: '1h', SANDBOXPLANE_MAX_LIFETIME: '2h' },
       adapters: (memory) => ({ memory: spyOn(memory, calls) }),
     });
-    const { policies, approvers } = worker.store;
+    const { policies } = worker.store;
     policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
     policies.add({ principalPattern: 'mixed-*', capability: 'cloud.sandbox', effect: 'allow' });
     policies.add({ principalPattern: 'mixed-*', capability: 'cloud.sandbox', effect: 'require_approval', services: ['iam'] });
     policies.add({ principalPattern: 'quota-*', capability: 'cloud.sandbox', effect: 'allow', maxConcurrent: 1 });
-    approvers.add('alice');
-    approvers.add('gated-1');
+    alice = await enrolApprover(worker, 'alice');
+    await enrolApprover(worker, 'gated-1');
   });
   after(async () => worker?.stop());
 
@@ -123,7 +136,9 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const waiting = await worker.sandboxes.create({ id: 'gated-a', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 });
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     assert.ok(
-      waiting.waitingFor.includes('send the signal `approve` with the JSON payload `{"approver": "<your name>", "reason": "<why>"}`'),
+      waiting.waitingFor.includes(
+        'send the signal `approve` with the JSON payload `{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}`',
+      ),
       waiting.waitingFor,
     );
     assert.match(waiting.waitingFor, /must not be gated-1/);
@@ -142,10 +157,13 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'mallory', reason: 'trust me' }), rejectsWith('APPROVER_NOT_ALLOWED'));
     await handle.signal('approve', 'yes please');
     await handle.signal('approve', { reason: 'no approver named' });
-    await eventually(async () => ((await worker.sandboxes.status('gated-a')).approvalAttempts.length === 4 ? true : undefined), 'four judged signals');
+    // A listed approver's name without their code is a forgery (DESIGN §12): audited, ignored.
+    await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'forged' }), rejectsWith('APPROVAL_UNVERIFIED', /no code/));
+    await handle.signal('approve', { approver: 'alice', reason: 'guessed', code: wrongCode(await alice.code()) });
+    await eventually(async () => ((await worker.sandboxes.status('gated-a')).approvalAttempts.length === 6 ? true : undefined), 'six judged attempts');
     assert.equal((await worker.sandboxes.status('gated-a')).state, 'AWAITING_APPROVAL', 'nothing above moved it');
 
-    const outcome = await worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'looks fine' });
+    const outcome = await worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'looks fine', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
     const ready = await waitForState(worker, 'gated-a', 'READY');
     assert.deepEqual(ready.approval && { approver: ready.approval.approver, reason: ready.approval.reason }, { approver: 'alice', reason: 'looks fine' });
@@ -153,23 +171,51 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const audit = worker.store.sandboxes.audit('gated-a');
     assert.deepEqual(
       audit.map((op) => op.action),
-      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
+      ['requested', 'screened', ...Array<string>(6).fill('approve_ignored'), 'approved', 'placed', 'ready'],
     );
     const ignored = audit.filter((op) => op.action === 'approve_ignored').map((op) => op.reason ?? '');
     assert.match(ignored[0] ?? '', /gated-1 requested this sandbox and cannot approve it/);
     assert.match(ignored[1] ?? '', /mallory is not on the approvers list/);
     assert.match(ignored[2] ?? '', /malformed payload/);
     assert.match(ignored[3] ?? '', /approver: /);
+    assert.match(ignored[4] ?? '', /APPROVAL_UNVERIFIED: no code/);
+    assert.match(ignored[5] ?? '', /APPROVAL_UNVERIFIED: the code is not alice's current one/);
     assert.equal(audit.find((op) => op.action === 'approved')?.actor, 'alice');
 
     await worker.sandboxes.destroy('gated-a', { reason: 'test done' });
     await collectHistory('gated-a');
   });
 
+  test('a code counts once: the same code replayed on another sandbox is refused, audited, and changes nothing', async () => {
+    await worker.sandboxes.create({ id: 'gated-r1', principal: 'gated-3', services: ['s3'] });
+    await worker.sandboxes.create({ id: 'gated-r2', principal: 'gated-3', services: ['s3'] });
+    const code = await alice.code();
+    assert.equal((await worker.sandboxes.approve('gated-r1', { approver: 'alice', reason: 'ok', code })).attempt.verdict, 'accepted');
+    await assert.rejects(worker.sandboxes.approve('gated-r2', { approver: 'alice', reason: 'replayed', code }), rejectsWith('APPROVAL_UNVERIFIED', /already used/));
+    assert.equal((await worker.sandboxes.status('gated-r2')).state, 'AWAITING_APPROVAL');
+    assert.match(worker.store.sandboxes.audit('gated-r2').find((op) => op.action === 'approve_ignored')?.reason ?? '', /APPROVAL_UNVERIFIED: that code of alice was already used/);
+    await worker.sandboxes.destroy('gated-r1');
+    await worker.sandboxes.destroy('gated-r2');
+  });
+
+  test('the Temporal CLI\'s `workflow signal`: alice\'s name alone leaves it waiting; with her current code it is READY', async () => {
+    await worker.sandboxes.create({ id: 'gated-cli', principal: 'gated-4', services: ['s3'] });
+    const signal = (input: object) =>
+      run(locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI), [
+        'workflow', 'signal', '--workflow-id', 'sandbox-gated-cli', '--name', 'approve', '--input', JSON.stringify(input), '--address', worker.config.temporalAddress,
+      ]);
+    await signal({ approver: 'alice', reason: 'x' });
+    await eventually(async () => ((await worker.sandboxes.status('gated-cli')).approvalAttempts.length === 1 ? true : undefined), 'the forged signal judged');
+    assert.equal((await worker.sandboxes.status('gated-cli')).state, 'AWAITING_APPROVAL');
+    await signal({ approver: 'alice', reason: 'x', code: await alice.code() });
+    assert.equal((await waitForState(worker, 'gated-cli', 'READY')).approval?.approver, 'alice');
+    await worker.sandboxes.destroy('gated-cli');
+  });
+
   test('deny: DENIED with APPROVAL_DENIED, nothing provisioned', async () => {
     const before = calls.length;
     await worker.sandboxes.create({ id: 'gated-d', principal: 'gated-2', services: ['s3'] });
-    const outcome = await worker.sandboxes.deny('gated-d', { approver: 'alice', reason: 'not today' });
+    const outcome = await worker.sandboxes.deny('gated-d', { approver: 'alice', reason: 'not today', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
     const denied = await waitForState(worker, 'gated-d', 'DENIED');
     assert.deepEqual(denied.error, { code: 'APPROVAL_DENIED', message: 'denied by alice: not today' });
@@ -288,7 +334,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
 
   test('recorded histories replay deterministically against the current workflow code', async () => {
     assert.ok(histories.length >= 4, `collected ${histories.length} histories`);
-    const results = Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle() }, histories);
+    const results = Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories);
     let replayed = 0;
     for await (const result of results) {
       assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);

@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { SandboxSummary } from '../src/client/sandbox-client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import { enrolApprover } from './helpers/approvers';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -45,27 +46,39 @@ function refused(result: CallToolResult, code: string): ErrorDocument {
   return document;
 }
 
-// One MCP server process for the whole file, spoken to through the SDK's own client
-// over stdio, exactly as an agent's host would. The tests build on each other.
+// One MCP server process bound to agent-mcp for most of the file, spoken to through the
+// SDK's own client over stdio, exactly as an agent's host would; servers bound to other
+// principals where a test needs them. The tests build on each other.
 describe('sandboxctl mcp (stdio)', () => {
   let worker: TestWorker;
   let client: Client;
   let stderr = '';
   // A line on stdout that is not an MCP frame surfaces here (the transport cannot parse it).
   const protocolErrors: Error[] = [];
-  const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const others: Client[] = [];
+  const call = async (name: string, args: Record<string, unknown>, as: Client = client) => (await as.callTool({ name, arguments: args })) as CallToolResult;
+
+  /** Another MCP server process, bound to `principal`. */
+  async function serverFor(principal: string): Promise<Client> {
+    const other = new Client({ name: `mcp-test-${principal}`, version: '1.0.0' });
+    await other.connect(mcpServerTransport(worker.env, principal, 'warn'));
+    others.push(other);
+    return other;
+  }
 
   before(async () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    worker.store.policies.add({ principalPattern: 'admin', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: 'gated-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    const transport = mcpServerTransport(worker.env);
+    const transport = mcpServerTransport(worker.env, 'agent-mcp');
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     client = new Client({ name: 'mcp-test', version: '1.0.0' });
     client.onerror = (error) => protocolErrors.push(error);
     await client.connect(transport);
   });
   after(async () => {
+    for (const other of others) await other.close();
     await client?.close();
     await worker?.stop();
   });
@@ -77,7 +90,8 @@ describe('sandboxctl mcp (stdio)', () => {
 
     const create = byName.get('create_sandbox')?.inputSchema as JsonSchema;
     assert.equal(create.type, 'object');
-    assert.deepEqual(create.required?.sort(), ['principal', 'services']);
+    assert.deepEqual(create.required?.sort(), ['services']);
+    assert.equal(create.properties?.principal, undefined, 'who asks is the server\'s principal, never an argument');
     assert.equal(create.properties?.services?.type, 'array');
     assert.equal(create.properties?.services?.items?.type, 'string');
     assert.equal(create.properties?.ttlSeconds?.type, 'integer');
@@ -92,6 +106,7 @@ describe('sandboxctl mcp (stdio)', () => {
 
     const list = byName.get('list_sandboxes')?.inputSchema as JsonSchema;
     assert.ok(list.properties?.state?.enum?.includes('AWAITING_APPROVAL'));
+    assert.equal(list.properties?.principal, undefined);
     assert.deepEqual(list.required ?? [], []);
 
     assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
@@ -103,9 +118,10 @@ describe('sandboxctl mcp (stdio)', () => {
 
   test('create (wait ready) → READY with endpoint and clientConfig; get; list', async () => {
     const ready = ok<SandboxStatus>(
-      await call('create_sandbox', { id: 'mcp-one', principal: 'agent-mcp', services: ['S3', 'sqs'], ttlSeconds: 900, wait: 'ready', purpose: 'mcp test' }),
+      await call('create_sandbox', { id: 'mcp-one', services: ['S3', 'sqs'], ttlSeconds: 900, wait: 'ready', purpose: 'mcp test' }),
     );
     assert.equal(ready.state, 'READY');
+    assert.equal(ready.principal, 'agent-mcp', 'created as the server\'s principal');
     assert.equal(ready.endpoint, 'memory://mcp-one');
     assert.equal(ready.clientConfig?.endpoint, 'memory://mcp-one');
     assert.equal(typeof ready.clientConfig?.region, 'string');
@@ -123,7 +139,7 @@ describe('sandboxctl mcp (stdio)', () => {
     // Visibility lags a moment behind the workflow.
     let rows: SandboxSummary[] = [];
     for (let attempt = 0; attempt < 50 && !rows.some((row) => row.id === 'mcp-one' && row.state === 'READY'); attempt += 1) {
-      rows = ok<{ sandboxes: SandboxSummary[] }>(await call('list_sandboxes', { principal: 'agent-mcp', state: 'READY' })).sandboxes;
+      rows = ok<{ sandboxes: SandboxSummary[] }>(await call('list_sandboxes', { state: 'READY' })).sandboxes;
       if (!rows.some((row) => row.id === 'mcp-one')) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const row = rows.find((candidate) => candidate.id === 'mcp-one');
@@ -145,8 +161,28 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.ok(actors.includes('mcp:mcp-test'), `the audit trail names the MCP client; actors: ${actors.join(', ')}`);
   });
 
+  test('bound to agent-mcp: it cannot create as admin, nor see, extend or destroy another principal\'s sandbox', async () => {
+    const asAdmin = (await call('create_sandbox', { principal: 'admin', services: ['s3'] })) as CallToolResult;
+    assert.equal(asAdmin.isError, true);
+    assert.match(textOf(asAdmin), /INVALID_INPUT[\s\S]*principal/, 'a principal argument is an unknown key');
+
+    const theirs = await worker.sandboxes.create({ id: 'mcp-theirs', principal: 'agent-b', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    assert.equal(theirs.state, 'READY');
+    assert.equal(refused(await call('get_sandbox', { id: 'mcp-theirs' }), 'NOT_FOUND').error.message, 'no sandbox mcp-theirs');
+    refused(await call('extend_sandbox', { id: 'mcp-theirs', ttlSeconds: 60 }), 'NOT_FOUND');
+    refused(await call('destroy_sandbox', { id: 'mcp-theirs' }), 'NOT_FOUND');
+    assert.equal((await worker.sandboxes.status('mcp-theirs')).state, 'READY', 'untouched');
+    const mine = ok<{ sandboxes: SandboxSummary[] }>(await call('list_sandboxes', {})).sandboxes;
+    assert.ok(mine.length > 0 && mine.every((row) => row.principal === 'agent-mcp'), `only its own sandboxes: ${JSON.stringify(mine)}`);
+    // agent-b's own server sees it.
+    const b = await serverFor('agent-b');
+    assert.equal(ok<SandboxStatus>(await call('get_sandbox', { id: 'mcp-theirs' }, b)).state, 'READY');
+    ok(await call('destroy_sandbox', { id: 'mcp-theirs' }, b));
+  });
+
   test('refusals are tool errors with the code and a hint, never protocol errors', async () => {
-    const denied = refused(await call('create_sandbox', { principal: 'stranger-1', services: ['s3'], wait: 'ready' }), 'POLICY_DENIED');
+    const stranger = await serverFor('stranger-1');
+    const denied = refused(await call('create_sandbox', { services: ['s3'], wait: 'ready' }, stranger), 'POLICY_DENIED');
     assert.match(denied.error.message, /stranger-1/);
     assert.match(denied.error.hint, /policy add/);
     assert.equal(denied.status?.state, 'DENIED', 'the refused sandbox comes along');
@@ -156,21 +192,38 @@ describe('sandboxctl mcp (stdio)', () => {
   });
 
   test('waiting for READY past timeoutSeconds is WAIT_TIMEOUT with the status; the sandbox goes on', async () => {
-    const request = { id: 'mcp-gated', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 };
-    const timedOut = refused(await call('create_sandbox', { ...request, wait: 'ready', timeoutSeconds: 1 }), 'WAIT_TIMEOUT');
+    const gated = await serverFor('gated-1');
+    const request = { id: 'mcp-gated', services: ['s3'], ttlSeconds: 600 };
+    const timedOut = refused(await call('create_sandbox', { ...request, wait: 'ready', timeoutSeconds: 1 }, gated), 'WAIT_TIMEOUT');
     assert.equal(timedOut.status?.state, 'AWAITING_APPROVAL');
     assert.match(timedOut.error.hint, /get_sandbox/);
 
-    const again = ok<SandboxStatus>(await call('create_sandbox', request));
+    const again = ok<SandboxStatus>(await call('create_sandbox', request, gated));
     assert.equal(again.state, 'AWAITING_APPROVAL', 'the same id and request return the same sandbox');
     assert.match(again.waitingFor, /approve/);
 
-    const withdrawn = ok<SandboxStatus>(await call('destroy_sandbox', { id: 'mcp-gated', reason: 'not needed' }));
+    const withdrawn = ok<SandboxStatus>(await call('destroy_sandbox', { id: 'mcp-gated', reason: 'not needed' }, gated));
     assert.equal(withdrawn.state, 'DESTROYED');
   });
 
+  test('an agent is not shown who approved its sandbox, nor who tried to', async () => {
+    const alice = await enrolApprover(worker, 'alice');
+    const gated = await serverFor('gated-2');
+    ok(await call('create_sandbox', { id: 'mcp-reviewed', services: ['s3'] }, gated));
+    await assert.rejects(worker.sandboxes.approve('mcp-reviewed', { approver: 'mallory', reason: 'me' }));
+    await worker.sandboxes.approve('mcp-reviewed', { approver: 'alice', reason: 'fine by alice', code: await alice.code() });
+    const seen = ok<SandboxStatus>(await call('create_sandbox', { id: 'mcp-reviewed', services: ['s3'], wait: 'ready' }, gated));
+    assert.equal(seen.state, 'READY');
+    assert.equal(seen.approval?.approver, 'a reviewer');
+    assert.equal(seen.approval?.reason, 'fine by a reviewer', 'nor inside the reason');
+    const text = JSON.stringify(ok<SandboxStatus>(await call('get_sandbox', { id: 'mcp-reviewed' }, gated)));
+    for (const name of ['alice', 'mallory']) assert.ok(!text.includes(name), `${name} is not shown to the agent: ${text}`);
+    assert.equal((await worker.sandboxes.status('mcp-reviewed')).approval?.approver, 'alice', 'an operator sees who approved');
+    ok(await call('destroy_sandbox', { id: 'mcp-reviewed' }, gated));
+  });
+
   test('invalid input is refused naming the field, before anything starts', async () => {
-    const empty = (await call('create_sandbox', { principal: 'agent-mcp', services: [] })) as CallToolResult;
+    const empty = (await call('create_sandbox', { services: [] })) as CallToolResult;
     assert.equal(empty.isError, true);
     assert.match(textOf(empty), /services/);
     assert.match(textOf(empty), /name at least one service/);

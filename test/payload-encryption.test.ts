@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { startCodecServer, type CodecServer } from '../src/codec/codec-server';
 import { payloadCodecFor } from '../src/codec/codec-settings';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
+import { enrolApprover } from './helpers/approvers';
 import { runCli } from './helpers/cli';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -31,6 +32,8 @@ describe('payload encryption: histories hold ciphertext, clients read clear text
   const id = `codec-${randomUUID().slice(0, 8)}`;
   const purpose = `purpose-${randomUUID()}`;
   const reason = `reason-${randomUUID()}`;
+  /** The approval code alice typed: DESIGN §12 keeps it out of history in clear too. */
+  let code = '';
 
   const show = async (extra: readonly string[] = []) => {
     const { stdout } = await run(locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI), [
@@ -50,10 +53,11 @@ describe('payload encryption: histories hold ciphertext, clients read clear text
   before(async () => {
     worker = await startTestWorker(await testTemporalAddress());
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'require_approval' });
-    worker.store.approvers.add('alice');
+    const alice = await enrolApprover(worker, 'alice');
     const request = { id, principal: 'agent-codec', services: ['s3'], purpose };
     assert.equal((await worker.sandboxes.create(request)).state, 'AWAITING_APPROVAL');
-    assert.equal((await worker.sandboxes.approve(id, { approver: 'alice', reason })).attempt.verdict, 'accepted');
+    code = await alice.code();
+    assert.equal((await worker.sandboxes.approve(id, { approver: 'alice', reason, code })).attempt.verdict, 'accepted');
     assert.equal((await worker.sandboxes.create(request, { wait: 'ready' })).state, 'READY');
     codecServer = await startCodecServer({ codec: payloadCodecFor(worker.config.codec), port: 0, origins: [] });
   });
@@ -62,12 +66,12 @@ describe('payload encryption: histories hold ciphertext, clients read clear text
     await worker?.stop();
   });
 
-  test('the raw history (temporal workflow show) holds neither the purpose nor the approval reason, only encrypted payloads', async () => {
+  test('the raw history (temporal workflow show) holds neither the purpose, the approval reason nor the approval code, only encrypted payloads', async () => {
     const { text, json } = await show();
     const texts = readableTexts(json);
     assert.ok(texts.some((line) => line === 'binary/encrypted'), 'payloads carry the encoding marker');
     assert.ok(texts.includes(payloadCodecFor(worker.config.codec).currentKeyId), 'and the key id');
-    for (const secret of [purpose, reason]) {
+    for (const secret of [purpose, reason, `"${code}"`]) {
       assert.equal(text.includes(secret), false, `${secret} in the raw output`);
       assert.equal(
         texts.some((line) => line.includes(secret)),

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SandboxState } from '../src/domain/sandbox-states';
+import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { launchBrowser, screenshot } from './helpers/browser';
 import { filterList as filterUiList, inUiPage, openAndReadDetails, plainQuotes, sendSignal as sendUiSignal } from './helpers/temporal-ui';
 import { testTemporalUi } from './helpers/test-temporal';
@@ -47,6 +48,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
   let temporal: Awaited<ReturnType<typeof testTemporalUi>> | undefined;
   let uiUrl: string;
   let worker: TestWorker;
+  let alice: TestAuthenticator;
   let browser: Browser | undefined;
   let page: Page;
   const run = randomUUID().slice(0, 8);
@@ -59,7 +61,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
     worker = await startTestWorker(temporal.address, { adapters: (memory) => ({ memory }) });
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'require_approval' });
     worker.store.policies.add({ principalPattern: 'free-*', capability: 'cloud.sandbox', effect: 'allow' });
-    worker.store.approvers.add('alice');
+    alice = await enrolApprover(worker, 'alice');
     // A sandbox that needs no approval: the filtered list must not show it.
     await worker.sandboxes.create({ id: readyId, principal: 'free-ui', services: ['s3'] }, { wait: 'ready' });
     await waitUntilListed(worker, readyId, 'READY');
@@ -108,14 +110,16 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
     assert.match(plain, /^Waiting for a human's approval until \S+ \(1h\)\./);
     assert.match(plain, /send the signal approve with the JSON payload \{"approver": /);
     assert.match(plain, /to refuse, send deny with the same payload/);
-    assert.match(plain, /must be on the approvers list and must not be agent-ui\./);
+    assert.match(plain, /must be on the approvers list, must not be agent-ui, and gives the code their authenticator shows now\./);
+    assert.match(plain, /"code": "<the 6 digits your authenticator shows>"/);
     return details;
   }
 
   test('approve: found by SandboxState, approved through the Send a Signal dialog, READY', { timeout: TEST_TIMEOUT_MS }, () =>
     inBrowser('approve', async () => {
       await findWaiting('approve', approvedId);
-      const payload = { approver: 'alice', reason: 'approved in the UI' };
+      // What a reviewer types: their name, why, and the code their authenticator app shows now.
+      const payload = { approver: 'alice', reason: 'approved in the UI', code: await alice.code() };
       await sendSignal('approve', payload, 'approve-3-signal-dialog');
       assert.ok(codecCalls.includes('encode 200'), `the UI encrypted the signal's input through the codec server: ${codecCalls.join(', ')}`);
 
@@ -145,7 +149,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
     inBrowser('deny', async () => {
       const id = `ui-deny-${run}`;
       await findWaiting('deny', id, [`sandbox-${approvedId}`]);
-      await sendSignal('deny', { approver: 'alice', reason: 'denied in the UI' }, 'deny-3-signal-dialog');
+      await sendSignal('deny', { approver: 'alice', reason: 'denied in the UI', code: await alice.code() }, 'deny-3-signal-dialog');
 
       const denied = await waitForState(worker, id, 'DENIED');
       assert.deepEqual(denied.error, { code: 'APPROVAL_DENIED', message: 'denied by alice: denied in the UI' });

@@ -3,6 +3,7 @@ import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import type { ContainerBroker } from '../docker';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
+import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createCleanupActivities, createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
@@ -23,6 +24,8 @@ export interface StoreRoleDeps {
   readonly hosts: HostDirectory & { liveHostIds(): Promise<ReadonlySet<string>> };
   /** The plane's cap on live sandbox containers (SANDBOXPLANE_MAX_SANDBOXES). */
   readonly maxSandboxes?: number;
+  /** The store's key for approvers' TOTP secrets (SANDBOXPLANE_STORE_KEY_FILE). */
+  readonly secrets: SecretBox;
 }
 
 /** What a docker role's activities need: its engine and the adapters on it. */

@@ -18,11 +18,15 @@ import type { SandboxState } from '../domain/sandbox-states';
 import { screenRequest, type Decision } from '../domain/screening';
 import { ADAPTER_NAMES, type AdapterName } from '../domain/service-catalog';
 import type { OperationRecord, SandboxSnapshot, Store } from '../store';
+import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
+import { verifyApprovalCode, type ApprovalProof } from './approver-proof';
 
 /** What the store role's lifecycle activities need: the projection, and who is live to place on. */
 export interface ProjectionActivityDeps {
   readonly store: Store;
+  /** The store's key for approvers' TOTP secrets. */
+  readonly secrets: SecretBox;
   readonly flags: FeatureFlags;
   readonly lifecycle: LifecycleSettings;
   /** The docker hosts a worker serves now (Temporal's pollers, or a fresh registration). */
@@ -171,6 +175,15 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
     /** Whether `approver` is on the approvers list now (the list may change while a request waits). */
     async isListedApprover(input: { approver: string }): Promise<boolean> {
       return withTaxonomy(() => store.approvers.has(input.approver));
+    },
+
+    /**
+     * Whether an approval carries proof (DESIGN §12): `approver` is listed now and `code`
+     * is their current TOTP code, not used before. `use` names this approval, so a retry
+     * of the same check is not taken for a replayed code.
+     */
+    async verifyApproval(input: { approver: string; code: string | null; use: string }): Promise<ApprovalProof> {
+      return withTaxonomy(() => store.sandboxes.atomically(() => verifyApprovalCode(store, deps.secrets, input)));
     },
 
     /**

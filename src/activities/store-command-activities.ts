@@ -8,11 +8,15 @@ import {
 import { parseOrThrow } from '../domain/validation';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
+import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
+import { enrolApprover } from './approver-proof';
 
 export interface StoreCommandDeps {
   readonly store: Store;
   readonly hosts: HostDirectory;
+  /** The store's key for approvers' TOTP secrets. */
+  readonly secrets: SecretBox;
 }
 
 type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kind: K }>) => Promise<StoreCommandResults[K]> | StoreCommandResults[K] };
@@ -23,12 +27,12 @@ type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kin
  * again here: a workflow started by hand (UI, `temporal workflow start`) is not trusted.
  */
 export function createStoreCommandActivities(deps: StoreCommandDeps): { runStoreCommand(command: unknown): Promise<unknown> } {
-  const { store, hosts } = deps;
+  const { store, hosts, secrets } = deps;
   const handlers: Handlers = {
     'policy.add': ({ kind: _kind, ...policy }) => store.policies.add(policy),
     'policy.list': () => ({ policies: store.policies.list() }),
     'policy.remove': ({ id }) => store.policies.remove(id),
-    'approvers.add': ({ name }) => store.approvers.add(name),
+    'approvers.add': ({ name, recipient }) => store.sandboxes.atomically(() => enrolApprover(store, secrets, { name, recipient })),
     'approvers.list': () => ({ approvers: store.approvers.list() }),
     'approvers.remove': ({ name }) => {
       const removed = store.approvers.remove(name);

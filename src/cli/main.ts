@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../config/config';
+import { principalSchema } from '../domain/sandbox-request';
 import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
@@ -14,6 +15,8 @@ import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
 import { workerConfig, workerOptionsSchema } from './worker-options';
+
+const mcpOptionsSchema = z.object({ principal: principalSchema.optional() });
 
 const devOptionsSchema = z.object({
   port: portSchema.optional(),
@@ -44,6 +47,8 @@ Environment:
   SANDBOXPLANE_SWEEP_INTERVAL  how often the cleanup schedule runs (default 5m)
   SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY, _PLACEMENT_WAIT
                            worker roles and docker hosts (docs/deploy.md)
+  SANDBOXPLANE_PRINCIPAL   who the CLI and sandboxctl mcp act as (an agent's identity);
+                           unset, the CLI acts as an operator
   SANDBOXPLANE_WARM_POOL   idle emulator containers each docker host keeps, e.g. moto=2
                            (off unless set; docs/operations.md#warm-pools)
   SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE
@@ -116,12 +121,19 @@ export function buildProgram(): Command {
 
   program
     .command('mcp')
-    .description('serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox and destroy_sandbox to an MCP client over stdio, until stdin closes')
+    .description('serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox and destroy_sandbox to an MCP client over stdio, until stdin closes, acting as one principal')
+    .option('--principal <name>', 'the principal every tool call acts as, and whose sandboxes alone it sees (env SANDBOXPLANE_PRINCIPAL; required)')
     // Accepted like everywhere; MCP answers are JSON frames already, so it changes nothing.
     .addOption(jsonOption())
     .action(
-      action(async () => {
-        const config = loadConfig();
+      action(async (raw) => {
+        const { principal } = parseCliOptions(mcpOptionsSchema, raw);
+        const config = { ...loadConfig(), ...(principal !== undefined ? { principal } : {}) };
+        if (config.principal === undefined) {
+          throw new SandboxPlaneError('INVALID_INPUT', '--principal: required: an MCP server acts for one principal (DESIGN §12)', {
+            hint: 'Start it as `sandboxctl mcp --principal agent-7` (or set SANDBOXPLANE_PRINCIPAL) in the agent\'s MCP client configuration.',
+          });
+        }
         const { serveMcpOverStdio } = await import('../mcp/mcp-server.js');
         await serveMcpOverStdio(config, await loggerFor(config));
       }),

@@ -10,6 +10,7 @@ export async function withSandboxClient<T>(config: Config, work: (sandboxes: San
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     payloadCodec: payloadCodecFor(config.codec),
+    ...(config.principal !== undefined ? { principal: config.principal } : {}),
   });
   try {
     return await work(sandboxes);

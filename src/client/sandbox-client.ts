@@ -15,7 +15,9 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
+import { agentView } from '../domain/caller-view';
 import {
+  principalSchema,
   requestDigestOf,
   sandboxIdSchema,
   sandboxRequestSchema,
@@ -82,12 +84,20 @@ export interface SandboxClientOptions {
   readonly client: Client;
   /** The task queue the lifecycle workers poll. */
   readonly taskQueue: string;
+  /**
+   * The caller's identity (DESIGN §12): a client bound to a principal creates only as
+   * that principal, sees only its sandboxes (others are NOT_FOUND), and is shown no
+   * approver names. Unbound, it acts as an operator.
+   */
+  readonly principal?: string;
 }
 
 export interface ConnectOptions {
   readonly address: string;
   readonly namespace: string;
   readonly taskQueue: string;
+  /** See {@link SandboxClientOptions.principal}. */
+  readonly principal?: string;
   /**
    * The payload codec the workers use (e.g. `new AesGcmPayloadCodec(readCodecKeysFile(file))`);
    * by default the one SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or this
@@ -95,6 +105,9 @@ export interface ConnectOptions {
    */
   readonly payloadCodec?: PayloadCodec | null;
 }
+
+/** A request from a principal-bound client may leave the principal out: it is the client's. */
+export type BoundRequestInput = Omit<SandboxRequestInput, 'principal'> & { readonly principal?: string };
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
 /** The longest wait the `awaitState` update takes (its `timeoutSeconds` is at most a day). */
@@ -164,17 +177,20 @@ function quoted(value: string): string {
 export class SandboxClient {
   private readonly client: Client;
   private readonly taskQueue: string;
+  /** The principal this client acts as, or `undefined` for an operator's client. */
+  readonly principal: string | undefined;
   private ownConnection: Connection | undefined;
 
   constructor(options: SandboxClientOptions) {
     this.client = options.client;
     this.taskQueue = options.taskQueue;
+    this.principal = options.principal === undefined ? undefined : parseOrThrow(principalSchema, options.principal, 'caller principal');
   }
 
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<SandboxClient> {
     const { client, connection } = await connectTemporal(options);
-    const sandboxes = new SandboxClient({ client, taskQueue: options.taskQueue });
+    const sandboxes = new SandboxClient({ client, taskQueue: options.taskQueue, ...(options.principal !== undefined ? { principal: options.principal } : {}) });
     sandboxes.ownConnection = connection;
     return sandboxes;
   }
@@ -191,8 +207,20 @@ export class SandboxClient {
    * different request is refused with IDEMPOTENCY_CONFLICT. A request that ends DENIED,
    * EXPIRED or FAILED throws with that code; `error.details.status` holds the status.
    */
-  async create(input: SandboxRequestInput, options: CreateOptions = {}): Promise<SandboxStatus> {
-    const parsed = parseOrThrow(sandboxRequestSchema, input, 'sandbox request');
+  async create(input: SandboxRequestInput | BoundRequestInput, options: CreateOptions = {}): Promise<SandboxStatus> {
+    const parsed = parseOrThrow(sandboxRequestSchema, this.asCaller(input), 'sandbox request');
+    try {
+      return await this.createParsed(parsed, options);
+    } catch (err) {
+      // A bound caller does not get to read another principal's sandbox through a reused id.
+      if (this.principal !== undefined && err instanceof SandboxPlaneError && err.code === 'IDEMPOTENCY_CONFLICT') {
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox id ${parsed.id ?? ''} is taken by another request`, { hint: 'Choose another id, or leave it out.' });
+      }
+      throw err;
+    }
+  }
+
+  private async createParsed(parsed: z.output<typeof sandboxRequestSchema>, options: CreateOptions): Promise<SandboxStatus> {
     const { wait, timeoutMs } = parseOrThrow(createOptionsSchema, options, 'create options');
     const request: IdentifiedRequest = { ...parsed, id: parsed.id ?? generateSandboxId() };
     const digest = requestDigest(request);
@@ -235,6 +263,34 @@ export class SandboxClient {
     return this.settle(status, until, timeoutMs);
   }
 
+  /** The request with the caller's principal: filled in when left out, refused when it names another. */
+  private asCaller(input: SandboxRequestInput | BoundRequestInput): unknown {
+    if (this.principal === undefined) return input;
+    const asked = (input as { principal?: unknown }).principal;
+    if (asked !== undefined && asked !== this.principal) {
+      throw new SandboxPlaneError('PRINCIPAL_MISMATCH', `this client acts as ${this.principal} and cannot ask for a sandbox as ${String(asked)}`, {
+        hint: `Leave the principal out (it is ${this.principal}), or use a client started for that principal.`,
+      });
+    }
+    return { ...input, principal: this.principal };
+  }
+
+  /**
+   * What this caller may see of a sandbox: everything for an operator; for a bound
+   * caller only its own sandboxes (another's is NOT_FOUND, as if it did not exist), and
+   * no approver names.
+   */
+  private seenBy(status: SandboxStatus): SandboxStatus {
+    if (this.principal === undefined) return status;
+    if (status.principal !== this.principal) throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${status.id}`, { details: { sandboxId: status.id } });
+    return agentView(status);
+  }
+
+  /** For a bound caller, NOT_FOUND unless the sandbox is its own; before anything is sent to it. */
+  private async ensureOwn(id: string): Promise<void> {
+    if (this.principal !== undefined) await this.status(id);
+  }
+
   /** The sandbox's status, or `undefined` when there is no sandbox with this id. */
   async get(id: string): Promise<SandboxStatus | undefined> {
     try {
@@ -248,12 +304,13 @@ export class SandboxClient {
   /** The sandbox's status (the workflow's `status` query); NOT_FOUND when there is none. */
   async status(id: string): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
+    let status: SandboxStatus;
     try {
-      const status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).query(statusQuery);
-      return withTimeLeft(status);
+      status = await this.client.workflow.getHandle(workflowIdFor(sandboxId)).query(statusQuery);
     } catch (err) {
       throw toSandboxError(err, sandboxId);
     }
+    return withTimeLeft(this.seenBy(status));
   }
 
   /** Sandboxes by search attributes, newest first; visibility can lag a second behind. */
@@ -265,7 +322,9 @@ export class SandboxClient {
       }
       clauses.push(`SandboxState = ${quoted(filter.state)}`);
     }
-    if (filter.principal !== undefined) clauses.push(`SandboxPrincipal = ${quoted(filter.principal)}`);
+    if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
+    const principal = this.principal ?? filter.principal;
+    if (principal !== undefined) clauses.push(`SandboxPrincipal = ${quoted(principal)}`);
     const limit = filter.limit ?? 100;
     const rows: SandboxSummary[] = [];
     try {
@@ -296,8 +355,9 @@ export class SandboxClient {
    */
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
     const status = await this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
-    return withTimeLeft(await this.withClientConfig(status));
+    return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 
   /**
@@ -325,6 +385,7 @@ export class SandboxClient {
    */
   async resources(id: string): Promise<ResourceRef[]> {
     const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
     return this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(resourcesUpdate));
   }
 
@@ -349,22 +410,25 @@ export class SandboxClient {
    */
   async destroy(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
     const status = await this.resendingUpdate(sandboxId, destroyUpdate, [options]);
-    return status === 'ended' ? this.finalStatus(sandboxId) : withTimeLeft(status);
+    return status === 'ended' ? this.finalStatus(sandboxId) : withTimeLeft(this.seenBy(status));
   }
 
   /**
    * Approves a sandbox AWAITING_APPROVAL and returns the workflow's verdict (the `decide`
-   * update, judged exactly like the UI's `approve` signal). An unlisted approver or the
-   * requester themself is refused with APPROVER_NOT_ALLOWED; INVALID_STATE when the
+   * update, judged exactly like the UI's `approve` signal). `code` is the approver's
+   * current TOTP code; without a valid, unused one the approval is refused with
+   * APPROVAL_UNVERIFIED (DESIGN §12). An unlisted approver or the requester themself is
+   * refused with APPROVER_NOT_ALLOWED; INVALID_STATE when the
    * sandbox is not awaiting approval. The attempt is in the audit trail either way.
    */
-  async approve(id: string, approval: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+  async approve(id: string, approval: { approver: string; reason?: string; code?: string }): Promise<ApprovalOutcome> {
     return this.decide(id, 'approve', approval);
   }
 
   /** Denies a sandbox AWAITING_APPROVAL (it ends DENIED) and returns the verdict; see {@link approve}. */
-  async deny(id: string, denial: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+  async deny(id: string, denial: { approver: string; reason?: string; code?: string }): Promise<ApprovalOutcome> {
     return this.decide(id, 'deny', denial);
   }
 
@@ -389,7 +453,7 @@ export class SandboxClient {
         details: { status },
       });
     }
-    return withTimeLeft(await this.withClientConfig(status));
+    return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 
   /**
@@ -418,19 +482,22 @@ export class SandboxClient {
   private async finalStatus(id: string): Promise<SandboxStatus> {
     const handle = this.client.workflow.getHandle<(input: LifecycleInput) => Promise<SandboxStatus>>(workflowIdFor(id));
     try {
-      return withTimeLeft(await handle.result());
+      return withTimeLeft(this.seenBy(await handle.result()));
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw toSandboxError(err, id);
       return this.status(id);
     }
   }
 
-  private async decide(id: string, decision: 'approve' | 'deny', payload: { approver: string; reason?: string }): Promise<ApprovalOutcome> {
+  private async decide(id: string, decision: 'approve' | 'deny', payload: { approver: string; reason?: string; code?: string }): Promise<ApprovalOutcome> {
     const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
     const outcome = await this.onCurrentRun(sandboxId, (handle) =>
-      handle.executeUpdate(decideUpdate, { args: [{ decision, approver: payload.approver, reason: payload.reason ?? '' }] }),
+      handle.executeUpdate(decideUpdate, {
+        args: [{ decision, approver: payload.approver, reason: payload.reason ?? '', ...(payload.code !== undefined ? { code: payload.code } : {}) }],
+      }),
     );
-    return { attempt: outcome.attempt, status: withTimeLeft(outcome.status) };
+    return { attempt: outcome.attempt, status: withTimeLeft(this.seenBy(outcome.status)) };
   }
 
   /**

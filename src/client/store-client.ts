@@ -17,6 +17,7 @@ import {
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
 import type { WarmPoolReport } from '../domain/warm-pool';
+import { newRecipient } from '../crypto/sealed-box';
 import { toSandboxError } from './client-errors';
 import type { ConnectOptions } from './sandbox-client';
 import { connectTemporal } from './temporal-connection';
@@ -88,9 +89,16 @@ export class StoreClient {
     return this.run({ kind: 'policy.remove', id }, `policy remove: row ${id}`);
   }
 
-  /** Lists an approver; adding one twice keeps the first record. */
-  async addApprover(name: string): Promise<ApproverRecord> {
-    return this.run({ kind: 'approvers.add', name }, `approvers add: ${name}`);
+  /**
+   * Enrols an approver (DESIGN §12) and returns their `otpauth://` URI, once: put it
+   * into their authenticator app now. It travels sealed to a key that lives only in this
+   * call, so the command's history holds nothing anyone can open. INVALID_STATE when the
+   * approver already has an authenticator (remove them first to give them a new one).
+   */
+  async addApprover(name: string): Promise<ApproverRecord & { readonly otpauthUri: string }> {
+    const recipient = newRecipient();
+    const { enrolment, ...approver } = await this.run({ kind: 'approvers.add', name, recipient: recipient.publicKey }, `approvers add: ${name}`);
+    return { ...approver, otpauthUri: recipient.open(enrolment) };
   }
 
   /** Every listed approver, by name. */

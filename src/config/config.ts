@@ -12,6 +12,7 @@ import {
   type FeatureFlags,
 } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
+import { principalSchema } from '../domain/sandbox-request';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
@@ -28,6 +29,11 @@ export interface Config {
   readonly temporalNamespace: string;
   readonly taskQueue: string;
   readonly storePath: string;
+  /**
+   * `SANDBOXPLANE_STORE_KEY_FILE`: the key the store role seals approvers' TOTP secrets
+   * with (created on first use); by default beside the SQLite file, `<db>.key`.
+   */
+  readonly storeKeyPath: string;
   /** `undefined` means the engine's default socket. */
   readonly dockerHost: string | undefined;
   readonly logLevel: LogLevel;
@@ -43,6 +49,11 @@ export interface Config {
    * label; `undefined` means derived from Temporal's cluster and namespace ids at start.
    */
   readonly planeId: string | undefined;
+  /**
+   * `SANDBOXPLANE_PRINCIPAL`: who the CLI and the MCP server act as (DESIGN §12); unset,
+   * the CLI acts as an operator and the MCP server refuses to start.
+   */
+  readonly principal: string | undefined;
   /** The roles `sandboxctl worker` runs (DESIGN §10); all three by default. */
   readonly workerRoles: readonly WorkerRole[];
   /**
@@ -192,6 +203,8 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
   SANDBOXPLANE_WARM_POOL: warmPool,
+  SANDBOXPLANE_PRINCIPAL: principalSchema.optional(),
+  SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional(),
   ...codecEnvShape,
 });
 
@@ -263,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     temporalNamespace: values.TEMPORAL_NAMESPACE,
     taskQueue: values.SANDBOXPLANE_TASK_QUEUE,
     storePath: values.SANDBOXPLANE_DB,
+    storeKeyPath: values.SANDBOXPLANE_STORE_KEY_FILE ?? `${values.SANDBOXPLANE_DB}.key`,
     dockerHost: values.DOCKER_HOST,
     logLevel: values.SANDBOXPLANE_LOG_LEVEL,
     temporalCliPath: values.SANDBOXPLANE_TEMPORAL_CLI,
@@ -283,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
     planeId: values.SANDBOXPLANE_PLANE_ID,
+    principal: values.SANDBOXPLANE_PRINCIPAL,
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
     host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,

@@ -126,6 +126,12 @@ export const ERROR_CODES = {
     false,
     'Approvals come from a listed approver (`sandboxctl approvers list`) who is not the requester.',
   ),
+  PRINCIPAL_MISMATCH: spec('refused', false, 'This caller acts for one principal (MCP --principal, SANDBOXPLANE_PRINCIPAL): leave the principal out, or use a caller started for the other one.'),
+  APPROVAL_UNVERIFIED: spec(
+    'refused',
+    false,
+    "An approval needs the approver's current code from their authenticator: `--code NNNNNN` (CLI) or `\"code\": \"NNNNNN\"` in the signal payload; each code counts once.",
+  ),
   IDEMPOTENCY_CONFLICT: spec('refused', false, 'This id was used for a different request: choose a new --id, or repeat the original request exactly.'),
   RATE_LIMITED: spec('refused', false, 'Too many of these requests for one sandbox in a short time: wait a minute, or ask for more at once (one larger --ttl).'),
   INVALID_STATE: spec('refused', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),

@@ -27,6 +27,14 @@ export function payloadChars(payload: unknown): number {
 export const approvalPayloadSchema = z.object({
   approver: z.string().transform(cleanDisplayText).pipe(z.string().trim().min(1, 'name the approver').max(200)),
   reason: z.string().max(1000).transform(cleanDisplayText).default(''),
+  /**
+   * The approver's current TOTP code (RFC 6238, 6 digits, 30 s; DESIGN §12). A number is
+   * taken too, as typed into the UI's JSON (`123456`; leading zeros lost are put back).
+   */
+  code: z
+    .union([z.string().trim().regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows'), z.number().int().min(0).max(999_999)])
+    .transform((code) => String(code).padStart(6, '0'))
+    .optional(),
 });
 export type ApprovalPayload = z.input<typeof approvalPayloadSchema>;
 
@@ -121,6 +129,8 @@ export interface ApprovalAttempt {
   readonly verdict: 'accepted' | 'ignored';
   readonly reason: string;
   readonly at: string;
+  /** Why an ignored attempt was refused, when it lacked proof: APPROVAL_UNVERIFIED (else APPROVER_NOT_ALLOWED). */
+  readonly refusal?: 'APPROVAL_UNVERIFIED';
 }
 
 /** What the `decide` update answers: the verdict on this attempt, and the status after it. */

@@ -5,6 +5,7 @@
  * before sending it and the store worker checks it again, both with this one schema.
  */
 import { z } from 'zod';
+import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
 import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
 import type { LeakKind } from './leaks';
@@ -37,7 +38,8 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   newPolicySchema.extend({ kind: z.literal('policy.add') }),
   z.object({ kind: z.literal('policy.list') }).strict(),
   z.object({ kind: z.literal('policy.remove'), id: policyIdSchema }).strict(),
-  z.object({ kind: z.literal('approvers.add'), name: approverNameSchema }).strict(),
+  // The TOTP secret comes back sealed to `recipient` (the CLI's one-time key): the result is in history (DESIGN §12).
+  z.object({ kind: z.literal('approvers.add'), name: approverNameSchema, recipient: recipientPublicKeySchema }).strict(),
   z.object({ kind: z.literal('approvers.list') }).strict(),
   z.object({ kind: z.literal('approvers.remove'), name: approverNameSchema }).strict(),
   z.object({ kind: z.literal('audit'), sandboxId: sandboxIdSchema }).strict(),
@@ -101,7 +103,7 @@ export interface StoreCommandResults {
   'policy.add': PolicyRecord;
   'policy.list': { policies: PolicyRecord[] };
   'policy.remove': PolicyRecord;
-  'approvers.add': ApproverRecord;
+  'approvers.add': ApproverRecord & { readonly enrolment: SealedText };
   'approvers.list': { approvers: ApproverRecord[] };
   'approvers.remove': ApproverRecord;
   audit: { sandboxId: string; operations: AuditEntry[] };

@@ -13,7 +13,8 @@ export const MCP_SERVER_NAME = 'cloud-sandbox-plane';
 
 const INSTRUCTIONS = [
   'Throw-away, AWS-shaped sandboxes (local emulators) for trying code and infrastructure.',
-  'Call create_sandbox with your principal and the services you need (wait "ready" to get the endpoint at once);',
+  'You act as the principal this server was started for: you see and change only your own sandboxes.',
+  'Call create_sandbox with the services you need (wait "ready" to get the endpoint at once);',
   'pass the result\'s clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.',
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
@@ -46,6 +47,7 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
         namespace: config.temporalNamespace,
         taskQueue: config.taskQueue,
         payloadCodec: payloadCodecFor(config.codec),
+        ...(config.principal !== undefined ? { principal: config.principal } : {}),
       }).catch((err: unknown) => {
         connecting = undefined;
         throw err;
@@ -86,7 +88,7 @@ export async function serveMcpOverStdio(config: Config, logger: Logger): Promise
   });
   await server.connect(transport);
   logger.info(
-    { temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue },
+    { temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue, principal: config.principal },
     'mcp server ready on stdio',
   );
   const reason = await ended;

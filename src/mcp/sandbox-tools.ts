@@ -5,7 +5,7 @@ import { toSandboxError } from '../client/client-errors';
 import type { SandboxClient } from '../client/sandbox-client';
 import type { ErrorCode } from '../domain/error-codes';
 import { destroyPayloadSchema, extendPayloadSchema, type SandboxStatus } from '../domain/lifecycle-messages';
-import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../domain/sandbox-request';
+import { sandboxIdSchema, sandboxRequestSchema } from '../domain/sandbox-request';
 import { SANDBOX_STATES } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
 
@@ -28,10 +28,12 @@ const ID_DESCRIPTION = 'The sandbox id (the `id` field of a create_sandbox or li
 export const DEFAULT_WAIT_SECONDS = 50;
 
 /** create_sandbox: the SDK's request schema, plus how long to wait. */
-export const createSandboxInput = sandboxRequestSchema.extend({
-  ...described(sandboxRequestSchema.shape, {
+/** Who asks is the server's principal (DESIGN §12), never an argument: a principal field is refused as unknown. */
+const agentRequestSchema = sandboxRequestSchema.omit({ principal: true });
+
+export const createSandboxInput = agentRequestSchema.extend({
+  ...described(agentRequestSchema.shape, {
     id: 'Optional sandbox id, also the idempotency key: repeating the same request with the same id returns the same sandbox. Omit it for a fresh sbx-… id.',
-    principal: 'Who asks (your agent name, e.g. agent-7); policy rows are matched against it.',
     capability: 'What for: cloud.sandbox (a local AWS emulator, the default) or cloud.iac.local; staging and production always need a human.',
     adapter: 'Which emulator: moto or floci (containers with real AWS APIs), memory (tests only). Default memory.',
     services: 'AWS services to enable, lowercase, e.g. ["s3", "dynamodb", "sqs"].',
@@ -59,7 +61,6 @@ export const getSandboxInput = z.object({ id: sandboxIdSchema.describe(ID_DESCRI
 export const listSandboxesInput = z
   .object({
     state: z.enum(SANDBOX_STATES).optional().describe('Only sandboxes in this state, e.g. READY or AWAITING_APPROVAL.'),
-    principal: principalSchema.optional().describe('Only sandboxes requested by this principal.'),
     limit: z.number().int('must be a whole number').min(1).max(1000).optional().describe('At most this many rows, newest first (default 100).'),
   })
   .strict();
@@ -101,7 +102,7 @@ const DESCRIPTIONS = {
   ].join(' '),
   get: ['The current status of one sandbox.', STATUS_FIELDS, ERRORS].join(' '),
   list: [
-    'Sandboxes, newest first, as {"sandboxes": [{id, state, principal, capability, expiresAt, startedAt, workflowStatus}]}.',
+    'Your sandboxes, newest first, as {"sandboxes": [{id, state, principal, capability, expiresAt, startedAt, workflowStatus}]}.',
     'Lags about a second behind; call get_sandbox for the endpoint and clientConfig of one.',
     ERRORS,
   ].join(' '),

@@ -147,6 +147,14 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   `
   ALTER TABLE hosts ADD COLUMN warm_pool TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(warm_pool));
   `,
+  // 7: approvals carry proof (DESIGN §12): each approver's TOTP secret, sealed with the
+  // store's key, and the last code step used (each code counts once) with the approval that used it.
+  `
+  ALTER TABLE approvers ADD COLUMN totp_secret TEXT;
+  ALTER TABLE approvers ADD COLUMN last_code_step INTEGER;
+  ALTER TABLE approvers ADD COLUMN last_code_use TEXT;
+  ALTER TABLE approvers ADD COLUMN enrolled_for TEXT;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -109,4 +109,40 @@ export class ApproverRepository {
   has(name: string): boolean {
     return this.db.prepare('SELECT 1 FROM approvers WHERE name = ?').get(name) !== undefined;
   }
+
+  /**
+   * Lists an approver with their sealed TOTP secret, enrolled for the CLI holding
+   * `recipient` (its public key). An approver listed before approvals needed proof gets
+   * one. `already_enrolled` when they have one for another enrolment: a new secret only
+   * after `approvers remove`, so nobody re-enrols someone in passing. The same enrolment
+   * asked again (a retry) gets the secret it was given.
+   */
+  enrol(name: string, recipient: string, newSealedSecret: () => string, now: Date = new Date()): { name: string; addedAt: string; sealedSecret: string } | 'already_enrolled' {
+    const existing = this.db.prepare('SELECT totp_secret AS secret, enrolled_for AS recipient FROM approvers WHERE name = ?').get(name) as
+      | { secret: string | null; recipient: string | null }
+      | undefined;
+    if (existing?.secret != null && existing.recipient !== recipient) return 'already_enrolled';
+    if (existing === undefined) {
+      this.db.prepare('INSERT INTO approvers (name, added_at, totp_secret, enrolled_for) VALUES (?, ?, ?, ?)').run(name, now.toISOString(), newSealedSecret(), recipient);
+    } else if (existing.secret == null) {
+      this.db.prepare('UPDATE approvers SET totp_secret = ?, enrolled_for = ?, last_code_step = NULL, last_code_use = NULL WHERE name = ?').run(newSealedSecret(), recipient, name);
+    }
+    return this.db.prepare('SELECT name, added_at AS addedAt, totp_secret AS sealedSecret FROM approvers WHERE name = ?').get(name) as {
+      name: string;
+      addedAt: string;
+      sealedSecret: string;
+    };
+  }
+
+  /** What verifying `name`'s code needs; `undefined` when not listed. */
+  proofOf(name: string): { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined {
+    return this.db
+      .prepare('SELECT totp_secret AS sealedSecret, last_code_step AS lastCodeStep, last_code_use AS lastCodeUse FROM approvers WHERE name = ?')
+      .get(name) as { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined;
+  }
+
+  /** Marks `step`'s code (and every earlier one) used, by the approval `use`. */
+  recordCodeUse(name: string, step: number, use: string): void {
+    this.db.prepare('UPDATE approvers SET last_code_step = ?, last_code_use = ? WHERE name = ?').run(step, use, name);
+  }
 }

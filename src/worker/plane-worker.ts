@@ -7,6 +7,7 @@ import { createActivities, createDockerActivities, createStoreActivities } from 
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
+import { SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration } from '../domain/hosts';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
@@ -53,6 +54,17 @@ export interface PlaneWorker {
   readonly client: Client;
   /** Closes the worker's connections; call after `worker.run()` has resolved. */
   close(): Promise<void>;
+}
+
+/** The store role's key for approvers' TOTP secrets, created beside the SQLite file on first use. */
+function storeSecrets(config: Config): SecretBox {
+  try {
+    return SecretBox.fromKeyFile(config.storeKeyPath);
+  } catch (err) {
+    throw new SandboxPlaneError('CONFIG_INVALID', `SANDBOXPLANE_STORE_KEY_FILE ${config.storeKeyPath}: ${(err as Error).message}`, {
+      hint: 'Point SANDBOXPLANE_STORE_KEY_FILE at the store key file (32 random bytes, base64), or remove it to start afresh (approvers then re-enrol).',
+    });
+  }
 }
 
 export function workflowsPath(): string {
@@ -105,7 +117,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       const taskQueue = storeQueue(config.taskQueue);
       const storeIdentity = storeWorkerIdentity(store.file);
       await refuseSecondStoreWorker({ service: clientConnection.workflowService, namespace, taskQueue, identity: storeIdentity });
-      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, maxSandboxes: config.maxSandboxes };
+      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, maxSandboxes: config.maxSandboxes, secrets: storeSecrets(config) };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
     }
@@ -132,7 +144,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         }));
       const everyRole = WORKER_ROLES.every(has) && store !== undefined && hosts !== undefined && adapters !== undefined;
       const legacyActivities = everyRole
-        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId, maxSandboxes: config.maxSandboxes })
+        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId, maxSandboxes: config.maxSandboxes, secrets: storeSecrets(config) })
         : undefined;
       workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle, activities: legacyActivities }));
       queues.lifecycle = config.taskQueue;

@@ -164,6 +164,13 @@ export class LifecycleContext {
    * keep everything on the lifecycle queue, where a worker with every role serves it.
    */
   placesOnHosts = true;
+  /**
+   * Whether approvals must carry the approver's TOTP code (DESIGN §12); `false` for runs
+   * that started before approvals needed proof (they replay their listed-approver check).
+   */
+  requiresProof = true;
+  /** Approvals judged in this run: names each proof check, so a retried check is not a replayed code. */
+  proofChecks = 0;
 
   constructor(record: SandboxRecord, carried?: Omit<CarriedLifecycle, 'record'>) {
     this.current = record;

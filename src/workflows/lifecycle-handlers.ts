@@ -122,7 +122,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       if (pending.verdict === undefined) throw continuedRefusal(ctx);
       const attempt = pending.verdict;
       if (pending.tooLate === true) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}, not AWAITING_APPROVAL`);
-      if (attempt.verdict === 'ignored') throw refusal('APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
+      if (attempt.verdict === 'ignored') throw refusal(attempt.refusal ?? 'APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
       return { attempt, status: ctx.statusForHistory() };
     },
     {

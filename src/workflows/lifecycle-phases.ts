@@ -1,4 +1,4 @@
-import { condition, isCancellation, log } from '@temporalio/workflow';
+import { condition, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { snapshotOf, type RuntimeHandle, type Approval, type EndState, type HealthWatch, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
@@ -11,7 +11,7 @@ import type { DestroyRequest, LifecycleContext, PendingApproval } from './lifecy
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
-export const APPROVAL_EXAMPLE = '{"approver": "<your name>", "reason": "<why>"}';
+export const APPROVAL_EXAMPLE = '{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}';
 
 /** The state screening leads to, by the policy's effect; the screening activity records it. */
 const STATE_AFTER_SCREENING: Readonly<Record<PolicyEffect, SandboxState>> = {
@@ -101,7 +101,7 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
       // copyable (no tags eaten, no curly quotes), and the reasons stay in status.decision.
       `Waiting for a human's approval until ${iso(deadlineMs)} (${formatDuration(settings.approvalTimeoutSeconds)}). ` +
         `To approve, send the signal \`approve\` with the JSON payload \`${APPROVAL_EXAMPLE}\`; to refuse, send \`deny\` with the same payload. ` +
-        `The approver must be on the approvers list and must not be ${request.principal}.`,
+        `The approver must be on the approvers list, must not be ${request.principal}, and gives the code their authenticator shows now.`,
     );
   }
   return ctx.adopt({ name: 'provisioning', screening }, `Provisioning through the ${request.adapter} adapter.`);
@@ -164,8 +164,8 @@ export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<
 /** Validates one approve/deny; an invalid or unauthorized one is audited and ignored, never fatal. */
 async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<ApprovalAttempt> {
   const at = new Date().toISOString();
-  const ignore = async (approver: string | null, why: string): Promise<ApprovalAttempt> => {
-    const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at };
+  const ignore = async (approver: string | null, why: string, refusal?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
+    const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusal !== undefined ? { refusal } : {}) };
     ctx.noteAttempt(attempt);
     log.warn('approval ignored', { signal: pending.signal, approver, why });
     await ctx.audit({ action: `${pending.signal}_ignored`, actor: approver ?? 'unknown', effect: 'ignored', reason: why });
@@ -176,6 +176,24 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
   if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send ${APPROVAL_EXAMPLE}`);
   const { approver, reason } = parsed.data;
   if (approver === ctx.record.request.principal) return ignore(approver, `${approver} requested this sandbox and cannot ${pending.signal} it`);
+  if (ctx.requiresProof) {
+    const { workflowId, runId } = workflowInfo();
+    ctx.proofChecks += 1;
+    let proof: Awaited<ReturnType<LifecycleContext['projection']['verifyApproval']>>;
+    try {
+      proof = await ctx.projection.verifyApproval({ approver, code: parsed.data.code ?? null, use: `${workflowId}/${runId}/${ctx.proofChecks}` });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const error = failureCode(err, 'STORE_UNAVAILABLE');
+      return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send the ${pending.signal} again`);
+    }
+    if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
+    // A forged or replayed approval is audited and ignored: the sandbox goes on waiting for a real one.
+    if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
+    const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
+    ctx.noteAttempt(attempt);
+    return attempt;
+  }
   let listed: boolean;
   try {
     listed = await ctx.projection.isListedApprover({ approver });

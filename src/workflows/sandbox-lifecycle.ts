@@ -40,6 +40,12 @@ export const HEALTH_WATCH_PATCH = 'lifecycle-health-watch';
 export const PLACEMENT_PATCH = 'lifecycle-placement';
 
 /**
+ * Runs that start under this code take an approval only with the approver's current
+ * TOTP code (DESIGN §12); older runs replay their listed-approver check.
+ */
+export const APPROVAL_PROOF_PATCH = 'approval-proof';
+
+/**
  * One sandbox, from request to teardown (DESIGN §2): each phase is one function that
  * returns the next, so the loop below is the diagram.
  *
@@ -51,10 +57,12 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
 
   const watchesHealth = patched(HEALTH_WATCH_PATCH);
   const placesOnHosts = patched(PLACEMENT_PATCH);
+  const requiresProof = patched(APPROVAL_PROOF_PATCH);
   const admitted = admit(input);
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
   ctx.watchesHealth = watchesHealth;
   ctx.placesOnHosts = placesOnHosts;
+  ctx.requiresProof = requiresProof;
   registerLifecycleHandlers(ctx);
   ctx.showInitial();
   if (admitted.ok) {

@@ -34,6 +34,7 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../../src/
 import type { HostView } from '../../src/domain/hosts';
 import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
 import type { SandboxState } from '../../src/domain/sandbox-states';
+import { authenticatorFor, type TestAuthenticator } from '../helpers/approvers';
 import { launchBrowser, screenshot } from '../helpers/browser';
 import { REPO_ROOT } from '../helpers/cli';
 import { dockerClient } from '../helpers/container-events';
@@ -140,6 +141,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   let pgData: string;
   /** Each READY sandbox's status before `down`. */
   let beforeDown: SandboxStatus[] = [];
+  let alice: TestAuthenticator;
 
   const engineOf = (hostId: string) => {
     const dockerHost = topology.find((worker) => worker.hostId === hostId)?.dockerHost;
@@ -286,7 +288,8 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   test('30 sandboxes through the SDK, the CLI and the UI, across a SIGKILLed lifecycle worker and history service', { timeout: 20 * 60_000 }, async () => {
     await sandboxctl('policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow');
     await sandboxctl('policy', 'add', '--principal', 'review-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval');
-    await sandboxctl('approvers', 'add', 'alice');
+    const enrolled = await sandboxctl<{ name: string; otpauthUri: string }>('approvers', 'add', 'alice');
+    alice = authenticatorFor('alice', enrolled.otpauthUri);
 
     const waiting = await sandboxes.create({ id: approvedId, principal: 'review-cluster', adapter: 'moto', services: ['s3'], ttlSeconds: 3600 });
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
@@ -333,7 +336,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       await screenshot(page, SHOTS, '1-filtered-list');
       const details = await openAndReadDetails(page, `sandbox-${approvedId}`);
       assert.match(plainQuotes(details), /Waiting for a human's approval/);
-      await sendSignal(page, { shots: SHOTS, shot: '2-signal-dialog', name: 'approve', payload: { approver: 'alice', reason: 'approved in the cluster UI' } });
+      await sendSignal(page, { shots: SHOTS, shot: '2-signal-dialog', name: 'approve', payload: { approver: 'alice', reason: 'approved in the cluster UI', code: await alice.code() } });
     });
 
     const approved = await waitForState(approvedId, 'READY', CREATE_TIMEOUT_MS);

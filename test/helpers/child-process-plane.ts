@@ -11,6 +11,7 @@ import { SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
 import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
 import type { SandboxState } from '../../src/domain/sandbox-states';
 import { DockerContainerBroker, type ContainerSummary } from '../../src/docker';
+import { authenticatorFor, type TestAuthenticator } from './approvers';
 import { eventually } from './eventually';
 import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './worker-process';
 
@@ -43,6 +44,7 @@ export class ChildProcessPlane {
   private readonly ids = new Set<string>();
   private readonly workers: WorkerProcess[] = [];
   private seed: readonly (readonly string[])[];
+  private readonly authenticators = new Map<string, TestAuthenticator>();
 
   private constructor(
     readonly client: Client,
@@ -91,11 +93,23 @@ export class ChildProcessPlane {
     const worker = await startWorkerProcess(this.env);
     this.workers.push(worker);
     for (const args of this.seed) {
-      const result = await runSandboxctl(args, this.env);
+      const enrols = args[0] === 'approvers' && args[1] === 'add';
+      const result = await runSandboxctl(enrols ? [...args, '--json'] : args, this.env);
       assert.equal(result.code, 0, `sandboxctl ${args.join(' ')}: ${result.stderr}`);
+      if (enrols) {
+        const { name, otpauthUri } = JSON.parse(result.stdout) as { name: string; otpauthUri: string };
+        this.authenticators.set(name, authenticatorFor(name, otpauthUri));
+      }
     }
     this.seed = [];
     return worker;
+  }
+
+  /** The authenticator of an approver the seed enrolled (`approvers add NAME`). */
+  authenticator(name: string): TestAuthenticator {
+    const found = this.authenticators.get(name);
+    if (found === undefined) throw new Error(`the seed enrolled no approver ${name}`);
+    return found;
   }
 
   /** The sandbox's containers on this plane's engine, stopped ones included. */

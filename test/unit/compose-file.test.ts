@@ -270,7 +270,9 @@ describe('docker-compose.yml', () => {
   test('passes the plane every variable its configuration reads, and .env.example documents them', () => {
     const passed = new Set(planeServices().flatMap(([, service]) => Object.keys(environmentOf(service))));
     const flags = FEATURE_FLAG_NAMES.map(flagEnvName);
-    const expected = [...CONFIG_ENV_KEYS.filter((key) => key !== 'SANDBOXPLANE_TEMPORAL_CLI'), ...flags];
+    // A worker runs no Temporal CLI, and acts as no principal (that is a caller's identity, DESIGN §12).
+    const callerOnly = new Set(['SANDBOXPLANE_TEMPORAL_CLI', 'SANDBOXPLANE_PRINCIPAL']);
+    const expected = [...CONFIG_ENV_KEYS.filter((key) => !callerOnly.has(key)), ...flags];
     assert.deepEqual(expected.filter((key) => !passed.has(key)), [], 'every configuration variable reaches the workers that read it');
 
     assert.ok(envExampleText !== '', '.env.example exists');

@@ -10,6 +10,9 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
+import { newRecipient } from '../../src/crypto/sealed-box';
+import { SecretBox } from '../../src/crypto/secret-box';
+import type { SealedText } from '../../src/domain/sealed-text';
 import type { HostRegistration, HostView } from '../../src/domain/hosts';
 import { storeCommandSchema } from '../../src/domain/store-commands';
 import { Store } from '../../src/store';
@@ -53,7 +56,7 @@ class InMemoryHosts implements HostDirectory {
 }
 
 const hosts = new InMemoryHosts();
-const { runStoreCommand } = createStoreCommandActivities({ store, hosts });
+const { runStoreCommand } = createStoreCommandActivities({ store, hosts, secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')) });
 
 async function failureOf(command: unknown): Promise<ApplicationFailure> {
   try {
@@ -80,11 +83,26 @@ describe('runStoreCommand', () => {
     assert.deepEqual(store.policies.list(), []);
   });
 
-  test('approvers: add twice keeps the first record; removing an unlisted one is NOT_FOUND with a hint', async () => {
-    const first = await runStoreCommand({ kind: 'approvers.add', name: 'alice' });
-    assert.deepEqual(await runStoreCommand({ kind: 'approvers.add', name: 'alice' }), first);
-    assert.deepEqual(await runStoreCommand({ kind: 'approvers.list' }), { approvers: [first] });
-    assert.deepEqual(await runStoreCommand({ kind: 'approvers.remove', name: 'alice' }), first);
+  test('approvers: add enrols a TOTP secret sealed to the caller; a retry gets the same; another caller cannot re-enrol; remove, then NOT_FOUND', async () => {
+    const cli = newRecipient();
+    const added = (await runStoreCommand({ kind: 'approvers.add', name: 'alice', recipient: cli.publicKey })) as { name: string; addedAt: string; enrolment: SealedText };
+    const uri = cli.open(added.enrolment);
+    assert.match(uri, /^otpauth:\/\/totp\/Cloud%20Sandbox%20Plane:alice\?secret=[A-Z2-7]{32}&issuer=Cloud\+Sandbox\+Plane&algorithm=SHA1&digits=6&period=30$/);
+    const secret = new URL(uri).searchParams.get('secret') as string;
+    const row = JSON.stringify(store.db.prepare("SELECT * FROM approvers WHERE name = 'alice'").get());
+    assert.ok(!row.includes(secret), 'the store holds the secret sealed, never in clear');
+    assert.ok(!JSON.stringify(added).includes(secret), 'the command result (kept in history) holds it sealed to the caller only');
+
+    const retried = (await runStoreCommand({ kind: 'approvers.add', name: 'alice', recipient: cli.publicKey })) as { enrolment: SealedText };
+    assert.equal(cli.open(retried.enrolment), uri, 'a retry of the same enrolment gets the same secret');
+    const again = await failureOf({ kind: 'approvers.add', name: 'alice', recipient: newRecipient().publicKey });
+    assert.equal(again.type, 'INVALID_STATE');
+    assert.match(again.message, /already enrolled/);
+    assert.equal((await failureOf({ kind: 'approvers.add', name: 'bob', recipient: 'A'.repeat(60) })).type, 'INVALID_INPUT');
+
+    const record = { name: 'alice', addedAt: added.addedAt };
+    assert.deepEqual(await runStoreCommand({ kind: 'approvers.list' }), { approvers: [record] });
+    assert.deepEqual(await runStoreCommand({ kind: 'approvers.remove', name: 'alice' }), record);
     const missing = await failureOf({ kind: 'approvers.remove', name: 'alice' });
     assert.equal(missing.type, 'NOT_FOUND');
     assert.equal(missing.nonRetryable, true);
@@ -106,7 +124,8 @@ describe('runStoreCommand', () => {
       [{ kind: 'policy.add', principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'maybe' }, /effect/],
       [{ kind: 'policy.add', principalPattern: 'a b', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: -1 }, /principalPattern.*maxTtlSeconds|maxTtlSeconds.*principalPattern/],
       [{ kind: 'policy.remove', id: 0 }, /id: must be at least 1/],
-      [{ kind: 'approvers.add', name: '' }, /name/],
+      [{ kind: 'approvers.add', name: '', recipient: newRecipient().publicKey }, /name/],
+      [{ kind: 'approvers.add', name: 'carol' }, /recipient/],
       [{ kind: 'audit', sandboxId: 'Not An Id' }, /sandboxId/],
       [{ kind: 'hosts.register', registration: { hostId: 'UPPER' } }, /registration\.hostId/],
       [{ kind: 'leaks', extra: true }, /extra/],

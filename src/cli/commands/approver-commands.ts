@@ -7,6 +7,21 @@ import { formatApproverList } from '../format/policy-format';
 import { printResult } from '../output';
 import { withStoreClient } from '../store-client-session';
 
+/** What a person sees after `approvers add`: the URI, its QR code, and how to approve with the code. */
+async function formatEnrolment(approver: { name: string; otpauthUri: string }): Promise<string> {
+  const { generate } = await import('qrcode-terminal');
+  const qr = await new Promise<string>((resolve) => generate(approver.otpauthUri, { small: true }, resolve));
+  return [
+    `Approver ${approver.name} is enrolled. Scan this into their authenticator app now: it is shown once, and never stored in clear.`,
+    '',
+    qr,
+    approver.otpauthUri,
+    '',
+    `Approve with the code the app shows: sandboxctl approve ID --approver ${approver.name} --code NNNNNN`,
+    `(in the Temporal UI: signal "approve" with {"approver": "${approver.name}", "reason": "...", "code": "NNNNNN"})`,
+  ].join('\n');
+}
+
 /** approvers add, list, remove: who may approve or deny requests. */
 export function registerApproverCommands(program: Command): void {
   const approvers = program
@@ -15,14 +30,15 @@ export function registerApproverCommands(program: Command): void {
 
   approvers
     .command('add')
-    .description('add an approver (adding one twice keeps the first record)')
+    .description('enrol an approver with an authenticator app (TOTP): prints their otpauth:// URI and its QR code, once')
     .argument('<name>', 'the name they will pass as --approver (or as "approver" in the UI signal)')
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
         const name = parseCliArgument(approverNameSchema, args[0], 'NAME');
         const approver = await withStoreClient(loadConfig(), (store) => store.addApprover(name));
-        printResult({ json: raw.json === true }, approver, `Approver ${approver.name} is listed (since ${approver.addedAt}).`);
+        const json = raw.json === true;
+        printResult({ json }, { name: approver.name, addedAt: approver.addedAt, otpauthUri: approver.otpauthUri }, json ? '' : await formatEnrolment(approver));
       }),
     );
 

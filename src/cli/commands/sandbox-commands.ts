@@ -34,7 +34,8 @@ const labelsSchema = z
 
 const createOptionsSchema = z.object({
   id: sandboxIdSchema.optional(),
-  principal: principalSchema,
+  // Required unless SANDBOXPLANE_PRINCIPAL says who calls (see the create action).
+  principal: principalSchema.optional(),
   services: commaListSchema.pipe(request.services),
   ttl: durationSchema.pipe(request.ttlSeconds).optional(),
   purpose: request.purpose,
@@ -72,6 +73,7 @@ const destroyOptionsSchema = z.object({
 const approvalOptionsSchema = z.object({
   approver: nameSchema,
   reason: reasonSchema.optional(),
+  code: z.string().trim().regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows').optional(),
   json: z.boolean().default(false),
 });
 
@@ -98,7 +100,7 @@ export function registerSandboxCommands(program: Command): void {
     .command('create')
     .description('ask for a sandbox; returns once the request is screened, or once READY with --wait')
     .option('--id <id>', 'sandbox id, also the idempotency key: the same id and request return the same sandbox (default: a fresh sbx-… id)')
-    .option('--principal <name>', 'who asks (required); policy rows are matched against it')
+    .option('--principal <name>', 'who asks (required unless SANDBOXPLANE_PRINCIPAL is set); policy rows are matched against it')
     .option('--services <list>', 'comma-separated services, e.g. s3,sqs (required)')
     .option('--ttl <duration>', "how long it lives once READY: 90s, 30m, 2h (default: the worker's default TTL, capped by policy)")
     .option('--purpose <text>', 'why, for reviewers and the audit trail')
@@ -110,13 +112,16 @@ export function registerSandboxCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const options = parseCliOptions(createOptionsSchema, raw);
         const config = loadConfig();
+        // --principal is required unless SANDBOXPLANE_PRINCIPAL says who calls.
+        const schema = config.principal === undefined ? createOptionsSchema.extend({ principal: principalSchema }) : createOptionsSchema;
+        const options = parseCliOptions(schema, raw);
+        const principal = options.principal ?? config.principal;
         const status = await withSandboxClient(config, (sandboxes) =>
           sandboxes.create(
             {
               ...(options.id !== undefined ? { id: options.id } : {}),
-              principal: options.principal,
+              ...(principal !== undefined ? { principal } : {}),
               services: options.services,
               ...(options.ttl !== undefined ? { ttlSeconds: options.ttl } : {}),
               ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
@@ -248,12 +253,17 @@ export function registerSandboxCommands(program: Command): void {
       .argument('<id>', 'sandbox id')
       .option('--approver <name>', 'who decides (required): a listed approver (`sandboxctl approvers list`), not the requester')
       .option('--reason <text>', 'why, for the requester and the audit trail')
+      .option('--code <digits>', "the approver's current 6-digit code from their authenticator (required: without it the decision is refused, APPROVAL_UNVERIFIED)")
       .addOption(jsonOption())
       .action(
         action(async (raw, args) => {
           const id = sandboxId(args);
           const options = parseCliOptions(approvalOptionsSchema, raw);
-          const payload = { approver: options.approver, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+          const payload = {
+            approver: options.approver,
+            ...(options.reason !== undefined ? { reason: options.reason } : {}),
+            ...(options.code !== undefined ? { code: options.code } : {}),
+          };
           const outcome = await withSandboxClient(loadConfig(), (sandboxes) =>
             signal === 'approve' ? sandboxes.approve(id, payload) : sandboxes.deny(id, payload),
           );

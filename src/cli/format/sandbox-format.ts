@@ -42,10 +42,10 @@ export function formatStatus(status: SandboxStatus): string {
   if (status.state === 'AWAITING_APPROVAL') {
     lines.push(
       '',
-      'To approve (as a listed approver other than the requester):',
-      `  sandboxctl approve ${status.id} --approver NAME --reason TEXT`,
+      'To approve (as a listed approver other than the requester, with the code their authenticator shows):',
+      `  sandboxctl approve ${status.id} --approver NAME --code NNNNNN --reason TEXT`,
       'To refuse:',
-      `  sandboxctl deny ${status.id} --approver NAME --reason TEXT`,
+      `  sandboxctl deny ${status.id} --approver NAME --code NNNNNN --reason TEXT`,
     );
   }
   if (status.state === 'READY') {

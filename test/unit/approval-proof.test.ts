@@ -1,0 +1,86 @@
+/** Approvals carry proof (DESIGN §12): RFC 6238 codes, a ±1 step window, each code once, secrets sealed at rest. Fixed clocks, a real SQLite file. */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { enrolApprover, verifyApprovalCode } from '../../src/activities/approver-proof';
+import { newRecipient, sealTo } from '../../src/crypto/sealed-box';
+import { SecretBox } from '../../src/crypto/secret-box';
+import { fromBase32, matchingStep, secretOfOtpauthUri, toBase32, totpCode, totpStep } from '../../src/crypto/totp';
+import { Store } from '../../src/store';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-proof-'));
+const store = Store.open(path.join(dir, 'plane.sqlite'));
+const secrets = SecretBox.fromKeyFile(path.join(dir, 'store.key'));
+after(() => {
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('TOTP', () => {
+  test("RFC 6238's SHA-1 test vectors, as 6 digits", () => {
+    const secret = Buffer.from('12345678901234567890');
+    for (const [seconds, code] of [
+      [59, '287082'],
+      [1111111109, '081804'],
+      [1111111111, '050471'],
+      [1234567890, '005924'],
+      [2000000000, '279037'],
+    ] as const) {
+      assert.equal(totpCode(secret, totpStep(seconds * 1000)), code, `T=${seconds}`);
+    }
+  });
+
+  test('base32 round-trips; one step either side counts, two do not', () => {
+    const secret = Buffer.from('12345678901234567890');
+    assert.deepEqual(fromBase32(toBase32(secret)), secret);
+    const now = 1_700_000_000_000;
+    const step = totpStep(now);
+    assert.equal(matchingStep(secret, totpCode(secret, step - 1), now), step - 1);
+    assert.equal(matchingStep(secret, totpCode(secret, step + 1), now), step + 1);
+    assert.equal(matchingStep(secret, totpCode(secret, step - 2), now), undefined);
+    assert.equal(matchingStep(secret, totpCode(secret, step + 2), now), undefined);
+  });
+
+  test('a sealed text opens only for its recipient', () => {
+    const recipient = newRecipient();
+    assert.equal(recipient.open(sealTo(recipient.publicKey, 'otpauth://x')), 'otpauth://x');
+    assert.throws(() => newRecipient().open(sealTo(recipient.publicKey, 'otpauth://x')));
+  });
+});
+
+describe('verifying an approval (fixed clock)', () => {
+  const cli = newRecipient();
+  const enrolled = store.sandboxes.atomically(() => enrolApprover(store, secrets, { name: 'alice', recipient: cli.publicKey }));
+  const secret = secretOfOtpauthUri(cli.open(enrolled.enrolment));
+  const t0 = 1_800_000_000_000;
+  const verify = (code: string | null, use: string, at = t0) => store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'alice', code, use }, at));
+
+  test('the current code is verified once; the same code for another approval is a replay', () => {
+    const code = totpCode(secret, totpStep(t0));
+    assert.deepEqual(verify(code, 'wf/run/1'), { verdict: 'verified' });
+    assert.deepEqual(verify(code, 'wf/run/1'), { verdict: 'verified' }, 'a retried check of the same approval is not a replay');
+    const replay = verify(code, 'wf/run/2');
+    assert.equal(replay.verdict, 'unverified');
+    assert.match((replay as { why: string }).why, /already used/);
+    assert.deepEqual(verify(totpCode(secret, totpStep(t0) + 1), 'wf/run/3'), { verdict: 'verified' }, "the next step's code still counts");
+    assert.equal(verify(totpCode(secret, totpStep(t0)), 'wf/run/4').verdict, 'unverified', 'an older step after a newer one is refused');
+  });
+
+  test('missing, wrong and stale codes, an unlisted name and a legacy approver are each refused with why', () => {
+    const later = t0 + 10 * 60_000;
+    assert.match((verify(null, 'x/1', later) as { why: string }).why, /no code/);
+    assert.match((verify('000000' === totpCode(secret, totpStep(later)) ? '111111' : '000000', 'x/2', later) as { why: string }).why, /not alice's current one/);
+    assert.match((verify(totpCode(secret, totpStep(later) - 2), 'x/3', later) as { why: string }).why, /not alice's current one/);
+    assert.deepEqual(store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'mallory', code: '123456', use: 'x/4' }, later)), { verdict: 'unlisted' });
+    store.approvers.add('legacy');
+    const legacy = store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'legacy', code: '123456', use: 'x/5' }, later));
+    assert.match((legacy as { why: string }).why, /no authenticator enrolled.*re-enrol/);
+  });
+
+  test("a secret sealed for one approver does not open as another's", () => {
+    const sealed = store.approvers.proofOf('alice')?.sealedSecret as string;
+    assert.throws(() => secrets.open(sealed, 'approver:bob'));
+  });
+});
