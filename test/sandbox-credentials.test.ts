@@ -7,7 +7,9 @@
  * or the worker's logs.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -17,6 +19,7 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
+import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { eventually } from './helpers/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -233,6 +236,26 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
       assert.ok(!database.includes(secretAccessKey), `the SQLite file holds ${status.id}'s secret`);
       assert.ok(!logs.includes(secretAccessKey), `the logs hold ${status.id}'s secret`);
     }
+  });
+
+  test('the raw history (temporal workflow show) holds the secret only encrypted, by the payload codec', async () => {
+    const { stdout } = await promisify(execFile)(
+      locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI),
+      ['workflow', 'show', '--workflow-id', a.workflowId, '--address', worker.config.temporalAddress, '--namespace', worker.config.temporalNamespace, '--output', 'json'],
+      { maxBuffer: 64 * 1024 * 1024 },
+    );
+    // Payload bytes are base64 in the JSON: every string is read as itself and as base64.
+    const texts: string[] = [];
+    const walk = (value: unknown): void => {
+      if (typeof value === 'string') texts.push(value, Buffer.from(value, 'base64').toString('latin1'));
+      else if (value !== null && typeof value === 'object') Object.values(value).forEach(walk);
+    };
+    walk(JSON.parse(stdout));
+    assert.ok(texts.includes('binary/encrypted'), 'payloads are encrypted');
+    assert.ok(texts.some((text) => text.includes(a.id)), 'the reading works: the sandbox id is in clear in the search attributes or ids');
+    const { accessKeyId, secretAccessKey } = configOf(a).credentials;
+    assert.ok(!texts.some((text) => text.includes(secretAccessKey)), 'the raw history holds the secret');
+    assert.ok(!texts.some((text) => text.includes(accessKeyId)), 'the raw history holds the key id');
   });
 
   test('destroyed: the credentials stop working with the container', async () => {
