@@ -70,6 +70,8 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
   after(async () => {
     await worker?.stop();
     for (const container of await broker.list({ [PLANE_LABEL]: plane })) await broker.remove(container.id, { force: true });
+    // A start the stopped pool abandoned may leave its slot's network: ranges are few on an engine with Docker's pools.
+    for (const network of await broker.listNetworks({ [PLANE_LABEL]: plane })) await broker.removeNetwork(network.id);
   });
 
   test('a create claims an idle container, its emulator emptied; the pool refills; sandboxctl pools and audit say so', async () => {

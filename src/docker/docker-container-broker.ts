@@ -395,17 +395,17 @@ export class DockerContainerBroker implements ContainerBroker {
       throw err;
     }
     const context = { containerId: info.id };
+    let outcome: RemoveOutcome = 'removed';
     try {
       await this.call('remove', context, () => this.docker.getContainer(info.id).remove({ force: options.force ?? true, v: true }), [404, 409]);
     } catch (err) {
       const status = engineStatusCode(err);
-      if (status === 404 || (status === 409 && /already in progress/i.test(engineMessage(err)))) {
-        this.logger.info({ ...context, statusCode: status }, 'docker remove absorbed: container already gone or going');
-        return 'already_gone';
-      }
-      throw this.mapError(err, 'remove', context);
+      if (!(status === 404 || (status === 409 && /already in progress/i.test(engineMessage(err))))) throw this.mapError(err, 'remove', context);
+      this.logger.info({ ...context, statusCode: status }, 'docker remove absorbed: container already gone or going');
+      outcome = 'already_gone';
     }
-    // The container's own network goes with it (the sandbox's; never one it was not given).
+    // The container's own network goes with it (the sandbox's; never one it was not given),
+    // also when another remover got there first: whichever finds no container left takes it.
     const own = ownNetworkName(info.labels);
     for (const [name, networkId] of Object.entries(info.networks)) {
       if (name !== own) continue;
@@ -413,7 +413,7 @@ export class DockerContainerBroker implements ContainerBroker {
       const ids = networkId !== '' ? [networkId] : (await this.networksNamed(name)).filter((network) => network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
       for (const id of ids) await this.dropNetwork(info, id, 'its container was removed');
     }
-    return 'removed';
+    return outcome;
   }
 
   async rename(current: string, newName: string): Promise<void> {

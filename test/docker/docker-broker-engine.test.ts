@@ -210,6 +210,18 @@ describe('DockerContainerBroker on a real engine', () => {
     }
   });
 
+  test('two removers at once (a teardown and the sweep): the network goes, whichever of them finds the container gone', async () => {
+    const owner = `${sandboxId}-twice`;
+    const info = await broker.run({ ...spec(), labels: { ...sandboxContainerLabels(owner, 'testhttp') } });
+    try {
+      const outcomes = await Promise.all([broker.remove(info.id), broker.remove(info.id), stopAndRemove(broker, info.id)]);
+      assert.ok(outcomes.includes('removed'), JSON.stringify(outcomes));
+      assert.deepEqual(await sandboxNetworks(docker, owner), []);
+    } finally {
+      await removeSandboxContainers(docker, owner);
+    }
+  });
+
   test('a missing image is DOCKER_IMAGE_MISSING, not retryable, and leaves nothing behind', async () => {
     const missing = 'local/sandboxplane-missing:0';
     const refusing = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST, imageAllowlist: [missing] });
