@@ -4,6 +4,42 @@ import { containerOwner, poolLabels, poolSlotId, type PoolableAdapter, type Pool
 import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
 import type { ContainerEmulatorAdapter, IdleContainer, PoolSource } from './container-emulator';
 
+/** Engine answers that mean another claim got there first. */
+const LOST_RACE: ReadonlySet<string> = new Set(['CONTAINER_NOT_FOUND', 'CONTAINER_CONFLICT', 'DOCKER_REQUEST_REJECTED']);
+
+/**
+ * Hands one idle container to a sandbox, as a compare-and-swap on the engine. A rename
+ * alone is not one: the engine resolves the old name before it locks the container, so
+ * two renames from the slot's name can both succeed, the second renaming the first
+ * one's claim. Every claimer therefore first renames to the one name all claims of this
+ * slot share (`…-claiming.<slot>`): the engine reserves a name atomically, so exactly
+ * one claimer gets it (the others hear that it is taken, or that the container already
+ * has it, or that the slot's name is gone). Only that one renames it on to the sandbox.
+ */
+export async function claimSlot(
+  broker: ContainerBroker,
+  nameFor: (owner: string) => string,
+  candidate: Pick<IdleContainer, 'name' | 'slotId'>,
+  claimedName: string,
+): Promise<'claimed' | 'lost' | 'name_taken'> {
+  const claiming = nameFor(`claiming.${candidate.slotId}`);
+  try {
+    await broker.rename(candidate.name, claiming);
+  } catch (err) {
+    if (isSandboxPlaneError(err) && LOST_RACE.has(err.code)) return 'lost';
+    throw err;
+  }
+  try {
+    await broker.rename(claiming, claimedName);
+    return 'claimed';
+  } catch (err) {
+    if (!(isSandboxPlaneError(err) && err.code === 'CONTAINER_CONFLICT')) throw err;
+    // Give the slot back: it is still idle and healthy.
+    await broker.rename(claiming, candidate.name);
+    return 'name_taken';
+  }
+}
+
 export interface WarmPoolOptions {
   readonly hostId: string;
   readonly adapter: ContainerEmulatorAdapter & { readonly name: PoolableAdapter };
@@ -33,6 +69,10 @@ export class WarmPool implements PoolSource {
   private readonly startingSlots = new Set<string>();
   /** Containers this process handed out, so a check that overlapped a claim cannot make them idle again. */
   private readonly handedOut = new Set<string>();
+  /** Idle containers being started, so `stop` can wait for them. */
+  private readonly starts = new Set<Promise<void>>();
+  /** Idle containers whose last probe got no answer: a second miss in a row replaces them (one slow answer is not a death). */
+  private readonly missedProbes = new Set<string>();
   private claims: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
@@ -66,6 +106,8 @@ export class WarmPool implements PoolSource {
     this.stopping.abort();
     clearTimeout(this.timer);
     await this.checking;
+    // A start under way ends (healthy: it stays for the next run; not yet: removed) before this returns.
+    await Promise.allSettled(this.starts);
   }
 
   /**
@@ -82,16 +124,12 @@ export class WarmPool implements PoolSource {
   private async claimNext(claimedName: string): Promise<IdleContainer | undefined> {
     try {
       for (let candidate = this.idle.shift(); candidate !== undefined; candidate = this.idle.shift()) {
-        try {
-          await this.options.broker.rename(candidate.name, claimedName);
-        } catch (err) {
-          if (isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND') continue; // taken or removed elsewhere
-          if (isSandboxPlaneError(err) && err.code === 'CONTAINER_CONFLICT') {
-            // The sandbox already has a container of that name (an earlier cold attempt): that one is adopted.
-            this.idle.unshift(candidate);
-            return undefined;
-          }
-          throw err;
+        const outcome = await claimSlot(this.options.broker, (owner) => this.options.adapter.containerName(owner), candidate, claimedName);
+        if (outcome === 'lost') continue; // taken or removed elsewhere
+        if (outcome === 'name_taken') {
+          // The sandbox already has a container of that name (an earlier cold attempt): that one is adopted.
+          this.idle.unshift(candidate);
+          return undefined;
         }
         this.handedOut.add(candidate.id);
         this.options.logger.info({ containerId: candidate.id, slotId: candidate.slotId, claimedName, hostId: this.options.hostId }, 'warm pool container claimed');
@@ -139,9 +177,16 @@ export class WarmPool implements PoolSource {
           ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container), operatorEndpoint: adapter.operatorEndpointOf(container) }
           : undefined;
       if (idle !== undefined && (await adapter.serves(idle.operatorEndpoint))) {
+        this.missedProbes.delete(container.id);
         waiting.push(idle);
         continue;
       }
+      if (idle !== undefined && !this.missedProbes.has(container.id)) {
+        // Not handed out until it answers again; replaced if it misses the next look too.
+        this.missedProbes.add(container.id);
+        continue;
+      }
+      this.missedProbes.delete(container.id);
       logger.warn({ containerId: container.id, slotId: owner.poolSlotId, state: container.state }, 'warm pool container does not serve; replacing it');
       await this.discard(container.id);
     }
@@ -152,6 +197,7 @@ export class WarmPool implements PoolSource {
     const excess = kept.splice(this.options.target);
     this.idle = kept;
     for (const id of this.handedOut) if (!listedIds.has(id)) this.handedOut.delete(id);
+    for (const id of this.missedProbes) if (!listedIds.has(id)) this.missedProbes.delete(id);
     for (const container of excess) await this.discard(container.id);
     this.topUp();
   }
@@ -160,7 +206,10 @@ export class WarmPool implements PoolSource {
   private topUp(): void {
     if (this.stopping.signal.aborted) return;
     const lacking = this.options.target - this.idle.length - this.startingSlots.size;
-    for (let i = 0; i < lacking; i += 1) void this.startOne();
+    for (let i = 0; i < lacking; i += 1) {
+      const start = this.startOne().finally(() => this.starts.delete(start));
+      this.starts.add(start);
+    }
   }
 
   private async startOne(): Promise<void> {
