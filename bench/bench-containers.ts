@@ -1,8 +1,9 @@
 /**
  * The containers a bench run leaves on the engine, found by label: the raw `docker run`
  * baselines and seeded sweep containers carry {@link BENCH_RUN_LABEL}, and every
- * container a bench worker starts carries its plane, `bench-<runId>-<purpose>`. A crashed
- * run leaves them findable: `docker ps -a --filter label=io.sandboxplane.bench-run`.
+ * container (and sealed network) a bench worker starts carries its plane,
+ * `bench-<runId>-<purpose>`. A crashed run leaves them findable:
+ * `docker ps -a --filter label=io.sandboxplane.bench-run`, `docker network ls --filter label=io.sandboxplane.plane`.
  */
 import type Docker from 'dockerode';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
@@ -30,7 +31,9 @@ export async function removeContainers(docker: Docker, ids: readonly string[]): 
       .getContainer(id)
       .remove({ force: true, v: true })
       .catch((err: unknown) => {
-        if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+        // Gone already, or being removed by someone else (the plane's teardown, the sweep).
+        const status = (err as { statusCode?: number }).statusCode;
+        if (status !== 404 && status !== 409) throw err;
       });
   }
   return ids.length;
@@ -41,9 +44,30 @@ export async function containersLabelled(docker: Docker, label: string): Promise
   return (await docker.listContainers({ all: true, filters: { label: [label] } })).map((container) => container.Id);
 }
 
-/** Removes (force) every container of this run; returns how many there were. */
+/**
+ * Removes the networks of a plane (a sandbox's or an idle pool container's sealed network
+ * carries its plane's label), once their containers are gone: the plane removes the
+ * network with the container it tears down, but the bench removes idle pool containers
+ * itself. Returns how many there were.
+ */
+export async function removePlaneNetworks(docker: Docker, planePrefix: string): Promise<number> {
+  const networks = (await docker.listNetworks({ filters: { label: [PLANE_LABEL] } })).filter((network) => network.Labels?.[PLANE_LABEL]?.startsWith(planePrefix) === true);
+  for (const network of networks) {
+    await docker
+      .getNetwork(network.Id)
+      .remove()
+      .catch((err: unknown) => {
+        if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+      });
+  }
+  return networks.length;
+}
+
+/** Removes (force) every container of this run, then its workers' networks; returns how many containers there were. */
 export async function removeRunContainers(docker: Docker, runId: string): Promise<number> {
-  return removeContainers(docker, await runContainers(docker, runId));
+  const removed = await removeContainers(docker, await runContainers(docker, runId));
+  await removePlaneNetworks(docker, benchPlaneId(runId, ''));
+  return removed;
 }
 
 /** Containers an earlier, interrupted bench run left (another run's label): reported, never touched. */

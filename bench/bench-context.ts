@@ -26,19 +26,21 @@ export class BenchCleanup {
 
   async guard<T>(what: string, undo: () => Promise<void>, work: () => Promise<T>): Promise<T> {
     const key = Symbol(what);
-    this.pending.set(key, { what, undo });
+    // Once only: an interruption and the work's own end may both ask for it, at once.
+    let undone: Promise<void> | undefined;
+    const once = () => (undone ??= undo());
+    this.pending.set(key, { what, undo: once });
     try {
       return await work();
     } finally {
+      await once();
       this.pending.delete(key);
-      await undo();
     }
   }
 
   /** The undos still registered, newest first; each failure is reported, the rest still run. */
   async runAll(report: (message: string) => void): Promise<void> {
-    for (const [key, { what, undo }] of [...this.pending].reverse()) {
-      this.pending.delete(key);
+    for (const { what, undo } of [...this.pending.values()].reverse()) {
       await undo().catch((err: unknown) => report(`clean-up of ${what} failed: ${String(err)}`));
     }
   }

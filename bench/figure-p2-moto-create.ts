@@ -6,7 +6,7 @@ import { StoreClient } from '../src/client/store-client';
 import { dockerClient } from '../test/helpers/container-events';
 import { eventually } from '../test/helpers/eventually';
 import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
-import { containersLabelled, removeContainers } from './bench-containers';
+import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, enginePid, type BenchContext, type Figure } from './bench-context';
 import { ratioOf, type FigureRow } from './bench-report';
 import { countByOperation, EngineCallLog } from './engine-call-log';
@@ -82,12 +82,14 @@ async function measureVariant(context: BenchContext, variant: MotoVariant, motoI
   const docker = dockerClient(dockerHost);
   const engineLog = new EngineCallLog();
   const env: Record<string, string> = { ...benchWorkerEnv(context, `moto-${variant.key}`), SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage, ...variant.workerEnv };
-  const planeLabel = `${PLANE_LABEL}=${env.SANDBOXPLANE_PLANE_ID}`;
+  const planeId = env.SANDBOXPLANE_PLANE_ID as string;
+  const planeLabel = `${PLANE_LABEL}=${planeId}`;
   let worker: TestWorker | undefined;
   const undo = async () => {
     await worker?.stop();
-    // The variant's own containers (a pool's too): found by its plane label.
+    // The variant's own containers (a pool's too) and their sealed networks: found by its plane label.
     await removeContainers(docker, await containersLabelled(docker, planeLabel));
+    await removePlaneNetworks(docker, planeId);
   };
   return context.cleanup.guard(`P2 ${variant.key} worker`, undo, async () => {
     worker = await startTestWorker(context.server.address, { env, broker: new DockerContainerBroker({ dockerHost, logger: engineLog }) });

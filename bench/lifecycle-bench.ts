@@ -222,7 +222,11 @@ async function run(): Promise<number> {
   const cleanup = new BenchCleanup();
   const interrupted = (signal: NodeJS.Signals) => {
     progress(`${signal}: stopping what this run started and removing its containers`);
-    void cleanup.runAll(progress).finally(() => process.exit(130));
+    // The figure in flight fails as its worker and server go; that must not end the clean-up.
+    const ignore = (err: unknown) => progress(`after ${signal}: ${failureText(err)}`);
+    process.on('uncaughtException', ignore);
+    process.on('unhandledRejection', ignore);
+    interruption = cleanup.runAll(progress).finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -233,9 +237,16 @@ async function run(): Promise<number> {
   return report.lifecycleFailures > 0 || failed ? 1 : 0;
 }
 
+/** Set by a SIGINT or SIGTERM: its clean-up ends the process (130), not the suite's own end. */
+let interruption: Promise<void> | undefined;
+
 run()
-  .then((code) => process.exit(code))
-  .catch((err) => {
+  .then(async (code) => {
+    await interruption;
+    process.exit(code);
+  })
+  .catch(async (err) => {
+    if (interruption !== undefined) return interruption;
     console.error(err);
     process.exit(1);
   });

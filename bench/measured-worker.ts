@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { SandboxClient } from '../src/client/sandbox-client';
-import { LOCAL_FLAGS } from '../test/helpers/test-worker';
+import { LOCAL_FLAGS, testDataConverter } from '../test/helpers/test-worker';
 import { runSandboxctl, startWorkerProcess } from '../test/helpers/worker-process';
 import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext } from './bench-context';
 
@@ -41,7 +41,8 @@ export async function startMeasuredWorker(context: BenchContext, purpose: string
       const policy = await runSandboxctl(['policy', 'add', '--principal', `${BENCH_PRINCIPAL}*`, '--capability', 'cloud.sandbox', '--effect', 'allow'], env);
       if (policy.code !== 0) throw new Error(`sandboxctl policy add exited ${policy.code}: ${policy.stderr}`);
       connection = await Connection.connect({ address: context.server.address });
-      const client = new Client({ connection, namespace: 'default' });
+      // The worker encrypts payloads with the checkout's codec keys; this client reads them alike.
+      const client = new Client({ connection, namespace: 'default', dataConverter: testDataConverter() });
       const opened = connection;
       return {
         pid: worker.pid,
