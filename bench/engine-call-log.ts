@@ -37,7 +37,7 @@ export class EngineCallLog implements BrokerLogger {
   }
 
   private record(obj: object, msg: string): void {
-    const answered = /^docker (\S+) (done|answered \d+|failed)$/.exec(msg);
+    const answered = /^docker (.+?) (done|answered \d+|failed)$/.exec(msg);
     if (answered?.[1] === undefined) return;
     const ms = (obj as { ms?: unknown }).ms;
     this.calls.push({ operation: answered[1], ms: typeof ms === 'number' ? ms : 0, endedAt: performance.now() });
