@@ -19,7 +19,7 @@ import { startTestWorker, type TestWorker } from './helpers/test-worker';
 const SHOTS = 'ui-approval';
 const QUERY = 'SandboxState="AWAITING_APPROVAL"';
 /** What the workflow's current details tell a reviewer to send (src/workflows/sandbox-lifecycle.ts). */
-const PAYLOAD_EXAMPLE = '{"approver": "<your name>", "reason": "<why>"}';
+const PAYLOAD_EXAMPLE = '{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}';
 /** Visibility (the list) trails the workflow by a moment; the list is searched again until then. */
 const LIST_TIMEOUT_MS = 30_000;
 const TEST_TIMEOUT_MS = 180_000;
