@@ -520,15 +520,17 @@ EOF
 # cluster never touches the engine of `npm test`/`npm start` (scripts/docker-engine.sh).
 # No iptables rules of their own (the machine's first engine owns the DOCKER chains; the
 # published 127.0.0.1 ports go through docker-proxy) and no masquerading (no outbound NAT).
-# Sandbox networks come from small ranges (/28s of 10.203.0.0/16): one network per sandbox
-# (docs/security.md, "Sealed sandboxes"), and the engines of one machine skip each other's.
+# Sandbox networks come from small ranges (/28s): one network per sandbox (docs/security.md,
+# "Sealed sandboxes"). Each engine has a /16 of its own (10.N.0.0/16, N its bridge's third
+# octet): engines that share a pool race to the same free range when they create networks
+# at once, and a docker-proxy then forwards one sandbox's port to another's container.
 # No --live-restore: `down` stops dockerd, and dockerd stops its containers; after `up`,
 # each READY sandbox's health watch finds its emulator stopped and restarts it once
 # (docs/deploy.md, "Stopping the cluster").
 ENGINES=(a b)
 # The socket path must stay short (a Unix socket path has at most 107 bytes): /run, keyed by $DATA.
 ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$KEY"
-ENGINE_SUBNETS=(250 251 252 253 254)   # 172.31.N.0/24; test/helpers/private-docker-engine.ts uses 100-249
+ENGINE_SUBNETS=(250 251 252 253 254)   # bridge 172.31.N.0/24, sandbox networks 10.N.0.0/16; test/helpers/private-docker-engine.ts uses 100-249
 
 engine_dir() { echo "$DATA/engines/$1"; }
 engine_run_dir() { echo "$ENGINE_RUN_ROOT/$1"; }
@@ -547,6 +549,7 @@ engine_subnet() {
     taken="$(ip -o -4 addr show)"
     for n in "${ENGINE_SUBNETS[@]}"; do
       grep -q "172\.31\.$n\." <<<"$taken" && continue
+      grep -q " 10\.$n\." <<<"$taken" && continue
       grep -qsx "$n" "$DATA"/engines/*/subnet && continue
       mkdir -p "$dir"
       echo "$n" >"$file"
@@ -604,7 +607,7 @@ start_engine() {
     --bridge="$bridge" \
     --iptables=false \
     --ip-masq=false \
-    --default-address-pool "base=10.203.0.0/16,size=28" \
+    --default-address-pool "base=10.$subnet.0.0/16,size=28" \
     "${identity[@]}" >>"$log" 2>&1 </dev/null &
   local started=$! deadline=$((SECONDS + WAIT_SECONDS))
   until engine_answers "$name"; do

@@ -9,13 +9,18 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 /**
+ * The shared engine's sandbox networks come from 10.203.0.0/16 (scripts/docker-engine.sh);
+ * each private engine takes 10.N.0.0/16, N its bridge's third octet. Engines sharing one pool
+ * race to the same free range when they create networks at once, and a docker-proxy then
+ * forwards one sandbox's port to another's container.
+ */
+const SHARED_ENGINE_THIRD_OCTET = 203;
+
+/**
  * A Docker engine of one test's own, beside the shared one that scripts/docker-engine.sh
  * starts: its own socket, data root, exec root, pidfile and bridge, so the test can stop
  * it without touching anyone else's containers.
  */
-/** The engines' pool for sandbox networks, as scripts/docker-engine.sh and scripts/cluster.sh give theirs. */
-const SANDBOX_ADDRESS_POOL = 'base=10.203.0.0/16,size=28';
-
 export interface PrivateDockerEngine {
   /** `unix://…/docker.sock`, for DOCKER_HOST. */
   readonly dockerHost: string;
@@ -31,12 +36,13 @@ export interface PrivateDockerEngine {
   dispose(): Promise<void>;
 }
 
-/** A /24 for the bridge that no interface of this machine uses yet. */
-function unusedSubnet(): string {
+/** The third octet of a free 172.31.N.0/24 for the bridge (and so of 10.N.0.0/16 for its sandbox networks). */
+function unusedThirdOctet(): number {
   const inUse = execFileSync('ip', ['-o', '-4', 'addr', 'show'], { encoding: 'utf8' });
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const third = 100 + Math.floor(Math.random() * 150);
-    if (!inUse.includes(`172.31.${third}.`)) return `172.31.${third}`;
+    if (third === SHARED_ENGINE_THIRD_OCTET) continue;
+    if (!inUse.includes(`172.31.${third}.`) && !inUse.includes(` 10.${third}.`)) return third;
   }
   throw new Error('no free 172.31.x.0/24 for a private Docker bridge');
 }
@@ -60,7 +66,7 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
   const dockerHost = `unix://${socket}`;
   const logFile = path.join(dir, 'dockerd.log');
   const bridge = `spf${randomBytes(4).toString('hex')}`;
-  const subnet = unusedSubnet();
+  const third = unusedThirdOctet();
   ip('link', 'add', bridge, 'type', 'bridge');
   let bridgeUp = true;
   let child: ChildProcess | undefined;
@@ -76,9 +82,9 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     `--bridge=${bridge}`,
     '--iptables=false',
     '--ip-masq=false',
-    // A sealed network per sandbox (docs/security.md#sealed-sandboxes): small ranges, so the
-    // engines of one machine (which skip each other's) do not run out after thirty.
-    `--default-address-pool=${SANDBOX_ADDRESS_POOL}`,
+    // A sealed network per sandbox (docs/security.md#sealed-sandboxes): small ranges, so it
+    // does not run out after thirty, and a pool of its own (see SHARED_ENGINE_THIRD_OCTET).
+    `--default-address-pool=base=10.${third}.0.0/16,size=28`,
     // Without it, dockerd stops every container when it exits (SIGTERM, then SIGKILL),
     // and they stay exited when it comes back (restart policy "no"): each READY sandbox
     // would lose its emulator. With it, containers run on under their shims; only the
@@ -146,7 +152,7 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
   };
 
   try {
-    ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge);
+    ip('addr', 'add', `172.31.${third}.1/24`, 'dev', bridge);
     ip('link', 'set', bridge, 'up');
     await start();
   } catch (err) {
