@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
@@ -75,6 +76,46 @@ async function s3Refusal(config: ClientConfig): Promise<string> {
     client.destroy();
   }
   return 'accepted';
+}
+
+/** The AWS CLI (awscli 1.x or 2.x), when this machine has one: the client the issue's checks name. */
+function findAwsCli(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'aws');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The error code of `aws <args>` run with `config`'s keys and endpoint, or `accepted`.
+ * The CLI prints `An error occurred (Code) …`; for SQS it speaks JSON and moto answers in
+ * XML (as with the SDK above), so the code is then in the XML body the CLI prints.
+ */
+async function awsCliRefusal(aws: string, config: ClientConfig, args: string[]): Promise<string> {
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    AWS_ACCESS_KEY_ID: config.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
+    AWS_DEFAULT_REGION: config.region,
+    // Nothing of this machine's own AWS set-up may count: no profile, no config file.
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_MAX_ATTEMPTS: '1',
+  };
+  try {
+    await promisify(execFile)(aws, ['--endpoint-url', config.endpoint, ...args], { env, timeout: 60_000 });
+    return 'accepted';
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr ?? String(err);
+    return /<Code>([^<]+)<\/Code>/.exec(stderr)?.[1] ?? /An error occurred \((\w+)\)/.exec(stderr)?.[1] ?? `no code in ${stderr}`;
+  }
 }
 
 describe('per-sandbox credentials (real dev server, engine and moto)', { skip }, () => {
@@ -163,6 +204,16 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     assert.equal(await s3Refusal(aOnB), 'InvalidAccessKeyId');
     assert.equal(await sqsRefusal(aOnB, new ListQueuesCommand({})), 'InvalidClientTokenId');
     assert.equal(await s3Refusal(bOnA), 'InvalidAccessKeyId');
+  });
+
+  const awsCli = findAwsCli();
+  test('the AWS CLI, as an agent runs it: sqs create-queue on the s3-only sandbox is AccessDenied; A\'s keys on B are refused', { skip: awsCli === undefined && 'needs the AWS CLI (aws) on PATH' }, async () => {
+    const aws = awsCli as string;
+    assert.equal(await awsCliRefusal(aws, configOf(a), ['sqs', 'create-queue', '--queue-name', 'cli-not-granted']), 'AccessDenied');
+    const aOnB = { ...configOf(a), endpoint: configOf(b).endpoint };
+    assert.equal(await awsCliRefusal(aws, aOnB, ['s3api', 'list-buckets']), 'InvalidAccessKeyId');
+    assert.equal(await awsCliRefusal(aws, aOnB, ['sqs', 'list-queues']), 'InvalidClientTokenId');
+    assert.equal(await awsCliRefusal(aws, configOf(b), ['sqs', 'list-queues']), 'accepted', "B's own keys work through the same CLI");
   });
 
   test('the old fake credentials, a wrong secret and unsigned requests are refused', async () => {
