@@ -32,5 +32,6 @@ if [ ! -f "$build_stamp" ] || [ -n "$(find src tsconfig.json package-lock.json -
   say "compiling TypeScript into dist/"
   rm -rf dist
   npx tsc -p tsconfig.json
+  node scripts/write-workflow-bundle.mjs
   touch "$build_stamp"
 fi

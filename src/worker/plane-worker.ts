@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { payloadCodecFor } from '../codec/codec-settings';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, createDockerActivities, createStoreActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
@@ -18,10 +18,11 @@ import { buildAdapterRegistry } from './adapter-registry';
 import { registerHostUntilDone } from './host-registration';
 import { resolvePlaneId } from './plane-identity';
 import { RoleWorkers } from './role-workers';
-import { installRuntimeLogger, temporalLoggerFor } from './runtime-logger';
+import { installRuntimeLogger } from './runtime-logger';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools, type WarmPools } from './warm-pools';
+import { builtWorkflowBundle, bundleWorkflows } from './workflow-code';
 
 export interface PlaneWorkerOptions {
   readonly config: Config;
@@ -30,7 +31,7 @@ export interface PlaneWorkerOptions {
   readonly logger: Logger;
   /** The roles to run; `config.workerRoles` (all three unless configured) by default. */
   readonly roles?: readonly WorkerRole[];
-  /** A pre-built bundle (tests build one and share it); otherwise bundled from src/workflows. */
+  /** A bundle of the caller's (tests build one and share it); otherwise the build's, or bundled at start. */
   readonly workflowBundle?: WorkflowBundle;
   readonly identity?: string;
   /** The emulator adapters this worker runs, given its plane id; by default those the configuration enables. */
@@ -67,8 +68,11 @@ function storeSecrets(config: Config): SecretBox {
   }
 }
 
-export function workflowsPath(): string {
-  return require.resolve('../workflows');
+/** The build's workflow bundle when it is current; else bundled here (webpack, at debug level). */
+async function workflowCode(logger: Logger): Promise<WorkflowBundle> {
+  const built = builtWorkflowBundle();
+  logger.info({ workflowCode: built.reason }, built.bundle === undefined ? 'bundling the workflow code' : 'workflow code from the build');
+  return built.bundle ?? (await bundleWorkflows(logger));
 }
 
 /**
@@ -135,13 +139,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       queues.docker = taskQueue;
     }
     if (has('lifecycle')) {
-      // Bundled here rather than by Worker.create so webpack's report stays at debug level.
-      const workflowBundle =
-        options.workflowBundle ??
-        (await bundleWorkflowCode({
-          workflowsPath: workflowsPath(),
-          logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })),
-        }));
+      const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));
       const everyRole = WORKER_ROLES.every(has) && store !== undefined && hosts !== undefined && adapters !== undefined;
       const legacyActivities = everyRole
         ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId, maxSandboxes: config.maxSandboxes, secrets: storeSecrets(config) })

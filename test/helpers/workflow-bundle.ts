@@ -1,5 +1,5 @@
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { workflowsPath } from '../../src/worker/plane-worker';
+import { workflowsPath } from '../../src/worker/workflow-code';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 
