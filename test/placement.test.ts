@@ -33,6 +33,18 @@ describe('placement on a host with room for one sandbox', () => {
     await worker.sandboxes.destroy('room-1');
   });
 
+  test('with room at once, screening places it: no round trip of its own before provisioning, and the audit steps have no gap', async () => {
+    await worker.sandboxes.create({ id: 'room-0', principal: 'agent-0', services: ['s3'] }, { wait: 'ready' });
+    const history = await worker.client.workflow.getHandle('sandbox-room-0').fetchHistory();
+    const activities = (history.events ?? []).flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    assert.deepEqual(activities.slice(0, 2), ['screenNewRequest', 'provisionSandbox']);
+    const rows = worker.store.sandboxes.audit('room-0');
+    assert.deepEqual(rows.map((row) => row.action), ['requested', 'screened', 'placed', 'ready']);
+    assert.deepEqual(rows.map((row) => row.step), [1, 2, 3, 4]);
+    assert.equal(rows[2]?.summary.hostId, 'local');
+    await worker.sandboxes.destroy('room-0');
+  });
+
   test('a full host: the next sandbox waits visibly, and takes the slot once it is free', async () => {
     await worker.sandboxes.create({ id: 'room-2', principal: 'agent-2', services: ['s3'] }, { wait: 'ready' });
     await worker.sandboxes.create({ id: 'room-3', principal: 'agent-3', services: ['s3'] });

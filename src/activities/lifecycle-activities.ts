@@ -50,6 +50,14 @@ export interface ScreeningResult {
   readonly settings: LifecycleSettings;
   /** The state the projection now shows. */
   readonly state: SandboxState;
+  /** Where an allowed sandbox was placed in the same transaction, when it was asked to be and a host had room. */
+  readonly placement?: Placement;
+}
+
+/** What placing a sandbox records: its `placed` audit row, numbered by the workflow. */
+export interface PlacementRequest {
+  readonly adapter: AdapterName;
+  readonly operation: OperationRecord;
 }
 
 /** What version-1 lifecycles (started before the state machine) expect; current runs choose for themselves. */
@@ -130,6 +138,26 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
     return { decision, settings: deps.lifecycle, state };
   }
 
+  /**
+   * Places a screened sandbox on the least-loaded live docker host with room for its
+   * adapter and records it (the row's host and a `placed` audit row, once); call inside a
+   * transaction. No room anywhere is an answer, not an error: the workflow waits and asks again.
+   */
+  function placeRecorded(snapshot: SandboxSnapshot, request: PlacementRequest, liveHostIds: ReadonlySet<string>): PlacementResult {
+    const placed = store.hosts.place({ sandboxId: snapshot.id, adapter: request.adapter, liveHostIds, maxSandboxes: deps.maxSandboxes ?? DEFAULT_MAX_SANDBOXES });
+    if ('refused' in placed) return placed;
+    if (placed.fresh) {
+      const { placement } = placed;
+      store.sandboxes.appendAudit(snapshot.id, snapshot.workflowId, {
+        ...request.operation,
+        reason: `placed on docker host ${placement.hostId}`,
+        summary: { ...request.operation.summary, hostId: placement.hostId, taskQueue: placement.taskQueue },
+      });
+      log.info('sandbox placed', { sandboxId: snapshot.id, hostId: placement.hostId });
+    }
+    return { placement: placed.placement };
+  }
+
   return {
     /** Version 1 only (runs started before the state machine): the snapshot and one audit row; `false` when already recorded. */
     async recordTransition(input: { snapshot: SandboxSnapshot; operation: OperationRecord }): Promise<boolean> {
@@ -151,6 +179,8 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
      * racing for the last quota slot cannot both win. The row is written in the state
      * the workflow chose for the verdict's effect. A retry returns the first verdict; an
      * id that belongs to an earlier sandbox is IDEMPOTENCY_CONFLICT, with nothing written.
+     * With `placement`, an allowed sandbox is also placed in that transaction when a host
+     * has room: one round trip less before it provisions (docs/performance.md, P2).
      */
     async screenNewRequest(input: {
       snapshot: SandboxSnapshot;
@@ -158,11 +188,17 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       requested: OperationRecord;
       step: number;
       nextStates: Readonly<Record<PolicyEffect, SandboxState>>;
+      placement?: PlacementRequest;
     }): Promise<ScreeningResult> {
+      // Which hosts are live is Temporal's to say; when it cannot, the workflow places the sandbox itself afterwards.
+      const liveHostIds = input.placement === undefined ? undefined : await deps.liveHostIds().catch(() => undefined);
       return withTaxonomy(() =>
-        store.sandboxes.atomically(() => {
+        store.sandboxes.atomically((): ScreeningResult => {
           store.sandboxes.record(input.snapshot, input.requested);
-          return screenRecorded({ ...input, runId: input.requested.runId });
+          const screening = screenRecorded({ ...input, runId: input.requested.runId });
+          if (input.placement === undefined || liveHostIds === undefined || screening.decision.effect !== 'allow') return screening;
+          const placed = placeRecorded(input.snapshot, input.placement, liveHostIds);
+          return 'placement' in placed ? { ...screening, placement: placed.placement } : screening;
         }),
       );
     },
@@ -186,29 +222,10 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       return withTaxonomy(() => store.sandboxes.atomically(() => verifyApprovalCode(store, deps.secrets, input)));
     },
 
-    /**
-     * Places a screened sandbox on the least-loaded live docker host with room for its
-     * adapter, and records the placement (its row's host and a `placed` audit row) in one
-     * transaction. No room anywhere is an answer, not an error: the workflow waits and asks again.
-     */
+    /** Places a screened sandbox (see placeRecorded) in a transaction of its own: after an approval, or when placing at screening found no room. */
     async placeSandbox(input: { snapshot: SandboxSnapshot; adapter: AdapterName; operation: OperationRecord }): Promise<PlacementResult> {
       const liveHostIds = await deps.liveHostIds();
-      return withTaxonomy(() =>
-        store.sandboxes.atomically((): PlacementResult => {
-          const placed = store.hosts.place({ sandboxId: input.snapshot.id, adapter: input.adapter, liveHostIds, maxSandboxes: deps.maxSandboxes ?? DEFAULT_MAX_SANDBOXES });
-          if ('refused' in placed) return placed;
-          if (placed.fresh) {
-            const { placement } = placed;
-            store.sandboxes.appendAudit(input.snapshot.id, input.snapshot.workflowId, {
-              ...input.operation,
-              reason: `placed on docker host ${placement.hostId}`,
-              summary: { ...input.operation.summary, hostId: placement.hostId, taskQueue: placement.taskQueue },
-            });
-            log.info('sandbox placed', { sandboxId: input.snapshot.id, hostId: placement.hostId });
-          }
-          return { placement: placed.placement };
-        }),
-      );
+      return withTaxonomy(() => store.sandboxes.atomically(() => placeRecorded(input.snapshot, input, liveHostIds)));
     },
   };
 }

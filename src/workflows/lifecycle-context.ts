@@ -286,6 +286,15 @@ export class LifecycleContext {
   }
 
   /**
+   * The operation with the step the next numbered one will get, not yet taken: for a row
+   * an activity writes only sometimes. Take the step with nextStep() once it did, so
+   * the steps stay without gaps.
+   */
+  numberedAhead(operation: Operation): OperationRecord {
+    return { reason: null, summary: {}, ...operation, runId: workflowInfo().runId, step: this.step + 1 };
+  }
+
+  /**
    * Appends audit rows (one activity, one transaction) with the projection snapshot of
    * `record`. A projection that stays down past the bounded retry (STORE_UNAVAILABLE)
    * does not stop the lifecycle: the rows wait here and go with the next write, and a

@@ -5,9 +5,10 @@ import { snapshotOf, type RuntimeHandle, type Approval, type EndState, type Heal
 import type { Placement } from '../domain/hosts';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, DEFAULT_PLACEMENT_WAIT_SECONDS } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
+import type { AdapterName } from '../domain/service-catalog';
 import type { SandboxState } from '../domain/sandbox-states';
 import { describeIssues } from '../domain/validation';
-import type { DestroyRequest, LifecycleContext, PendingApproval } from './lifecycle-context';
+import type { DestroyRequest, LifecycleContext, Operation, PendingApproval } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
@@ -67,8 +68,9 @@ function freshWatch(screening: Screening, nowMs: number, restarts: number, lastR
 export async function requested(ctx: LifecycleContext): Promise<Phase> {
   const { request } = ctx.record;
   let screening: Screening;
+  let placement: Placement | undefined;
   try {
-    screening = await ctx.projection.screenNewRequest({
+    ({ placement, ...screening } = await ctx.projection.screenNewRequest({
       snapshot: snapshotOf(ctx.record),
       request,
       requested: ctx.numbered({
@@ -80,7 +82,9 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
       }),
       step: ctx.nextStep(),
       nextStates: STATE_AFTER_SCREENING,
-    });
+      // An allowed sandbox is placed in the same transaction when a host has room; else provisioning places it.
+      placement: ctx.placesOnHosts ? { adapter: request.adapter, operation: ctx.numberedAhead(placedOperation(request.adapter)) } : undefined,
+    }));
   } catch (err) {
     if (isCancellation(err)) throw err;
     // The projection refuses a reused id (IDEMPOTENCY_CONFLICT), or stayed down past its
@@ -104,7 +108,10 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
         `The approver must be on the approvers list, must not be ${request.principal}, and gives the code their authenticator shows now.`,
     );
   }
-  return ctx.adopt({ name: 'provisioning', screening }, `Provisioning through the ${request.adapter} adapter.`);
+  if (placement === undefined) return ctx.adopt({ name: 'provisioning', screening }, `Provisioning through the ${request.adapter} adapter.`);
+  ctx.nextStep(); // the `placed` row the screening wrote
+  ctx.placed(placement);
+  return ctx.adopt({ name: 'provisioning', screening }, provisioningOn(placement, request.adapter));
 }
 
 /** AWAITING_APPROVAL: judges approve/deny requests in arrival order until one counts, the request is withdrawn, or time runs out. */
@@ -226,7 +233,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     }
     if ('withdrawn' in placement) return withdraw(ctx, screening, placement.withdrawn, 'while waiting for a docker host');
     ctx.placed(placement);
-    ctx.revise(ctx.phase, `Provisioning on docker host ${placement.hostId} through the ${request.adapter} adapter.`);
+    ctx.revise(ctx.phase, provisioningOn(placement, request.adapter));
   }
   try {
     const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
@@ -278,6 +285,15 @@ function pooledText(adapter: string, handle: RuntimeHandle): string | null {
 /** Who places sandboxes on docker hosts, in the audit trail. */
 const PLACEMENT_ACTOR = 'placement';
 
+/** The `placed` audit row, whether screening or provisioning places the sandbox. */
+function placedOperation(adapter: AdapterName): Operation {
+  return { action: 'placed', actor: PLACEMENT_ACTOR, effect: 'placed', summary: { adapter } };
+}
+
+function provisioningOn(placement: Placement, adapter: AdapterName): string {
+  return `Provisioning on docker host ${placement.hostId} through the ${adapter} adapter.`;
+}
+
 /** How often a sandbox that found no room asks again. */
 const PLACEMENT_RETRY_MS = 5_000;
 
@@ -291,7 +307,7 @@ async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise
   const waitSeconds = screening.settings.placementWaitSeconds ?? DEFAULT_PLACEMENT_WAIT_SECONDS;
   const deadlineMs = Date.now() + waitSeconds * 1000;
   // One audit step for the placement, however often it is asked for.
-  const operation = ctx.numbered({ action: 'placed', actor: PLACEMENT_ACTOR, effect: 'placed', summary: { adapter: request.adapter } });
+  const operation = ctx.numbered(placedOperation(request.adapter));
   for (;;) {
     let refused: string;
     try {

@@ -23,6 +23,10 @@ import { testWorkflowBundle } from '../helpers/workflow-bundle';
  *   roles and placement (no `lifecycle-placement` marker; everything on one queue), and
  *   one cleanup sweep from before the per-host sweep (`sweep-ready`, no `sweep-per-host`).
  *
+ * - histories-v4: at a3bf161, with worker roles and placement, where placement was an
+ *   activity of its own after screening (`placeSandbox`); recorded through the codec
+ *   server, so their payloads are in clear. Screening now places an allowed sandbox itself.
+ *
  * They must replay on the current code, so sandboxes that were running at an upgrade
  * finish under the version they started with (docs/lifecycle.md, "Upgrades").
  */
@@ -57,6 +61,14 @@ test('histories recorded before worker roles and placement replay on the current
   for (const { file, history } of recordedHistories('histories-v3', 8)) {
     const name = path.basename(file, '.json');
     const workflowId = name.startsWith('sweep-') ? name : `sandbox-${name}`;
+    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
+  }
+});
+
+test('histories recorded when placement was an activity of its own replay on the current workflow code', async () => {
+  const workflowBundle = await testWorkflowBundle();
+  for (const { file, history } of recordedHistories('histories-v4', 2)) {
+    const workflowId = `sandbox-${path.basename(file, '.json')}`;
     await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
   }
 });
