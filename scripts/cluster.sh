@@ -11,7 +11,8 @@
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
 # worker 17239 (identity only: the worker service serves no gRPC); membership 169xx (same
-# last two digits); UI 18233. SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI}_PORT move them.
+# last two digits); UI 18233, its codec server 18234.
+# SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI,CODEC}_PORT move them.
 #
 # `up`, as root on Debian:
 #   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster on
@@ -28,7 +29,8 @@
 #      moto image, standing in for two machines' engines.
 #   6. The plane: one store worker (the only SQLite file, .data/cluster/plane/), two lifecycle
 #      workers, and one docker worker per engine (host ids a and b), all `sandboxctl worker`
-#      on task queue $SANDBOXPLANE_TASK_QUEUE (default sandboxplane).
+#      on task queue $SANDBOXPLANE_TASK_QUEUE (default sandboxplane); then the codec server
+#      the UI decrypts payloads through (`sandboxctl codec-server`, the checkout's codec keys).
 # Anything missing is started again: after a crash, `up` restores what is gone.
 # Logs: .data/cluster/logs/; pid files: .data/cluster/run/. Progress goes to stderr, so
 # `eval "$(bash scripts/cluster.sh up | tail -n 2)"` works.
@@ -54,6 +56,8 @@ MATCHING_PORT=17235
 WORKER_PORT=17239
 MEMBERSHIP_BASE=16900             # membership (ringpop) port = base + last two digits of the gRPC port
 UI_PORT="${SANDBOXPLANE_CLUSTER_UI_PORT:-18233}"
+# The payload codec server the UI decrypts through (`sandboxctl codec-server`, the workers' keys).
+CODEC_PORT="${SANDBOXPLANE_CLUSTER_CODEC_PORT:-18234}"
 NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 RETENTION="${SANDBOXPLANE_CLUSTER_RETENTION:-72h}"
 LOG_LEVEL="${SANDBOXPLANE_CLUSTER_LOG_LEVEL:-info}"
@@ -497,6 +501,10 @@ defaultNamespace: $NAMESPACE
 hideLogs: true
 cors:
   cookieInsecure: true
+# Workflow payloads are encrypted (docs/security.md, "Payload encryption"): without this the
+# UI shows no summary, details or signal payloads. The codec server starts with the workers.
+codec:
+  endpoint: "http://$HOST:$CODEC_PORT"
 EOF
   local pid
   pid="$(pid_of ui)"
@@ -798,6 +806,23 @@ stop_process() {
   rm -f "$RUN_DIR/$name.pid"
 }
 
+# The codec server: the compiled CLI (so after start_workers, which builds it), with the keys
+# of this checkout (.data/codec-keys, as the workers read them), answering only the UI's origin.
+start_codec() {
+  local pid log="$LOG_DIR/codec.log"
+  pid="$(pid_of codec)"
+  if alive_as "$pid" node; then
+    say "codec server already runs (pid $pid)"
+  else
+    rm -f "$RUN_DIR/codec.pid"
+    port_open "$CODEC_PORT" && fail "port $CODEC_PORT (codec server) is taken by something else"
+    say "starting codec server on http://$HOST:$CODEC_PORT for the ui (log $log)"
+    setsid nohup env "$WORKER_MARK" node "$root/bin/sandboxctl.js" codec-server --port "$CODEC_PORT" --origin "http://$HOST:$UI_PORT" >>"$log" 2>&1 </dev/null &
+    echo $! >"$RUN_DIR/codec.pid"
+  fi
+  wait_for_port "codec server" "$CODEC_PORT" "$(pid_of codec)" "$log"
+}
+
 # Pids of our processes that lost their pid file: servers and the UI started with `--root`
 # this cluster's directory, engines on its sockets, workers carrying the cluster's mark.
 # `strays all` adds what a SIGKILLed dockerd leaves running: its containerd and the
@@ -817,7 +842,7 @@ strays() {
           for subnet in "${subnets[@]}"; do [[ "$args" == *"$subnet"* ]] && echo "$pid"; done
         fi
         ;;
-      "node $root/bin/sandboxctl.js worker"*)
+      "node $root/bin/sandboxctl.js worker"* | "node $root/bin/sandboxctl.js codec-server"*)
         { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -xF "$WORKER_MARK" >/dev/null && echo "$pid"
         ;;
     esac
@@ -829,6 +854,7 @@ cmd_down() {
   need_root down
   local i pid name
   for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
+  stop_process codec node
   for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
   for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do stop_process "${SERVICES[i]}" temporal-server; done
@@ -880,6 +906,9 @@ cmd_status() {
   pid="$(pid_of ui)"; state=stopped
   if alive_as "$pid" temporal-ui-server; then state=running; else pid=-; all=1; fi
   line ui "$state" "$pid" "http://$HOST:$UI_PORT"
+  pid="$(pid_of codec)"; state=stopped
+  if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
+  line codec "$state" "$pid" "http://$HOST:$CODEC_PORT"
   local name host
   for name in "${ENGINES[@]}"; do
     pid="$(engine_pid "$name")"; state=stopped
@@ -893,7 +922,7 @@ cmd_status() {
     line "$name" "$state" "$pid" "--role $(worker_role "$name")${host:+ --host-id $host}"
   done
   local known=" " stray
-  for svc in "${SERVICES[@]}" ui "${WORKERS[@]}"; do known+="$(pid_of "$svc") "; done
+  for svc in "${SERVICES[@]}" ui codec "${WORKERS[@]}"; do known+="$(pid_of "$svc") "; done
   for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   for stray in $(strays); do
     [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
@@ -917,6 +946,7 @@ cmd_up() {
   for name in "${ENGINES[@]}"; do start_engine "$name"; done
   load_images
   start_workers
+  start_codec
   say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
   printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
   printf 'TEMPORAL_UI=%s\n' "http://$HOST:$UI_PORT"

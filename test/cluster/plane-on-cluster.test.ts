@@ -45,8 +45,8 @@ import { runSandboxctl } from '../helpers/worker-process';
 
 const CLUSTER_SH = path.join(REPO_ROOT, 'scripts', 'cluster.sh');
 const DATA = path.join(REPO_ROOT, '.data', 'cluster-test');
-/** Ports of scripts/cluster.sh (its header): PostgreSQL, frontend gRPC and HTTP, history, matching, membership, UI. */
-const CLUSTER_PORTS = [15432, 17233, 17243, 17234, 17235, 16933, 16934, 16935, 16939, 18233];
+/** Ports of scripts/cluster.sh (its header): PostgreSQL, frontend gRPC and HTTP, history, matching, membership, UI, codec server. */
+const CLUSTER_PORTS = [15432, 17233, 17243, 17234, 17235, 16933, 16934, 16935, 16939, 18233, 18234];
 const SDK_SANDBOXES = 27;
 const CLI_SANDBOXES = 2;
 /** One more waits for a human: 30 in all. */
