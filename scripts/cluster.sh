@@ -532,9 +532,11 @@ EOF
 # "Sealed sandboxes"). Each engine has a /16 of its own (10.N.0.0/16, N its bridge's third
 # octet): engines that share a pool race to the same free range when they create networks
 # at once, and a docker-proxy then forwards one sandbox's port to another's container.
-# No --live-restore: `down` stops dockerd, and dockerd stops its containers; after `up`,
-# each READY sandbox's health watch finds its emulator stopped and restarts it once
-# (docs/deploy.md, "Stopping the cluster").
+# --live-restore, and `down` stops the containers itself before it stops dockerd: an engine
+# with address pools and without live restore that starts again on its old data deletes the
+# link named docker0 (Docker 20.10's daemon does, whichever engine owns it), and with it the
+# default bridge of the machine's first engine. After `up`, each READY sandbox's health watch
+# finds its emulator stopped and restarts it once (docs/deploy.md, "Stopping the cluster").
 ENGINES=(a b)
 # The socket path must stay short (a Unix socket path has at most 107 bytes): /run, keyed by $DATA.
 ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$KEY"
@@ -615,6 +617,7 @@ start_engine() {
     --bridge="$bridge" \
     --iptables=false \
     --ip-masq=false \
+    --live-restore \
     --default-address-pool "base=10.$subnet.0.0/16,size=28" \
     "${identity[@]}" >>"$log" 2>&1 </dev/null &
   local started=$! deadline=$((SECONDS + WAIT_SECONDS))
@@ -629,7 +632,15 @@ stop_engine() {
   local name="$1" pid deadline
   pid="$(engine_pid "$name")"
   if alive_as "$pid" dockerd; then
-    say "stopping engine $name (pid $pid; it stops its containers first)"
+    # With --live-restore dockerd would leave them running: stop them while it answers.
+    local containers
+    containers="$(DOCKER_HOST="$(engine_socket "$name")" timeout 30 docker ps -q 2>/dev/null || true)"
+    if [[ -n "$containers" ]]; then
+      say "stopping engine $name's $(wc -w <<<"$containers") container(s)"
+      # shellcheck disable=SC2086 # one id per word
+      DOCKER_HOST="$(engine_socket "$name")" timeout 120 docker stop --time 10 $containers >/dev/null 2>&1 || true
+    fi
+    say "stopping engine $name (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
     deadline=$((SECONDS + 60))
     while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.2; done
@@ -830,7 +841,8 @@ start_codec() {
 # container on one of our bridges); while the engine runs they are its own.
 strays() {
   local everything="${1:-}" f pid args subnets=() subnet
-  for f in "$DATA"/engines/*/subnet; do [[ -s "$f" ]] && subnets+=("-container-ip 172.31.$(cat "$f").") ; done
+  # The default bridge (172.31.N) and the sandbox networks (10.N) of each engine.
+  for f in "$DATA"/engines/*/subnet; do [[ -s "$f" ]] && subnets+=("-container-ip 172.31.$(cat "$f")." "-container-ip 10.$(cat "$f").") ; done
   for f in /proc/[0-9]*/cmdline; do
     pid="${f#/proc/}"; pid="${pid%/cmdline}"
     args="$( { tr '\0' ' ' <"$f"; } 2>/dev/null || true)"

@@ -373,7 +373,11 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     for (const port of [...CLUSTER_PORTS, ...endpoints]) assert.equal(await isListening(port), false, `port ${port} is closed after down`);
     assert.deepEqual(processesNaming([DATA, runRoot(), pgData]), [], 'no process of the cluster after down');
 
+    // The machine's first engine (scripts/docker-engine.sh, which npm test started) owns docker0:
+    // an engine restarting on its old data without live restore deleted it (Docker 20.10).
+    const docker0Before = fs.existsSync('/sys/class/net/docker0');
     ({ address, uiUrl } = await up());
+    assert.equal(fs.existsSync('/sys/class/net/docker0'), docker0Before, "the cluster's engines, started again, leave the machine's docker0 alone");
     await sandboxes.close();
     sandboxes = await SandboxClient.connect({ address, namespace: 'default', taskQueue: topology[0]!.taskQueue });
 
