@@ -31,7 +31,6 @@ build_stamp="dist/.build-stamp"
 if [ ! -f "$build_stamp" ] || [ -n "$(find src tsconfig.json package-lock.json -newer "$build_stamp" -print -quit)" ]; then
   say "compiling TypeScript into dist/"
   rm -rf dist
-  npx tsc -p tsconfig.json
-  node scripts/write-workflow-bundle.mjs
+  npm run --silent build   # tsc, then the workflow bundle workers load
   touch "$build_stamp"
 fi
