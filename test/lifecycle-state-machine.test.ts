@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
+import { rejectsWith } from './helpers/rejects-with';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
-
-function rejectsWith(code: string, pattern?: RegExp) {
-  return (err: unknown) => {
-    assert.ok(err instanceof SandboxPlaneError, `expected a SandboxPlaneError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    if (pattern !== undefined) assert.match(err.message, pattern);
-    return true;
-  };
-}
 
 describe('the lifecycle state machine on a real Temporal dev server', () => {
   let worker: TestWorker;

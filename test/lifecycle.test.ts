@@ -6,11 +6,12 @@ import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapter';
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
-import { SandboxPlaneError } from '../src/domain/errors';
-import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import type { SandboxPlaneError } from '../src/domain/errors';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
+import { eventually, waitForState } from './helpers/eventually';
 import { projectionSnapshot } from './helpers/projection-row';
+import { rejectsWith } from './helpers/rejects-with';
 import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
@@ -27,35 +28,6 @@ function spyOn(memory: MemoryAdapter, calls: string[]): CloudEmulatorAdapter {
       };
     },
   });
-}
-
-async function waitForState(worker: TestWorker, id: string, state: string, timeoutMs = 30_000): Promise<SandboxStatus> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await worker.sandboxes.status(id);
-    if (status.state === state) return status;
-    if (Date.now() > deadline) assert.fail(`sandbox ${id} is ${status.state}, expected ${state}: ${status.waitingFor}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-function rejectsWith(code: string, message?: RegExp) {
-  return (err: unknown) => {
-    assert.ok(err instanceof SandboxPlaneError, `expected a SandboxPlaneError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    if (message !== undefined) assert.match(err.message, message);
-    return true;
-  };
 }
 
 function actions(worker: TestWorker, id: string): string[] {
@@ -108,7 +80,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     assert.ok(ready.timeLeftSeconds !== null && ready.timeLeftSeconds <= 3);
     assert.ok(worker.memory.liveSandboxIds().includes('ttl-1'));
 
-    const gone = await waitForState(worker, 'ttl-1', 'DESTROYED');
+    const gone = await waitForState(worker.sandboxes, 'ttl-1', 'DESTROYED');
     assert.equal(gone.clientConfig, null);
     assert.equal(gone.timeLeftSeconds, null);
     assert.ok(!worker.memory.liveSandboxIds().includes('ttl-1'));
@@ -147,10 +119,10 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const metadata = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
     assert.equal(metadata.currentDetails, waiting.waitingFor, 'the UI shows the same instructions');
 
-    const listed = await eventually(async () => {
+    const listed = await eventually('SandboxState="AWAITING_APPROVAL" to list it', async () => {
       const rows = await worker.sandboxes.list({ state: 'AWAITING_APPROVAL' });
       return rows.find((row) => row.id === 'gated-a');
-    }, 'SandboxState="AWAITING_APPROVAL" to list it');
+    });
     assert.equal(listed.principal, 'gated-1');
 
     await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'gated-1', reason: 'mine' }), rejectsWith('APPROVER_NOT_ALLOWED'));
@@ -160,12 +132,12 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     // A listed approver's name without their code is a forgery (DESIGN §12): audited, ignored.
     await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'forged' }), rejectsWith('APPROVAL_UNVERIFIED', /no code/));
     await handle.signal('approve', { approver: 'alice', reason: 'guessed', code: wrongCode(await alice.code()) });
-    await eventually(async () => ((await worker.sandboxes.status('gated-a')).approvalAttempts.length === 6 ? true : undefined), 'six judged attempts');
+    await eventually('six judged attempts', async () => ((await worker.sandboxes.status('gated-a')).approvalAttempts.length === 6 ? true : undefined));
     assert.equal((await worker.sandboxes.status('gated-a')).state, 'AWAITING_APPROVAL', 'nothing above moved it');
 
     const outcome = await worker.sandboxes.approve('gated-a', { approver: 'alice', reason: 'looks fine', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
-    const ready = await waitForState(worker, 'gated-a', 'READY');
+    const ready = await waitForState(worker.sandboxes, 'gated-a', 'READY');
     assert.deepEqual(ready.approval && { approver: ready.approval.approver, reason: ready.approval.reason }, { approver: 'alice', reason: 'looks fine' });
 
     const audit = worker.store.sandboxes.audit('gated-a');
@@ -205,10 +177,10 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
         'workflow', 'signal', '--workflow-id', 'sandbox-gated-cli', '--name', 'approve', '--input', JSON.stringify(input), '--address', worker.config.temporalAddress,
       ]);
     await signal({ approver: 'alice', reason: 'x' });
-    await eventually(async () => ((await worker.sandboxes.status('gated-cli')).approvalAttempts.length === 1 ? true : undefined), 'the forged signal judged');
+    await eventually('the forged signal judged', async () => ((await worker.sandboxes.status('gated-cli')).approvalAttempts.length === 1 ? true : undefined));
     assert.equal((await worker.sandboxes.status('gated-cli')).state, 'AWAITING_APPROVAL');
     await signal({ approver: 'alice', reason: 'x', code: await alice.code() });
-    assert.equal((await waitForState(worker, 'gated-cli', 'READY')).approval?.approver, 'alice');
+    assert.equal((await waitForState(worker.sandboxes, 'gated-cli', 'READY')).approval?.approver, 'alice');
     await worker.sandboxes.destroy('gated-cli');
   });
 
@@ -217,7 +189,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await worker.sandboxes.create({ id: 'gated-d', principal: 'gated-2', services: ['s3'] });
     const outcome = await worker.sandboxes.deny('gated-d', { approver: 'alice', reason: 'not today', code: await alice.code() });
     assert.equal(outcome.attempt.verdict, 'accepted');
-    const denied = await waitForState(worker, 'gated-d', 'DENIED');
+    const denied = await waitForState(worker.sandboxes, 'gated-d', 'DENIED');
     assert.deepEqual(denied.error, { code: 'APPROVAL_DENIED', message: 'denied by alice: not today' });
     assert.deepEqual(calls.slice(before), []);
     assert.deepEqual(actions(worker, 'gated-d'), ['requested', 'screened', 'denied']);

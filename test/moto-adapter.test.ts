@@ -14,21 +14,12 @@ import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { createTableCommand } from './helpers/aws-fixtures';
 import { runCli } from './helpers/cli';
+import { waitForState } from './helpers/eventually';
 import { isListening } from './helpers/free-port';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
-
-async function waitForState(worker: TestWorker, id: string, state: string, timeoutMs = 60_000): Promise<SandboxStatus> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await worker.sandboxes.status(id);
-    if (status.state === state) return status;
-    if (Date.now() > deadline) assert.fail(`sandbox ${id} is ${status.state}, expected ${state}: ${status.waitingFor}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 function portOf(endpoint: string): number {
   return Number(new URL(endpoint).port);
@@ -121,7 +112,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
       { wait: 'ready' },
     );
     assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'moto-ttl' })).length, 1);
-    await waitForState(worker, 'moto-ttl', 'DESTROYED');
+    await waitForState(worker.sandboxes, 'moto-ttl', 'DESTROYED');
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'moto-ttl' }), []);
     assert.equal(await isListening(portOf(ready.endpoint as string)), false);
   });

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SandboxState } from '../src/domain/sandbox-states';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { launchBrowser, screenshot } from './helpers/browser';
+import { waitForState } from './helpers/eventually';
 import { filterList as filterUiList, inUiPage, openAndReadDetails, plainQuotes, sendSignal as sendUiSignal } from './helpers/temporal-ui';
 import { testTemporalUi } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -25,16 +25,6 @@ const LIST_TIMEOUT_MS = 30_000;
 const TEST_TIMEOUT_MS = 180_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitForState(worker: TestWorker, id: string, state: SandboxState, timeoutMs = 30_000): Promise<SandboxStatus> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await worker.sandboxes.status(id);
-    if (status.state === state) return status;
-    if (Date.now() > deadline) assert.fail(`sandbox ${id} is ${status.state}, expected ${state}: ${status.waitingFor}`);
-    await sleep(200);
-  }
-}
 
 async function waitUntilListed(worker: TestWorker, id: string, state: SandboxState): Promise<void> {
   const deadline = Date.now() + LIST_TIMEOUT_MS;
@@ -123,7 +113,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
       await sendSignal('approve', payload, 'approve-3-signal-dialog');
       assert.ok(codecCalls.includes('encode 200'), `the UI encrypted the signal's input through the codec server: ${codecCalls.join(', ')}`);
 
-      const ready = await waitForState(worker, approvedId, 'READY');
+      const ready = await waitForState(worker.sandboxes, approvedId, 'READY');
       assert.equal(ready.approval?.approver, 'alice');
       assert.equal(ready.approval?.reason, 'approved in the UI');
       assert.deepEqual(
@@ -151,7 +141,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
       await findWaiting('deny', id, [`sandbox-${approvedId}`]);
       await sendSignal('deny', { approver: 'alice', reason: 'denied in the UI', code: await alice.code() }, 'deny-3-signal-dialog');
 
-      const denied = await waitForState(worker, id, 'DENIED');
+      const denied = await waitForState(worker.sandboxes, id, 'DENIED');
       assert.deepEqual(denied.error, { code: 'APPROVAL_DENIED', message: 'denied by alice: denied in the UI' });
       assert.equal(denied.endpoint, null);
       assert.deepEqual(

@@ -33,12 +33,11 @@ import { ERROR_CODES } from '../../src/domain/error-codes';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
 import type { HostView } from '../../src/domain/hosts';
 import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
-import type { SandboxState } from '../../src/domain/sandbox-states';
 import { authenticatorFor, type TestAuthenticator } from '../helpers/approvers';
 import { launchBrowser, screenshot } from '../helpers/browser';
 import { REPO_ROOT } from '../helpers/cli';
 import { dockerClient } from '../helpers/container-events';
-import { eventually } from '../helpers/eventually';
+import { eventually, waitForState } from '../helpers/eventually';
 import { isListening } from '../helpers/free-port';
 import { filterList, inUiPage, openAndReadDetails, plainQuotes, sendSignal } from '../helpers/temporal-ui';
 import { runSandboxctl } from '../helpers/worker-process';
@@ -192,19 +191,6 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     return perHost;
   }
 
-  async function waitForState(id: string, state: SandboxState, timeoutMs = 120_000): Promise<SandboxStatus> {
-    let last: SandboxStatus | undefined;
-    return eventually(
-      `${id} to be ${state}`,
-      async () => {
-        last = await sandboxes.status(id);
-        return last.state === state ? last : undefined;
-      },
-      timeoutMs,
-      () => `${last?.state}: ${last?.waitingFor}`,
-    );
-  }
-
   /**
    * An agent's create, through the SDK or the CLI. The id is the idempotency key, so a
    * call the outage cut off (a retryable code, or none at all) is simply made again; a
@@ -339,7 +325,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       await sendSignal(page, { shots: SHOTS, shot: '2-signal-dialog', name: 'approve', payload: { approver: 'alice', reason: 'approved in the cluster UI', code: await alice.code() } });
     });
 
-    const approved = await waitForState(approvedId, 'READY', CREATE_TIMEOUT_MS);
+    const approved = await waitForState(sandboxes, approvedId, 'READY', CREATE_TIMEOUT_MS);
     assert.equal(approved.approval?.approver, 'alice');
 
     const statuses = await Promise.all(ids.map((id) => sandboxes.status(id)));
@@ -399,7 +385,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     }
 
     // The short TTL ran out after the restart: its timer, kept in PostgreSQL, still ends it.
-    const ended = await waitForState(shortId, 'DESTROYED', Math.max(0, Date.parse(short.expiresAt!) - Date.now()) + 120_000);
+    const ended = await waitForState(sandboxes, shortId, 'DESTROYED', Math.max(0, Date.parse(short.expiresAt!) - Date.now()) + 120_000);
     assert.ok(Date.parse(ended.expiresAt!) <= Date.now());
     const audit = await sandboxctl<{ operations: { action: string; actor: string }[] }>('audit', shortId);
     assert.ok(

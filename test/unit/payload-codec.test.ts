@@ -15,21 +15,12 @@ import {
   readCodecKeysFile,
 } from '../../src/codec';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { isSandboxPlaneError } from '../../src/domain/errors';
+import { rejectsWith } from '../helpers/rejects-with';
 
 const text = (bytes: Uint8Array | null | undefined) => new TextDecoder().decode(bytes ?? new Uint8Array());
 const payloadOf = (value: unknown): Payload => defaultPayloadConverter.toPayload(value);
 const valueOf = (payload: Payload): unknown => defaultPayloadConverter.fromPayload(payload);
 const keyLine = (id: string) => formatCodecKey({ ...generateCodecKey(), id });
-
-function rejectsWith(work: Promise<unknown>, code: string, message: RegExp) {
-  return assert.rejects(work, (err: unknown) => {
-    assert.ok(isSandboxPlaneError(err), `a SandboxPlaneError, got ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, message);
-    return true;
-  });
-}
 
 describe('AesGcmPayloadCodec', () => {
   const request = { principal: 'agent-7', purpose: 'load test the billing queue', services: ['s3'] };
@@ -70,7 +61,7 @@ describe('AesGcmPayloadCodec', () => {
     const gone = generateCodecKey();
     const kept = generateCodecKey();
     const [encoded] = await new AesGcmPayloadCodec([gone]).encode([payloadOf('x')]);
-    await rejectsWith(new AesGcmPayloadCodec([kept]).decode([encoded!]), 'PAYLOAD_UNDECRYPTABLE', new RegExp(`key id ${gone.id}, which is not among this process's keys \\(${kept.id}\\)`));
+    await assert.rejects(new AesGcmPayloadCodec([kept]).decode([encoded!]), rejectsWith('PAYLOAD_UNDECRYPTABLE', new RegExp(`key id ${gone.id}, which is not among this process's keys \\(${kept.id}\\)`)));
   });
 
   test('tampered ciphertext, a swapped key id and a truncated payload are refused', async () => {
@@ -80,11 +71,11 @@ describe('AesGcmPayloadCodec', () => {
     const [encoded] = await codec.encode([payloadOf(request)]);
     const data = Uint8Array.from(encoded!.data!);
     data[20] = (data[20] ?? 0) ^ 1;
-    await rejectsWith(codec.decode([{ ...encoded, data }]), 'PAYLOAD_UNDECRYPTABLE', /failed authentication/);
+    await assert.rejects(codec.decode([{ ...encoded, data }]), rejectsWith('PAYLOAD_UNDECRYPTABLE', /failed authentication/));
     // Same key bytes under another id: the id is authenticated with the ciphertext.
     const relabelled = { ...encoded, metadata: { ...encoded!.metadata, [KEY_ID_METADATA]: new TextEncoder().encode(b.id) } };
-    await rejectsWith(codec.decode([relabelled]), 'PAYLOAD_UNDECRYPTABLE', /failed authentication/);
-    await rejectsWith(codec.decode([{ ...encoded, data: data.subarray(0, 10) }]), 'PAYLOAD_UNDECRYPTABLE', /truncated/);
+    await assert.rejects(codec.decode([relabelled]), rejectsWith('PAYLOAD_UNDECRYPTABLE', /failed authentication/));
+    await assert.rejects(codec.decode([{ ...encoded, data: data.subarray(0, 10) }]), rejectsWith('PAYLOAD_UNDECRYPTABLE', /truncated/));
   });
 
   test('payloads without the encoding marker pass through unchanged (histories from before the codec)', async () => {
