@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createLifecycleActivities } from '../src/activities/lifecycle-activities';
+import { createProjectionActivities, createRuntimeActivities } from '../src/activities/lifecycle-activities';
 import { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../src/domain/contract-names';
 import { FEATURE_FLAG_NAMES, type FeatureFlags } from '../src/domain/feature-flags';
@@ -56,15 +56,17 @@ describe('lifecycle timers on the time-skipping test server', () => {
 
   const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
 
-  const lifecycleActivities = () =>
-    createLifecycleActivities({
+  /** The lifecycle's store and runtime activities, both registered on both queues (each ignores the other's). */
+  const lifecycleActivities = () => ({
+    ...createProjectionActivities({
       store,
-      adapters: { memory },
       flags,
       lifecycle: SETTINGS,
       liveHostIds: async () => new Set([DEFAULT_HOST_ID]),
       secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
-    });
+    }),
+    ...createRuntimeActivities({ adapters: { memory } }),
+  });
 
   /** The lifecycle queue with the workflows, and the same activities on the store and docker queues (DESIGN §10). */
   async function withWorker<T>(work: () => Promise<T>, activities: object = lifecycleActivities()): Promise<T> {

@@ -30,40 +30,11 @@ export interface ProjectionSweepActivityDeps {
   readonly hosts: HostDirectory;
 }
 
-export type CleanupActivityDeps = HostSweepActivityDeps & ProjectionSweepActivityDeps;
-
 /** Teardown lines go to the activity's log, so they carry the sweep's workflow and activity ids. */
 const activityLogger: BrokerLogger = {
   info: (obj, msg) => log.info(msg, { ...obj }),
   warn: (obj, msg) => log.warn(msg, { ...obj }),
 };
-
-/** Every cleanup activity: what a worker running all roles registers on the lifecycle queue (sweeps started before hosts). */
-export function createCleanupActivities(deps: CleanupActivityDeps) {
-  const host = createHostSweepActivities(deps);
-  const projection = createProjectionSweepActivities(deps);
-  return {
-    ...host,
-    ...projection,
-
-    /** Version 1 of the sweep: {@link host.removeContainer} and its audit row in one step. */
-    async removeOrphanContainer(input: { finding: LeakFinding; sweepWorkflowId: string; step: number }): Promise<{ removed: boolean; error: string | null }> {
-      const outcome = await host.removeContainer({ containerId: input.finding.subject });
-      if (outcome.removed) await projection.recordOrphanRemoval(input);
-      return outcome;
-    },
-
-    /** Version 1 of the sweep: leftovers on this engine, then {@link projection.closeStranded}. */
-    async reconcileStranded(input: { finding: LeakFinding; containersRemain: boolean; sweepWorkflowId: string; step: number }): Promise<ReconcileOutcome | null> {
-      const recorded = (await projection.recordedRuntimes({ sandboxIds: [input.finding.subject] }))[input.finding.subject];
-      const leftovers = [
-        ...(input.containersRemain ? ['its containers are still present after removal'] : []),
-        ...(recorded === undefined ? [] : await host.recordedLeftovers({ sandboxId: input.finding.subject, recorded })),
-      ];
-      return projection.closeStranded({ finding: input.finding, leftovers, sweepWorkflowId: input.sweepWorkflowId, step: input.step });
-    },
-  };
-}
 
 /** The sweep's activities on one docker host: that engine's containers of this plane. */
 export function createHostSweepActivities(deps: HostSweepActivityDeps) {
@@ -175,15 +146,14 @@ export function createProjectionSweepActivities(deps: ProjectionSweepActivityDep
   return {
     /**
      * Projection rows the sweep has work for (unfinished or DESTROY_FAILED), and those of
-     * `alsoIds` (the sandboxes the containers name). With `hostId`, only the rows placed
-     * on that host (and, with `includeUnplaced`, those placed on none).
+     * `alsoIds` (the sandboxes the containers name), placed on `hostId` (and, with
+     * `includeUnplaced`, those placed on none: refused or stranded before placement).
      */
-    async projectionRows(input: { alsoIds: readonly string[]; hostId?: string; includeUnplaced?: boolean }): Promise<Record<string, InventoryRow>> {
+    async projectionRows(input: { alsoIds: readonly string[]; hostId: string; includeUnplaced: boolean }): Promise<Record<string, InventoryRow>> {
       return withTaxonomy(() => {
         const rows = store.sandboxes.inventoryRows(input.alsoIds);
-        if (input.hostId === undefined) return rows;
         const named = new Set(input.alsoIds);
-        const mine = (row: InventoryRow) => row.host === input.hostId || (input.includeUnplaced === true && (row.host ?? null) === null);
+        const mine = (row: InventoryRow) => row.host === input.hostId || (input.includeUnplaced && (row.host ?? null) === null);
         return Object.fromEntries(Object.entries(rows).filter(([id, row]) => named.has(id) || mine(row)));
       });
     },

@@ -6,9 +6,9 @@ import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
-import { createCleanupActivities, createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
+import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
 import { createStoreCommandActivities } from './store-command-activities';
-import { createLifecycleActivities, createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
+import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
 
@@ -38,9 +38,6 @@ export interface DockerRoleDeps {
   readonly warmPools?: WarmPoolReporter;
 }
 
-/** Everything the activities of all roles need, wired by the worker (real parts) or by tests. */
-export type ActivityDeps = StoreRoleDeps & DockerRoleDeps;
-
 /** The store role's activities, on `<tq>-store`. */
 export function createStoreActivities(deps: StoreRoleDeps) {
   return {
@@ -56,18 +53,8 @@ export function createDockerActivities(deps: DockerRoleDeps) {
   return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps) };
 }
 
-/**
- * Every activity, as one worker running all roles registers them on the lifecycle queue
- * too: runs that started before worker roles schedule everything there. Workflows see
- * only the type.
- */
-export function createActivities(deps: ActivityDeps) {
-  return {
-    ...createWorkerHealthActivities(deps),
-    ...createLifecycleActivities({ ...deps, liveHostIds: () => deps.hosts.liveHostIds() }),
-    ...createCleanupActivities(deps),
-    ...createStoreCommandActivities(deps),
-  };
-}
+/** The store role's activities, as workflows schedule them on `<tq>-store`. */
+export type StoreActivities = ReturnType<typeof createStoreActivities>;
 
-export type Activities = ReturnType<typeof createActivities>;
+/** A docker role's activities, as workflows schedule them on `<tq>-docker-<hostId>`. */
+export type DockerActivities = ReturnType<typeof createDockerActivities>;

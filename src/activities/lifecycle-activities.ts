@@ -40,8 +40,6 @@ export interface RuntimeActivityDeps {
   readonly adapters: AdapterRegistry;
 }
 
-export type LifecycleActivityDeps = ProjectionActivityDeps & RuntimeActivityDeps;
-
 /** Where placement put a sandbox, or why no host took it (the workflow waits and asks again). */
 export type PlacementResult = { readonly placement: Placement } | { readonly refused: string };
 
@@ -59,13 +57,6 @@ export interface PlacementRequest {
   readonly adapter: AdapterName;
   readonly operation: OperationRecord;
 }
-
-/** What version-1 lifecycles (started before the state machine) expect; current runs choose for themselves. */
-const V1_STATE_AFTER_SCREENING: Readonly<Record<PolicyEffect, SandboxState>> = {
-  deny: 'DENIED',
-  require_approval: 'AWAITING_APPROVAL',
-  allow: 'PROVISIONING',
-};
 
 /** How many looks it takes to call an emulator dead, and the pause between them. */
 const HEALTH_CONFIRMATIONS = 3;
@@ -88,11 +79,6 @@ function adapterFor(adapters: AdapterRegistry, name: AdapterName): CloudEmulator
   return adapter;
 }
 
-/** Every lifecycle activity: what a worker running all roles registers on the lifecycle queue. */
-export function createLifecycleActivities(deps: LifecycleActivityDeps) {
-  return { ...createProjectionActivities(deps), ...createRuntimeActivities(deps) };
-}
-
 /** Adapters some registered docker host runs: what screening may grant. */
 function registeredAdapters(store: Store): AdapterName[] {
   const offered = new Set(store.hosts.list().flatMap((host) => host.adapters));
@@ -112,7 +98,6 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
     snapshot: SandboxSnapshot;
     request: IdentifiedRequest;
     step: number;
-    /** The run screening (version-1 runs have none). */
     runId?: string;
     nextStates: Readonly<Record<PolicyEffect, SandboxState>>;
   }): ScreeningResult {
@@ -159,11 +144,6 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
   }
 
   return {
-    /** Version 1 only (runs started before the state machine): the snapshot and one audit row; `false` when already recorded. */
-    async recordTransition(input: { snapshot: SandboxSnapshot; operation: OperationRecord }): Promise<boolean> {
-      return withTaxonomy(() => store.sandboxes.record(input.snapshot, input.operation));
-    },
-
     /** Writes the snapshot and several audit rows in one transaction (a teardown's `destroying` and its outcome). */
     async recordTransitions(input: { snapshot: SandboxSnapshot; operations: readonly OperationRecord[] }): Promise<void> {
       return withTaxonomy(() =>
@@ -201,16 +181,6 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
           return 'placement' in placed ? { ...screening, placement: placed.placement } : screening;
         }),
       );
-    },
-
-    /** Version 1 of {@link screenNewRequest}, for runs started before the state machine (they record `requested` first). */
-    async screenRequest(input: { snapshot: SandboxSnapshot; request: IdentifiedRequest; step: number }): Promise<ScreeningResult> {
-      return withTaxonomy(() => store.sandboxes.atomically(() => screenRecorded({ ...input, nextStates: V1_STATE_AFTER_SCREENING })));
-    },
-
-    /** Whether `approver` is on the approvers list now (the list may change while a request waits). */
-    async isListedApprover(input: { approver: string }): Promise<boolean> {
-      return withTaxonomy(() => store.approvers.has(input.approver));
     },
 
     /**
@@ -290,5 +260,3 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
     },
   };
 }
-
-export type LifecycleActivities = ReturnType<typeof createLifecycleActivities>;

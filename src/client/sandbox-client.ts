@@ -226,7 +226,7 @@ export class SandboxClient {
     const digest = requestDigest(request);
     const workflowId = workflowIdFor(request.id);
     const until = AWAIT_TARGET[wait];
-    const lifecycleInput: LifecycleInput = { request, requestDigest: digest };
+    const lifecycleInput: LifecycleInput = { request };
     const startOperation = new WithStartWorkflowOperation(SANDBOX_LIFECYCLE_WORKFLOW, {
       taskQueue: this.taskQueue,
       workflowId,

@@ -145,7 +145,7 @@ export interface SandboxSnapshot {
 /** One audit row. `summary` is already redacted by the caller. */
 export interface OperationRecord {
   /**
-   * The workflow run that wrote it (absent for the sweep's rows and version-1 runs):
+   * The workflow run that wrote it (absent for the sweep's rows):
    * with the step, what makes a retried write idempotent, and a reset run's rows its own.
    */
   readonly runId?: string;

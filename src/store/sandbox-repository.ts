@@ -103,7 +103,7 @@ export class SandboxRepository {
       .immediate();
   }
 
-  /** The row a run wrote at `step` (`runId` absent: a version-1 run's or the sweep's). */
+  /** The row a run wrote at `step` (`runId` absent: the sweep's). */
   operation(workflowId: string, step: number, runId?: string): StoredOperation | undefined {
     const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) as
       | OperationRow

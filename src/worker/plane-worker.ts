@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createActivities, createDockerActivities, createStoreActivities } from '../activities';
+import { createDockerActivities, createStoreActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
@@ -11,7 +11,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration } from '../domain/hosts';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
-import { dockerQueue, storeQueue, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
+import { dockerQueue, storeQueue, type WorkerRole } from '../domain/task-queues';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
@@ -78,8 +78,7 @@ async function workflowCode(logger: Logger): Promise<WorkflowBundle> {
 /**
  * Connects to Temporal and builds one worker per role (DESIGN §10): lifecycle workflows
  * on `<tq>`, the projection on `<tq>-store`, this engine's runtime on
- * `<tq>-docker-<hostId>`. A process with every role also serves every activity on
- * `<tq>`, where runs started before the roles existed still schedule them.
+ * `<tq>-docker-<hostId>`.
  */
 export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<PlaneWorker> {
   const { config, logger } = options;
@@ -140,11 +139,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
     if (has('lifecycle')) {
       const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));
-      const everyRole = WORKER_ROLES.every(has) && store !== undefined && hosts !== undefined && adapters !== undefined;
-      const legacyActivities = everyRole
-        ? createActivities({ store, workerIdentity: identity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, adapters, broker, plane: planeId, maxSandboxes: config.maxSandboxes, secrets: storeSecrets(config) })
-        : undefined;
-      workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle, activities: legacyActivities }));
+      workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle }));
       queues.lifecycle = config.taskQueue;
     }
 

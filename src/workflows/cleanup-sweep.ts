@@ -1,5 +1,5 @@
-import { executeChild, getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import { executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { DockerActivities, StoreActivities } from '../activities';
 import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { classifyInventory, type LeakFinding, type SweepReport } from '../domain/leaks';
@@ -12,12 +12,6 @@ const CLEANUP_OPTIONS = {
   heartbeatTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
 };
-
-/** Activities of sweeps started before docker hosts: everything on the lifecycle queue. */
-const cleanup = proxyActivities<Activities>(CLEANUP_OPTIONS);
-
-/** Sweeps that start under this code hand the mismatches they see to the sandboxes' health watches. */
-const HAND_MISMATCHES_PATCH = 'sweep-hands-mismatches';
 
 /**
  * A mismatch under a running workflow is never repaired here (DESIGN §8): it is handed
@@ -38,9 +32,6 @@ async function handToHealthWatch(mismatches: readonly LeakFinding[]): Promise<vo
 /** How long a host's sweep waits for its docker worker to take a task before that host is given up for this sweep. */
 const HOST_PICKUP_TIMEOUT = '30 seconds';
 
-/** Sweeps that start under this code fan out one child per live docker host (DESIGN §10). */
-const PER_HOST_PATCH = 'sweep-per-host';
-
 /**
  * One cleanup pass (DESIGN §8): one child sweep per live docker host judges and removes
  * that host's orphans and closes the rows of its ended sandboxes (see
@@ -49,12 +40,11 @@ const PER_HOST_PATCH = 'sweep-per-host';
  * workflows, which a sweep never repairs, go to their health watches.
  */
 export async function cleanupSweep(): Promise<SweepReport> {
-  if (!patched(PER_HOST_PATCH)) return singleEngineSweep();
   const { workflowId } = workflowInfo();
-  const store = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
+  const store = proxyActivities<StoreActivities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
   const hosts = await store.sweepHosts();
   const live = hosts.filter((host) => host.live);
-  // Rows from before placement name no host: the single-machine host (or the first) judges them.
+  // Rows that never got a host (refused, or stranded before placement): the single-machine host (or the first) judges them.
   const judgesUnplaced = live.find((host) => host.hostId === DEFAULT_HOST_ID) ?? live[0];
   const outcomes = await Promise.allSettled(
     live.map((host) =>
@@ -122,8 +112,8 @@ export type HostSweepReport = Omit<SweepReport, 'sweptAt' | 'workflowId' | 'host
 export async function cleanupHostSweep(input: { hostId: string; taskQueue: string; includeUnplaced: boolean }): Promise<HostSweepReport> {
   const { workflowId } = workflowInfo();
   // A docker worker that went away after the host was judged live must not hold the sweep (and every later one) up.
-  const docker = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: input.taskQueue, scheduleToStartTimeout: HOST_PICKUP_TIMEOUT });
-  const store = proxyActivities<Activities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
+  const docker = proxyActivities<DockerActivities>({ ...CLEANUP_OPTIONS, taskQueue: input.taskQueue, scheduleToStartTimeout: HOST_PICKUP_TIMEOUT });
+  const store = proxyActivities<StoreActivities>({ ...CLEANUP_OPTIONS, taskQueue: storeQueue(workflowInfo().taskQueue) });
   const containers = await docker.listManagedContainers();
   const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];
   const rows = await store.projectionRows({ alsoIds: named, hostId: input.hostId, includeUnplaced: input.includeUnplaced });
@@ -168,75 +158,6 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
   }
   const remaining = [...kept, ...unreconciled, ...found.liveMismatches];
   return {
-    counts: {
-      containers: containers.length,
-      orphans: found.orphans.length,
-      stranded: found.stranded.length,
-      liveMismatches: found.liveMismatches.length,
-      removed: removed.length,
-      reconciled: reconciled.length,
-      outstanding: remaining.length,
-    },
-    removed,
-    reconciled,
-    remaining,
-  };
-}
-
-/**
- * The sweep as it ran before docker hosts (one engine, every activity on the lifecycle
- * queue): kept unchanged so a sweep in flight during an upgrade replays.
- */
-async function singleEngineSweep(): Promise<SweepReport> {
-  const { workflowId } = workflowInfo();
-  const containers = await cleanup.listManagedContainers();
-  const named = [...new Set(containers.map((container) => container.sandboxId).filter((id): id is string => id !== null))];
-  const rows = await cleanup.projectionRows({ alsoIds: named });
-  const candidates = [...new Set([...named, ...Object.keys(rows)])].sort();
-  const running = await cleanup.runningSandboxes({ candidates });
-  const found = classifyInventory({ containers, rows, running });
-
-  let step = 0;
-  for (const orphan of found.orphans) {
-    step += 1;
-    try {
-      await cleanup.removeOrphanContainer({ finding: orphan, sweepWorkflowId: workflowId, step });
-    } catch (err) {
-      // A hung engine call must not cost the whole sweep: measuring again will show the container stayed.
-      log.warn('orphan removal did not finish', { containerId: orphan.subject, error: String(err) });
-    }
-  }
-
-  const afterContainers = await cleanup.listManagedContainers();
-  const after = new Set(afterContainers.map((container) => container.id));
-  const removed: LeakFinding[] = found.orphans.filter((orphan) => !after.has(orphan.subject));
-  const kept: LeakFinding[] = found.orphans
-    .filter((orphan) => after.has(orphan.subject))
-    .map((orphan) => ({ ...orphan, detail: `${orphan.detail}; still present after removal` }));
-
-  // Temporal says these sandboxes ended; their rows are closed so they stop holding quota.
-  const reconciled: { sandboxId: string; state: SandboxState }[] = [];
-  const unreconciled: LeakFinding[] = [];
-  for (const finding of found.stranded) {
-    step += 1;
-    const containersRemain = afterContainers.some((container) => container.sandboxId === finding.subject);
-    try {
-      const outcome = await cleanup.reconcileStranded({ finding, containersRemain, sweepWorkflowId: workflowId, step });
-      if (outcome?.changed === true) reconciled.push({ sandboxId: finding.subject, state: outcome.state });
-      // Still DESTROY_FAILED: a leak until a later sweep finds its leftovers gone.
-      if (outcome?.state === 'DESTROY_FAILED') unreconciled.push({ ...finding, detail: [finding.detail, ...outcome.leftovers].join('; ') });
-    } catch (err) {
-      log.warn('stranded row not reconciled', { sandboxId: finding.subject, error: String(err) });
-      unreconciled.push(finding);
-    }
-  }
-  const remaining = [...kept, ...unreconciled, ...found.liveMismatches];
-  await cleanup.recordSweepFindings({ outstanding: remaining, removed });
-  if (patched(HAND_MISMATCHES_PATCH)) await handToHealthWatch(found.liveMismatches);
-
-  return {
-    sweptAt: new Date().toISOString(),
-    workflowId,
     counts: {
       containers: containers.length,
       orphans: found.orphans.length,

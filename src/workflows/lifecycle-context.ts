@@ -1,11 +1,8 @@
-import { ActivityCancellationType, isCancellation, log, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
+import { isCancellation, log, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import {
   expiresAtMsOf,
-  runtimeOf,
   snapshotOf,
   stateOf,
   statusOf,
@@ -16,62 +13,8 @@ import {
 } from '../domain/lifecycle-record';
 import type { Placement } from '../domain/hosts';
 import { SandboxExpiresAt, SandboxHost, SandboxState as SandboxStateKey } from '../domain/search-attributes';
-import { storeQueue } from '../domain/task-queues';
+import { hostActivities, storeActivities } from './activity-routes';
 import { failureCode } from './workflow-failures';
-
-const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
-
-// A bounded retry (about two minutes): a projection that stays down costs audit rows
-// their timeliness, never the lifecycle — see {@link LifecycleContext.audit}.
-const PROJECTION_OPTIONS = {
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
-} as const;
-
-export const projection = proxyActivities<Activities>(PROJECTION_OPTIONS);
-
-const RUNTIME_OPTIONS = {
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '30 seconds',
-  // On cancellation, wait until a provision has really stopped: tearing down while it
-  // still runs would let it create a container after the teardown.
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  // About two minutes of retries (2, 4, 8, 16, then 20 s apart): a Docker engine restart
-  // is ridden out, not turned into a FAILED sandbox. Refusals (non-retryable) stop at once.
-  retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
-} as const;
-
-export const runtime = proxyActivities<Activities>(RUNTIME_OPTIONS);
-
-/**
- * A short look at a sandbox's runtime (the health watch, the resource listing), tried
- * twice at most: an unanswered health look is "unknown", never a death, and a caller
- * asking for resources hears in seconds, not after the runtime's two-minute budget.
- */
-const BRIEF_LOOK_OPTIONS = {
-  startToCloseTimeout: '45 seconds',
-  // A host whose worker is gone never picks the look up: no answer is an answer ("unknown").
-  scheduleToStartTimeout: '30 seconds',
-  retry: { initialInterval: '2 seconds', maximumAttempts: 2, nonRetryableErrorTypes },
-} as const;
-
-export const briefLook = proxyActivities<Activities>(BRIEF_LOOK_OPTIONS);
-
-const proxiesByQueue = new Map<string, { runtime: typeof runtime; briefLook: typeof briefLook; projection: typeof projection }>();
-
-/** The same three kinds of activity, sent to one task queue (a host's, or the store's). */
-function proxiesOn(taskQueue: string) {
-  let proxies = proxiesByQueue.get(taskQueue);
-  if (proxies === undefined) {
-    proxies = {
-      projection: proxyActivities<Activities>({ ...PROJECTION_OPTIONS, taskQueue }),
-      runtime: proxyActivities<Activities>({ ...RUNTIME_OPTIONS, taskQueue }),
-      briefLook: proxyActivities<Activities>({ ...BRIEF_LOOK_OPTIONS, taskQueue }),
-    };
-    proxiesByQueue.set(taskQueue, proxies);
-  }
-  return proxies;
-}
 
 /** One audit row, as the workflow describes it; the step number is added when it is recorded. */
 export interface Operation {
@@ -153,22 +96,6 @@ export class LifecycleContext {
   readonly inbox: PendingApproval[] = [];
   /** Set once the run is handing over to a new run: waiting updates are told to ask again. */
   continuing = false;
-  /**
-   * Whether this run watches health, records warnings in the background and continues
-   * as new: `false` for runs that started before these existed (they replay unchanged).
-   */
-  watchesHealth = true;
-  /**
-   * Whether this run places its sandbox on a docker host and sends activities to the
-   * role queues (DESIGN §10); `false` for runs that started before worker roles: they
-   * keep everything on the lifecycle queue, where a worker with every role serves it.
-   */
-  placesOnHosts = true;
-  /**
-   * Whether approvals must carry the approver's TOTP code (DESIGN §12); `false` for runs
-   * that started before approvals needed proof (they replay their listed-approver check).
-   */
-  requiresProof = true;
   /** Approvals judged in this run: names each proof check, so a retried check is not a replayed code. */
   proofChecks = 0;
 
@@ -204,25 +131,29 @@ export class LifecycleContext {
   }
 
   /** The projection's activities: on the store role's queue. */
-  get projection(): typeof projection {
-    return this.placesOnHosts ? proxiesOn(storeQueue(workflowInfo().taskQueue)).projection : projection;
+  get projection() {
+    return storeActivities();
   }
 
   /** The runtime's activities: on the queue of the host the sandbox was placed on. */
-  get runtime(): typeof runtime {
-    const host = this.current.host;
-    return this.placesOnHosts && host ? proxiesOn(host.taskQueue).runtime : runtime;
+  get runtime() {
+    return hostActivities(this.placement).runtime;
   }
 
   /** A short look at the runtime, on the same host queue as {@link runtime}. */
-  get briefLook(): typeof briefLook {
-    const host = this.current.host;
-    return this.placesOnHosts && host ? proxiesOn(host.taskQueue).briefLook : briefLook;
+  get briefLook() {
+    return hostActivities(this.placement).briefLook;
   }
 
-  /** Whether the sandbox may hold a runtime somewhere: placed, or from before placement existed. */
+  /** Whether the sandbox may hold a runtime somewhere: once it is placed on a host. */
   get mayHoldRuntime(): boolean {
-    return !this.placesOnHosts || (this.current.host ?? null) !== null || runtimeOf(this.current.phase) !== null;
+    return (this.current.host ?? null) !== null;
+  }
+
+  private get placement(): Placement {
+    const host = this.current.host;
+    if (host === undefined || host === null) throw new Error(`sandbox ${this.current.request.id} has no docker host yet: nothing runs anywhere`);
+    return host;
   }
 
   /** Records where the sandbox runs: from now on its runtime activities go to that host's queue. */

@@ -84,7 +84,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
   // than at its next turn. Changing the phase wakes the READY loop.
   setHandler(checkHealthSignal, () => {
     const phase = ctx.phase;
-    if (!ctx.watchesHealth || phase.name !== 'ready' || ctx.moving) return;
+    if (phase.name !== 'ready' || ctx.moving) return;
     ctx.revise({ ...phase, health: { ...phase.health, nextCheckAtMs: Math.min(phase.health.nextCheckAtMs, Date.now()) } });
   });
 

@@ -83,7 +83,7 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
       step: ctx.nextStep(),
       nextStates: STATE_AFTER_SCREENING,
       // An allowed sandbox is placed in the same transaction when a host has room; else provisioning places it.
-      placement: ctx.placesOnHosts ? { adapter: request.adapter, operation: ctx.numberedAhead(placedOperation(request.adapter)) } : undefined,
+      placement: { adapter: request.adapter, operation: ctx.numberedAhead(placedOperation(request.adapter)) },
     }));
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -118,7 +118,7 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
 export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<'awaiting_approval'>): Promise<Phase> {
   const { screening } = phase;
   const timeout = formatDuration(screening.settings.approvalTimeoutSeconds);
-  const handOver = () => ctx.watchesHealth && ctx.historyIsLong();
+  const handOver = () => ctx.historyIsLong();
   for (;;) {
     const remaining = phase.deadlineMs - Date.now();
     const woke = remaining > 0 && (await condition(() => ctx.inbox.length > 0 || ctx.destroyRequest !== undefined || handOver(), remaining));
@@ -183,33 +183,19 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
   if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send ${APPROVAL_EXAMPLE}`);
   const { approver, reason } = parsed.data;
   if (approver === ctx.record.request.principal) return ignore(approver, `${approver} requested this sandbox and cannot ${pending.signal} it`);
-  if (ctx.requiresProof) {
-    const { workflowId, runId } = workflowInfo();
-    ctx.proofChecks += 1;
-    let proof: Awaited<ReturnType<LifecycleContext['projection']['verifyApproval']>>;
-    try {
-      proof = await ctx.projection.verifyApproval({ approver, code: parsed.data.code ?? null, use: `${workflowId}/${runId}/${ctx.proofChecks}` });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      const error = failureCode(err, 'STORE_UNAVAILABLE');
-      return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send the ${pending.signal} again`);
-    }
-    if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
-    // A forged or replayed approval is audited and ignored: the sandbox goes on waiting for a real one.
-    if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
-    const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
-    ctx.noteAttempt(attempt);
-    return attempt;
-  }
-  let listed: boolean;
+  const { workflowId, runId } = workflowInfo();
+  ctx.proofChecks += 1;
+  let proof: Awaited<ReturnType<LifecycleContext['projection']['verifyApproval']>>;
   try {
-    listed = await ctx.projection.isListedApprover({ approver });
+    proof = await ctx.projection.verifyApproval({ approver, code: parsed.data.code ?? null, use: `${workflowId}/${runId}/${ctx.proofChecks}` });
   } catch (err) {
     if (isCancellation(err)) throw err;
     const error = failureCode(err, 'STORE_UNAVAILABLE');
-    return ignore(approver, `the approvers list could not be read (${error.code}: ${error.message}); send the ${pending.signal} again`);
+    return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send the ${pending.signal} again`);
   }
-  if (!listed) return ignore(approver, `${approver} is not on the approvers list`);
+  if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
+  // A forged or replayed approval is audited and ignored: the sandbox goes on waiting for a real one.
+  if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
   const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
   ctx.noteAttempt(attempt);
   return attempt;
@@ -390,24 +376,18 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'ha
       ctx.revise(warned, `${readyDetails(warned)} Expiring: ${Math.round((expiry - now) / 1000)} s left.`);
       const expiring = { action: 'expiring', actor: 'timer', effect: 'warning', reason: `expires at ${iso(expiry)}`, summary: { expiresAt: iso(expiry) } };
       // A slow projection must not hold back the expiry itself.
-      if (ctx.watchesHealth) ctx.auditInBackground(expiring);
-      else await ctx.audit(expiring);
+      ctx.auditInBackground(expiring);
       continue;
     }
-    if (ctx.watchesHealth) {
-      if (ctx.historyIsLong()) return 'hand-over';
-      if (now >= phase.health.nextCheckAtMs) {
-        const death = await lookAtEmulator(ctx);
-        if (death !== undefined) return death;
-        continue;
-      }
+    if (ctx.historyIsLong()) return 'hand-over';
+    if (now >= phase.health.nextCheckAtMs) {
+      const death = await lookAtEmulator(ctx);
+      if (death !== undefined) return death;
+      continue;
     }
     const nextEvent = phase.expiringRecorded ? expiry : Math.min(warnAt, expiry);
-    const wakeAt = ctx.watchesHealth ? Math.min(nextEvent, phase.health.nextCheckAtMs) : nextEvent;
-    await condition(
-      () => ctx.destroyRequest !== undefined || ctx.phase !== phase || (ctx.watchesHealth && ctx.historyIsLong()),
-      Math.max(1, wakeAt - now),
-    );
+    const wakeAt = Math.min(nextEvent, phase.health.nextCheckAtMs);
+    await condition(() => ctx.destroyRequest !== undefined || ctx.phase !== phase || ctx.historyIsLong(), Math.max(1, wakeAt - now));
   }
 }
 

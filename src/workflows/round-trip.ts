@@ -1,5 +1,5 @@
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { StoreActivities } from '../activities';
 import type { RoundTripInput, RoundTripResult } from '../domain/round-trip';
 import { storeQueue } from '../domain/task-queues';
 
@@ -8,7 +8,7 @@ import { storeQueue } from '../domain/task-queues';
  * store worker polls `<tq>-store` and can reach its file (it answers the activity).
  */
 export async function roundTrip(input: RoundTripInput): Promise<RoundTripResult> {
-  const { reportWorkerHealth } = proxyActivities<Activities>({
+  const { reportWorkerHealth } = proxyActivities<StoreActivities>({
     taskQueue: storeQueue(workflowInfo().taskQueue),
     startToCloseTimeout: '10 seconds',
     retry: { maximumAttempts: 3 },

@@ -5,7 +5,6 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  patched,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -15,35 +14,10 @@ import type { Phase, SandboxRecord } from '../domain/lifecycle-record';
 import { requestDigestOf, type IdentifiedRequest } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import { describeIssues } from '../domain/validation';
-import { sandboxLifecycleV1 } from './legacy/sandbox-lifecycle-v1';
 import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
 import { awaitingApproval, cancelled, ending, provisioning, ready, requested } from './lifecycle-phases';
 import type { LifecycleInput } from './sandbox-messages';
-
-/**
- * Runs that start under this code take the state machine below; a run that started
- * before it (its history has no such marker) finishes under the frozen version 1.
- */
-export const STATE_MACHINE_PATCH = 'lifecycle-state-machine';
-
-/**
- * Runs that start under this code watch their emulator's health, record the expiry
- * warning in the background and continue as new; older state-machine runs replay without.
- */
-export const HEALTH_WATCH_PATCH = 'lifecycle-health-watch';
-
-/**
- * Runs that start under this code place their sandbox on a docker host and send their
- * activities to the role queues (DESIGN §10); older runs keep everything on `<tq>`.
- */
-export const PLACEMENT_PATCH = 'lifecycle-placement';
-
-/**
- * Runs that start under this code take an approval only with the approver's current
- * TOTP code (DESIGN §12); older runs replay their listed-approver check.
- */
-export const APPROVAL_PROOF_PATCH = 'approval-proof';
 
 /**
  * One sandbox, from request to teardown (DESIGN §2): each phase is one function that
@@ -53,16 +27,8 @@ export const APPROVAL_PROOF_PATCH = 'approval-proof';
  *        └──────────────┴─────────────────┴─────────────────────────────▶ ended
  */
 export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxStatus> {
-  if (!patched(STATE_MACHINE_PATCH)) return sandboxLifecycleV1(input as Parameters<typeof sandboxLifecycleV1>[0]);
-
-  const watchesHealth = patched(HEALTH_WATCH_PATCH);
-  const placesOnHosts = patched(PLACEMENT_PATCH);
-  const requiresProof = patched(APPROVAL_PROOF_PATCH);
   const admitted = admit(input);
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
-  ctx.watchesHealth = watchesHealth;
-  ctx.placesOnHosts = placesOnHosts;
-  ctx.requiresProof = requiresProof;
   registerLifecycleHandlers(ctx);
   ctx.showInitial();
   if (admitted.ok) {

@@ -39,8 +39,6 @@ export const statusQuery = defineQuery<SandboxStatus>(LIFECYCLE_MESSAGES.statusQ
 
 export interface LifecycleInput {
   readonly request: IdentifiedRequest;
-  /** Ignored by current runs (the workflow computes the digest); kept for version-1 runs. */
-  readonly requestDigest?: string;
   /** Set only by the workflow itself when it continues as new. */
   readonly carried?: CarriedLifecycle;
 }

@@ -1,5 +1,5 @@
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { StoreActivities } from '../activities';
 import { storeQueue } from '../domain/task-queues';
 import type { WarmPoolActivities, WarmPoolReport } from '../domain/warm-pool';
 
@@ -9,7 +9,7 @@ import type { WarmPoolActivities, WarmPoolReport } from '../domain/warm-pool';
  * does not pick the question up within a few seconds is named in `unanswered`.
  */
 export async function warmPoolReport(): Promise<WarmPoolReport> {
-  const { sweepHosts } = proxyActivities<Pick<Activities, 'sweepHosts'>>({
+  const { sweepHosts } = proxyActivities<Pick<StoreActivities, 'sweepHosts'>>({
     taskQueue: storeQueue(workflowInfo().taskQueue),
     scheduleToStartTimeout: '15 seconds',
     startToCloseTimeout: '10 seconds',

@@ -41,30 +41,6 @@ function recordedHistories(version: string, minimum: number) {
   return files.map((file) => ({ file, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))) }));
 }
 
-test('histories recorded before the state machine replay on the current workflow code', async () => {
-  const workflowBundle = await testWorkflowBundle();
-  for (const { file, history } of recordedHistories('histories-v1', 7)) {
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, `sandbox-${file}`), file);
-  }
-});
-
-test('histories recorded on the state machine before the health watch replay on the current workflow code', async () => {
-  const workflowBundle = await testWorkflowBundle();
-  for (const { file, history } of recordedHistories('histories-v2', 12)) {
-    const workflowId = `sandbox-${path.basename(file, '.json')}`;
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
-  }
-});
-
-test('histories recorded before worker roles and placement replay on the current workflow code', async () => {
-  const workflowBundle = await testWorkflowBundle();
-  for (const { file, history } of recordedHistories('histories-v3', 8)) {
-    const name = path.basename(file, '.json');
-    const workflowId = name.startsWith('sweep-') ? name : `sandbox-${name}`;
-    await assert.doesNotReject(Worker.runReplayHistory({ workflowBundle, dataConverter: WITH_CODEC }, history, workflowId), file);
-  }
-});
-
 test('histories recorded when placement was an activity of its own replay on the current workflow code', async () => {
   const workflowBundle = await testWorkflowBundle();
   for (const { file, history } of recordedHistories('histories-v4', 2)) {
