@@ -24,7 +24,7 @@ import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './helpers
 const BURST = 20;
 /** The first lifecycle worker is SIGKILLed once this many of the burst are READY: the rest are still on their way. */
 const KILL_AFTER_READY = 5;
-/** A docker queue nobody polls for 90 s is not live (src/worker/queue-pollers.ts); a long poll adds up to a minute before that. */
+/** A docker queue nobody polls for 90 s is not live (src/client/queue-pollers.ts); a long poll adds up to a minute before that. */
 const HOST_SILENCE_WAIT_MS = 150_000;
 const CREATE_TIMEOUT_MS = 240_000;
 

@@ -8,7 +8,7 @@ import { dataConverterFor } from '../client/temporal-connection';
 import { payloadCodecFor } from '../codec/codec-settings';
 import type { HostView } from '../domain/hosts';
 import { storeQueue } from '../domain/task-queues';
-import { lastPoll, queuePollers } from '../worker/queue-pollers';
+import { lastPoll, queuePollers } from '../client/queue-pollers';
 import { ERROR_CODES } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
 import { LATEST_SCHEMA_VERSION, Store } from '../store';

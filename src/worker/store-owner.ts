@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { WorkflowService } from '@temporalio/client';
 import { SandboxPlaneError } from '../domain/errors';
 import { sha256Hex } from '../domain/sha256';
-import { lastPoll, queuePollers } from './queue-pollers';
+import { lastPoll, queuePollers } from '../client/queue-pollers';
 
 const STORE_IDENTITY = /^sandboxplane-store@(?<host>[^:]+):(?<pid>\d+):(?<file>[0-9a-f]+)$/;
 

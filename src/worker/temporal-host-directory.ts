@@ -4,7 +4,7 @@ import type { HostRegistration, HostView } from '../domain/hosts';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import type { StoredHost } from '../store/host-repository';
-import { lastPoll, POLLER_SILENCE_LIMIT_MS, queuePollers } from './queue-pollers';
+import { lastPoll, POLLER_SILENCE_LIMIT_MS, queuePollers } from '../client/queue-pollers';
 
 /** A host's liveness is how recently a worker polled its docker queue, as Temporal records it. */
 export class TemporalHostDirectory implements HostDirectory {
