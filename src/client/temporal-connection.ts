@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
-import { loadCodecSettings, payloadCodecFor } from '../codec/codec-settings';
+import { payloadCodecFor } from '../codec/codec-settings';
+import { loadCodecSettings } from '../config/config';
 import { SandboxPlaneError } from '../domain/errors';
 
 /** A Temporal client and the connection it owns: close the connection when done. */

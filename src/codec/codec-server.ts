@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
-import type { Logger } from '../logging/logger';
 
 /** The dev server's Web UI, by both names a browser may have typed. */
 export function devUiOrigins(uiPort: number): readonly string[] {
@@ -20,7 +19,13 @@ export interface CodecServerOptions {
   readonly port: number;
   /** Origins whose pages may call it (the Temporal UI's); a request from any other origin is refused. */
   readonly origins: readonly string[];
-  readonly logger?: Logger;
+  readonly logger?: CodecServerLogger;
+}
+
+/** What the server logs through: a pino logger (src/logging) is one. */
+export interface CodecServerLogger {
+  debug(context: object, message: string): void;
+  error(context: object, message: string): void;
 }
 
 export interface CodecServer {

@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
+import fs from 'node:fs';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
 import {
@@ -17,8 +18,9 @@ import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../doma
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
-import { codecEnvShape, resolveCodecSettings, type CodecSettings } from '../codec/codec-settings';
-import { DEFAULT_STORE_PATH } from './paths';
+import { parseCodecKeys, readCodecKeysFile, type CodecKey } from '../codec/codec-keys';
+import type { CodecSettings } from '../codec/codec-settings';
+import { DEFAULT_CODEC_KEYS_PATH, DEFAULT_STORE_PATH } from './paths';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -178,6 +180,51 @@ const warmPool = z
   })
   .default('');
 
+const CODEC_KEYS_ENV = 'SANDBOXPLANE_CODEC_KEYS';
+const CODEC_KEYS_FILE_ENV = 'SANDBOXPLANE_CODEC_KEYS_FILE';
+
+/** The payload codec's two variables, as zod fields of the configuration's schema. */
+const codecEnvShape = {
+  [CODEC_KEYS_ENV]: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return parseCodecKeys(value, CODEC_KEYS_ENV);
+      } catch (err) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message.replace(`${CODEC_KEYS_ENV} `, '') });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  [CODEC_KEYS_FILE_ENV]: nonEmptyPath.optional(),
+} as const;
+
+type CodecEnvValues = {
+  readonly [CODEC_KEYS_ENV]?: readonly CodecKey[];
+  readonly [CODEC_KEYS_FILE_ENV]?: string;
+};
+
+/**
+ * The codec settings from already-parsed values: the keys of SANDBOXPLANE_CODEC_KEYS, or of
+ * SANDBOXPLANE_CODEC_KEYS_FILE (which must exist), or of the default file when it exists.
+ * Returns the issues instead of throwing, for one report of every bad key.
+ */
+function resolveCodecSettings(values: CodecEnvValues): { settings?: CodecSettings; issues: ConfigIssue[] } {
+  const inline = values[CODEC_KEYS_ENV];
+  const file = values[CODEC_KEYS_FILE_ENV];
+  if (inline !== undefined && file !== undefined) {
+    return { issues: [{ key: CODEC_KEYS_ENV, message: `set either ${CODEC_KEYS_ENV} or ${CODEC_KEYS_FILE_ENV}, not both` }] };
+  }
+  if (inline !== undefined) return { settings: Object.freeze({ keys: inline, keysFile: undefined }), issues: [] };
+  const keysFile = file ?? DEFAULT_CODEC_KEYS_PATH;
+  if (file === undefined && !fs.existsSync(keysFile)) return { settings: Object.freeze({ keys: undefined, keysFile }), issues: [] };
+  try {
+    return { settings: Object.freeze({ keys: readCodecKeysFile(keysFile), keysFile }), issues: [] };
+  } catch (err) {
+    return { issues: [{ key: CODEC_KEYS_FILE_ENV, message: (err as Error).message }] };
+  }
+}
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: identifier('default').default('default'),
@@ -303,6 +350,18 @@ export function loadConfig(env: Env = process.env): Config {
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     codec: codec.settings,
   });
+}
+
+/** Only the codec's variables from `env`: what the SDK reads when it is given no codec. */
+export function loadCodecSettings(env: Env = process.env): CodecSettings {
+  const parsed = z.object(codecEnvShape).safeParse(withoutEmpty(env));
+  const resolved = parsed.success ? resolveCodecSettings(parsed.data) : { issues: parsed.error.issues.map((issue) => ({ key: issue.path.join('.'), message: issue.message })) };
+  if (resolved.settings === undefined || resolved.issues.length > 0) {
+    throw new SandboxPlaneError('CONFIG_INVALID', `Invalid payload codec configuration:\n${resolved.issues.map((issue) => `  ${issue.key}: ${issue.message}`).join('\n')}`, {
+      details: { keys: resolved.issues.map((issue) => issue.key) },
+    });
+  }
+  return resolved.settings;
 }
 
 /** A copy of `config` with some fields replaced, still frozen (CLI flags override env). */
