@@ -25,7 +25,7 @@ export {
   type SandboxSummary,
 } from './client/sandbox-client';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
-export { AesGcmPayloadCodec, generateCodecKey, formatCodecKey, parseCodecKeys, readCodecKeysFile, type CodecKey } from './codec';
+export { AesGcmPayloadCodec, CodecKeysMissingError, generateCodecKey, formatCodecKey, parseCodecKeys, readCodecKeysFile, type CodecKey } from './codec';
 export type { ClientConfig } from './domain/client-config';
 export { SandboxPlaneError, isSandboxPlaneError, type ErrorDetails } from './domain/errors';
 export type { ApprovalAttempt, SandboxStatus } from './domain/lifecycle-messages';

@@ -6,7 +6,7 @@ import { DEFAULT_TEMPORAL_DB_PATH } from '../config/paths';
 import { runRoundTrip } from '../client/round-trip';
 import { dataConverterFor } from '../client/temporal-connection';
 import { DEFAULT_CODEC_SERVER_PORT, devUiOrigins, startCodecServer, type CodecServer } from '../codec/codec-server';
-import { payloadCodecFor } from '../codec/codec-settings';
+import { ensureCodecKeys, payloadCodecFor } from '../codec/codec-settings';
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
 import { Store } from '../store';
@@ -63,8 +63,8 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
   let codecServer: CodecServer | undefined;
   const stop = watchStopSignals(() => server?.killNow());
   try {
-    // Read (or made) first: a bad key is a CONFIG error before anything starts.
-    const codec = payloadCodecFor(config.codec);
+    // Read (or made: the launcher starts the plane) first: a bad key is a CONFIG error before anything starts.
+    const codec = payloadCodecFor(ensureCodecKeys(config.codec));
     say(`dev: payloads encrypted with key ${codec.currentKeyId} from ${config.codec.keysFile ?? 'SANDBOXPLANE_CODEC_KEYS'}`);
     if (enabled.length > 0) {
       say(`dev: turning on local flags ${enabled.map(flagEnvName).join(', ')} (set one to 0 to keep it off)`);

@@ -1,4 +1,5 @@
-import type { Config } from '../config/config';
+import { ensureCodecKeys } from '../codec/codec-settings';
+import { overrideConfig, type Config } from '../config/config';
 import type { Logger } from '../logging/logger';
 import { Store } from '../store';
 import { ensureSearchAttributesAt } from '../temporal-dev/search-attribute-setup';
@@ -10,7 +11,9 @@ import { StopRequested, watchStopSignals } from './stop-signals';
  * `sandboxctl worker`: the configured roles (all three by default) until SIGINT or
  * SIGTERM, then a graceful drain. Only the store role opens the SQLite file.
  */
-export async function runWorkerCommand(config: Config, logger: Logger): Promise<void> {
+export async function runWorkerCommand(baseConfig: Config, logger: Logger): Promise<void> {
+  // A worker starts the plane, so it makes the checkout's codec key when there is none; clients only read it.
+  const config = overrideConfig(baseConfig, { codec: ensureCodecKeys(baseConfig.codec) });
   const stop = watchStopSignals(() => undefined);
   const store = config.workerRoles.includes('store') ? Store.open(config.storePath) : undefined;
   try {

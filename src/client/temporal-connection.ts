@@ -16,7 +16,8 @@ export interface TemporalConnectOptions {
   readonly connectTimeoutMs?: number;
   /**
    * The payload codec; by default the plane's AES-GCM codec with the keys of
-   * SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or `.data/codec-keys`; `null` for none.
+   * SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or `.data/codec-keys` (read,
+   * never made: CodecKeysMissingError when the plane has not made it yet); `null` for none.
    */
   readonly payloadCodec?: PayloadCodec | null;
 }

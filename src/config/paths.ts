@@ -12,5 +12,5 @@ export const TOOLS_BIN_DIR = path.join(PROJECT_ROOT, '.tools', 'bin');
 export const DEFAULT_STORE_PATH = path.join(DATA_DIR, 'sandboxplane.sqlite');
 export const DEFAULT_TEMPORAL_DB_PATH = path.join(DATA_DIR, 'temporal.sqlite');
 
-/** The payload codec's keys when none are configured: created with a fresh key on first use (docs/security.md). */
+/** The payload codec's keys when none are configured: made with a fresh key when the plane first starts (docs/security.md). */
 export const DEFAULT_CODEC_KEYS_PATH = path.join(DATA_DIR, 'codec-keys');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { devUiOrigins, startCodecServer } from '../../src/codec/codec-server';
-import { payloadCodecFor } from '../../src/codec/codec-settings';
+import { ensureCodecKeys, payloadCodecFor } from '../../src/codec/codec-settings';
 import { loadCodecSettings } from '../../src/config/config';
 import { DevServer } from '../../src/temporal-dev/dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-dev/search-attribute-setup';
@@ -31,8 +31,9 @@ export interface TestDevServer {
 export async function startTestDevServer(): Promise<TestDevServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-temporal-'));
   const [port, uiPort, httpPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-  // The UI decrypts payloads through it, with the keys every test worker and client reads (.data/codec-keys).
-  const codecServer = await startCodecServer({ codec: payloadCodecFor(loadCodecSettings({})), port: 0, origins: devUiOrigins(uiPort) });
+  // The UI decrypts payloads through it, with the keys every test worker and client reads (.data/codec-keys,
+  // made here on the first run: the test run's dev server starts before any of them).
+  const codecServer = await startCodecServer({ codec: payloadCodecFor(ensureCodecKeys(loadCodecSettings({}))), port: 0, origins: devUiOrigins(uiPort) });
   const { server, connection } = await DevServer.start({
     cliPath: locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI),
     port,

@@ -6,6 +6,8 @@ import { after, describe, test } from 'node:test';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import {
   AesGcmPayloadCodec,
+  CodecKeysMissingError,
+  codecKeysFor,
   ENCRYPTED_ENCODING,
   ensureCodecKeysFile,
   formatCodecKey,
@@ -14,6 +16,7 @@ import {
   parseCodecKeys,
   readCodecKeysFile,
 } from '../../src/codec';
+import { ensureCodecKeys } from '../../src/codec/codec-settings';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { rejectsWith } from '../helpers/rejects-with';
 
@@ -117,6 +120,18 @@ describe('codec keys', () => {
     assert.deepEqual(second.keys, first.keys);
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     assert.deepEqual(fs.readdirSync(path.dirname(file)), ['codec-keys'], 'nothing left aside');
+  });
+
+  test("a client never makes the default file: a missing one is CodecKeysMissingError saying how to make it; the plane's start makes it", () => {
+    const settings = { keys: undefined, keysFile: path.join(dir, 'unmade', 'codec-keys') };
+    assert.throws(
+      () => codecKeysFor(settings),
+      (err: unknown) => err instanceof CodecKeysMissingError && err.code === 'CONFIG_INVALID' && err.keysFile === settings.keysFile && /npm start/.test(err.hint),
+    );
+    assert.equal(fs.existsSync(path.dirname(settings.keysFile)), false, 'nothing was made');
+    const made = ensureCodecKeys(settings);
+    assert.equal(made.keys?.length, 1);
+    assert.deepEqual(codecKeysFor(settings), made.keys, 'a client then reads the key the start made');
   });
 
   test('configuration: SANDBOXPLANE_CODEC_KEYS or _KEYS_FILE; a bad one is one CONFIG error naming the variable', () => {
