@@ -1,4 +1,3 @@
-import type { SandboxCredentials } from '../domain/client-config';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 
@@ -22,20 +21,6 @@ export interface LaunchPlan {
   readonly image?: string;
   readonly environment: Readonly<Record<string, string>>;
   readonly labels: Readonly<Record<string, string>>;
-}
-
-/** What provisioning yields. */
-export interface ProvisionedSandbox {
-  readonly endpoint: string;
-  readonly region: string;
-  /** Runtime handles (container ids), for audit and teardown checks. */
-  readonly runtimeIds: readonly string[];
-  /** The Docker engine's ID (`docker info`), for container-backed runtimes. */
-  readonly engineId?: string;
-  /** The warm pool slot the container waited in, when it was claimed from a pool (DESIGN §13). */
-  readonly warmPoolSlot?: string;
-  /** The sandbox's own access key, minted in its emulator; absent when the emulator checks none. */
-  readonly credentials?: SandboxCredentials;
 }
 
 export interface HealthReport {
@@ -73,7 +58,7 @@ export interface CloudEmulatorAdapter {
   readonly name: AdapterName;
   readonly catalog: ServiceCatalog;
   launchPlan(request: ProvisionRequest): LaunchPlan;
-  provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox>;
+  provision(plan: LaunchPlan, context: AdapterContext): Promise<RuntimeHandle>;
   /**
    * Whether the sandbox's emulator serves; `recorded` (what provisioning recorded) is
    * looked at besides what is found by label. A runtime this adapter cannot reach is an

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { sameEngine } from '../domain/engine-identity';
+import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
@@ -13,7 +14,6 @@ import type {
   HealthReport,
   LaunchPlan,
   ProvisionRequest,
-  ProvisionedSandbox,
   RecordedRuntime,
   ResourceListing,
 } from './cloud-emulator-adapter';
@@ -163,7 +163,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.options.reset !== undefined;
   }
 
-  async provision(plan: LaunchPlan, context: AdapterContext): Promise<ProvisionedSandbox> {
+  async provision(plan: LaunchPlan, context: AdapterContext): Promise<RuntimeHandle> {
     // Read before anything starts, so a failed read leaves no container behind.
     const engineId = await this.options.broker.engineId();
     const pooled = await this.provisionFromPool(plan, context);

@@ -1,4 +1,5 @@
 import { SandboxPlaneError } from '../domain/errors';
+import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type {
   CloudEmulatorAdapter,
@@ -6,7 +7,6 @@ import type {
   HealthReport,
   LaunchPlan,
   ProvisionRequest,
-  ProvisionedSandbox,
   ResourceListing,
   ResourceRef,
 } from './cloud-emulator-adapter';
@@ -33,7 +33,7 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
     };
   }
 
-  async provision(plan: LaunchPlan): Promise<ProvisionedSandbox> {
+  async provision(plan: LaunchPlan): Promise<RuntimeHandle> {
     if (!this.sandboxes.has(plan.sandboxId)) this.sandboxes.set(plan.sandboxId, { services: plan.services, resources: [] });
     return {
       endpoint: `memory://${plan.sandboxId}`,

@@ -94,6 +94,7 @@ export interface LeakRecord {
   readonly detail: string;
   readonly firstSeen: string;
   readonly lastSeen: string;
+  /** `null` while outstanding; `removed` by a sweep; `gone` when no longer observed. */
   readonly resolution: 'removed' | 'gone' | null;
   readonly resolvedAt: string | null;
 }

@@ -3,4 +3,4 @@ export { openDatabase, migrate, schemaVersion, type SqliteDatabase, type OpenDat
 export { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations';
 export { SandboxRepository, type SandboxSnapshot, type OperationRecord, type StoredOperation } from './sandbox-repository';
 export { PolicyRepository, ApproverRepository, type NewPolicy, type StoredPolicy } from './policy-repository';
-export { LeakRepository, type StoredLeak } from './leak-repository';
+export { LeakRepository } from './leak-repository';

@@ -1,18 +1,6 @@
-import type { LeakFinding, LeakKind } from '../domain/leaks';
+import type { LeakFinding } from '../domain/leaks';
+import type { LeakRecord } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
-
-export interface StoredLeak {
-  readonly id: number;
-  readonly kind: LeakKind;
-  readonly subject: string;
-  readonly sandboxId: string | null;
-  readonly detail: string;
-  readonly firstSeen: string;
-  readonly lastSeen: string;
-  /** `null` while outstanding; `removed` by a sweep; `gone` when no longer observed. */
-  readonly resolution: 'removed' | 'gone' | null;
-  readonly resolvedAt: string | null;
-}
 
 const SELECT = `SELECT id, kind, subject, sandbox_id AS sandboxId, detail, first_seen AS firstSeen, last_seen AS lastSeen,
                        resolution, resolved_at AS resolvedAt FROM leaks`;
@@ -47,12 +35,12 @@ export class LeakRepository {
       .immediate();
   }
 
-  outstanding(): StoredLeak[] {
-    return this.db.prepare(`${SELECT} WHERE resolution IS NULL ORDER BY first_seen, id`).all() as StoredLeak[];
+  outstanding(): LeakRecord[] {
+    return this.db.prepare(`${SELECT} WHERE resolution IS NULL ORDER BY first_seen, id`).all() as LeakRecord[];
   }
 
   /** The most recent leaks, resolved or not, newest first. */
-  recent(limit = 100): StoredLeak[] {
-    return this.db.prepare(`${SELECT} ORDER BY last_seen DESC, id DESC LIMIT ?`).all(limit) as StoredLeak[];
+  recent(limit = 100): LeakRecord[] {
+    return this.db.prepare(`${SELECT} ORDER BY last_seen DESC, id DESC LIMIT ?`).all(limit) as LeakRecord[];
   }
 }
