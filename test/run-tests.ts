@@ -10,11 +10,20 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { STOPPED_LOG_ENV, type StoppedFile } from './helpers/hung-test-report';
 import { prepareDocker, runSetupScript } from './helpers/setup-scripts';
 import { isCluster, isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
 import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
+/**
+ * node's `--test-timeout`, which bounds each test FILE (its process), not each test: above the
+ * slowest file that passes, so only a hung one hits it. A test's own `{ timeout }` still bounds
+ * that test, within its file's bound. The cluster file's tests allow 20 + 15 + 10 minutes.
+ */
+const FILE_TIMEOUT_MS = { default: 30 * 60_000, cluster: 60 * 60_000 } as const;
 /** What a test file needs running before it starts. */
 interface Needs {
   readonly docker: boolean;
@@ -39,11 +48,22 @@ function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: s
 }
 
 /** Runs the files with node's test runner and resolves with its exit code. */
-async function runNodeTest(files: readonly TestFile[], env: NodeJS.ProcessEnv): Promise<number> {
+async function runNodeTest(files: readonly TestFile[], timeoutMs: number, env: NodeJS.ProcessEnv): Promise<number> {
+  const stoppedLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-test-')), 'stopped.jsonl');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map(({ file }) => file)],
-    { stdio: 'inherit', env },
+    [
+      '--import',
+      'tsx',
+      '--import',
+      path.join(TEST_DIR, 'helpers', 'hung-test-report.ts'),
+      '--test',
+      '--test-concurrency=1',
+      `--test-timeout=${timeoutMs}`,
+      '--test-reporter=spec',
+      ...files.map(({ file }) => file),
+    ],
+    { stdio: 'inherit', env: { ...env, [STOPPED_LOG_ENV]: stoppedLog } },
   );
   const forward = (signal: NodeJS.Signals) => child.kill(signal);
   process.on('SIGINT', forward);
@@ -51,7 +71,19 @@ async function runNodeTest(files: readonly TestFile[], env: NodeJS.ProcessEnv): 
   const code = await new Promise<number>((resolve) => child.once('exit', (exitCode) => resolve(exitCode ?? 1)));
   process.removeListener('SIGINT', forward);
   process.removeListener('SIGTERM', forward);
+  reportStoppedFiles(stoppedLog, timeoutMs);
+  fs.rmSync(path.dirname(stoppedLog), { recursive: true, force: true });
   return code;
+}
+
+/** Names the test each file was running when `--test-timeout` stopped it: node's own report names only the file. */
+function reportStoppedFiles(stoppedLog: string, timeoutMs: number): void {
+  if (!fs.existsSync(stoppedLog)) return;
+  for (const line of fs.readFileSync(stoppedLog, 'utf8').split('\n').filter(Boolean)) {
+    const stopped = JSON.parse(line) as StoppedFile;
+    const what = stopped.test === undefined ? 'outside any test (a before or after hook, or the top level)' : `"${stopped.test}", for ${Math.round((stopped.runningMs ?? 0) / 1000)} s`;
+    process.stdout.write(`test run: ${path.relative(TEST_DIR, stopped.file)} hit --test-timeout=${timeoutMs} while running ${what}\n`);
+  }
 }
 
 async function run(): Promise<number> {
@@ -75,7 +107,7 @@ async function run(): Promise<number> {
   if (docker === undefined && temporal === undefined && !cluster) process.stdout.write(`test run: ${files.length} file(s) needing neither Docker nor Temporal\n`);
   try {
     const temporalEnv = temporal === undefined ? {} : { [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl };
-    return await runNodeTest(files, { ...process.env, ...docker, ...chromium, ...temporalEnv });
+    return await runNodeTest(files, cluster ? FILE_TIMEOUT_MS.cluster : FILE_TIMEOUT_MS.default, { ...process.env, ...docker, ...chromium, ...temporalEnv });
   } finally {
     await temporal?.stop();
   }
