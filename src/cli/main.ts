@@ -1,8 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
-import { loadConfig, type Config } from '../config/config';
+import { CONFIG_ENV_KEYS, loadConfig, type Config } from '../config/config';
+import { CONFIG_ENV_DESCRIPTIONS } from '../config/env-descriptions';
 import { principalSchema } from '../domain/sandbox-request';
 import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
+import { FEATURE_FLAG_NAMES, FEATURE_FLAGS, flagEnvName } from '../domain/feature-flags';
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
@@ -31,29 +33,22 @@ async function loggerFor(config: Config): Promise<Logger> {
   return createLogger(config.logLevel);
 }
 
+/**
+ * `--help`'s Environment section, made from the configuration's schema itself
+ * (`CONFIG_ENV_KEYS`) and the feature flags, so a new variable is listed without anyone remembering to.
+ */
+function environmentHelp(): string {
+  const rows: (readonly [string, string])[] = [
+    ...CONFIG_ENV_KEYS.map((key) => [key, CONFIG_ENV_DESCRIPTIONS[key] ?? ''] as const),
+    ...FEATURE_FLAG_NAMES.map((flag) => [flagEnvName(flag), `${FEATURE_FLAGS[flag].description} (1 or 0; default 0${FEATURE_FLAGS[flag].local ? ', 1 under sandboxctl dev' : ''})`] as const),
+  ];
+  const width = Math.max(...rows.map(([key]) => key.length)) + 2;
+  return rows.map(([key, text]) => `  ${key.padEnd(width)}${text}`.trimEnd()).join('\n');
+}
+
 const HELP_FOOTER = `
-Environment:
-  TEMPORAL_ADDRESS         Temporal frontend host:port (default 127.0.0.1:7233)
-  TEMPORAL_NAMESPACE       namespace (default "default")
-  SANDBOXPLANE_TASK_QUEUE  task queue of the worker (default "sandboxplane")
-  SANDBOXPLANE_DB          SQLite projection file (default .data/sandboxplane.sqlite)
-  DOCKER_HOST              Docker engine for sandboxes (default the engine's socket)
-  SANDBOXPLANE_FLAG_*      feature flags, all off unless set to 1/true/on/yes
-  SANDBOXPLANE_LOG_LEVEL   trace|debug|info|warn|error|fatal|silent (default info)
-  SANDBOXPLANE_DEFAULT_TTL, _TTL_CEILING, _MAX_LIFETIME, _APPROVAL_TIMEOUT, _EXPIRY_WARNING
-                           lifecycle durations such as 90s, 30m, 2h (docs/lifecycle.md)
-  SANDBOXPLANE_MOTO_IMAGE  moto image id (sha256:...); set by npm start
-  SANDBOXPLANE_FLOCI_IMAGE Floci image by digest (floci/floci@sha256:...)
-  SANDBOXPLANE_SWEEP_INTERVAL  how often the cleanup schedule runs (default 5m)
-  SANDBOXPLANE_WORKER_ROLES, _HOST_ID, _HOST_CAPACITY, _PLACEMENT_WAIT
-                           worker roles and docker hosts (docs/deploy.md)
-  SANDBOXPLANE_PRINCIPAL   who the CLI and sandboxctl mcp act as (an agent's identity);
-                           unset, the CLI acts as an operator
-  SANDBOXPLANE_WARM_POOL   idle emulator containers each docker host keeps, e.g. moto=2
-                           (off unless set; docs/operations.md#warm-pools)
-  SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE
-                           payload encryption keys, keyId:base64key, the first encrypts
-                           (default .data/codec-keys, made on first use; docs/security.md)
+Environment (more on each in .env.example and the README):
+${environmentHelp()}
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
 
