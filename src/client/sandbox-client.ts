@@ -128,14 +128,14 @@ const createOptionsSchema = z
       .default(DEFAULT_CREATE_TIMEOUT_MS),
   })
   .strict();
-/**
- * Answers after which an update is sent again: the server lost it (NOT_FOUND), or the
- * run handed over to a fresh run while it waited (RUN_CONTINUED).
- */
+/** Answers after which any update is sent again: the run handed over to a fresh one before taking it. */
+const CONTINUED_CODES: ReadonlySet<string> = new Set(['RUN_CONTINUED']);
+
+/** ...and an idempotent one also when the server lost it (NOT_FOUND; see resendingUpdate). */
 const RESENT_CODES: ReadonlySet<string> = new Set(['NOT_FOUND', 'RUN_CONTINUED']);
 
-/** How often an idempotent update the server lost is sent again (see resendingUpdate). */
-const LOST_UPDATE_RETRIES = 3;
+/** How often an update is sent in all, at most (see sendUpdate). */
+const UPDATE_SENDS = 3;
 
 const AWAIT_TARGET: Readonly<Record<CreateWait, AwaitStateTarget>> = { accepted: 'screened', ready: 'ready', ended: 'ended' };
 
@@ -249,7 +249,7 @@ export class SandboxClient {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
         const mapped = toSandboxError(err, request.id);
         if (!RESENT_CODES.has(mapped.code)) throw mapped;
-        const resent = await this.resendingUpdate(request.id, awaitStateUpdate, awaitArgs, err);
+        const resent = await this.resendingUpdate(request.id, awaitStateUpdate, awaitArgs);
         return this.settle(resent === 'ended' ? await this.finalStatus(request.id) : resent, until, timeoutMs);
       }
       // The id belongs to a lifecycle that has ended: answer with how it ended, if it was this request.
@@ -356,7 +356,7 @@ export class SandboxClient {
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const status = await this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
     return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 
@@ -386,7 +386,7 @@ export class SandboxClient {
   async resources(id: string): Promise<ResourceRef[]> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    return this.onCurrentRun(sandboxId, (handle) => handle.executeUpdate(resourcesUpdate));
+    return this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(resourcesUpdate));
   }
 
   /**
@@ -457,25 +457,35 @@ export class SandboxClient {
   }
 
   /**
-   * Sends an idempotent update (awaitState, destroy), again when the server lost it:
+   * Sends an update to the sandbox's current run, again (UPDATE_SENDS times in all) while
+   * it answers one of `resendOn`, the codes after which sending again is safe. Any other
+   * failure is thrown, explained (INVALID_STATE for a run that has ended).
+   */
+  private async sendUpdate<Ret>(id: string, send: (handle: WorkflowHandle) => Promise<Ret>, resendOn = CONTINUED_CODES): Promise<Ret> {
+    const handle = this.client.workflow.getHandle(workflowIdFor(id));
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await send(handle);
+      } catch (err) {
+        const mapped = await this.explainClosed(err, id);
+        if (!resendOn.has(mapped.code) || attempt >= UPDATE_SENDS) throw mapped;
+      }
+    }
+  }
+
+  /**
+   * Sends an idempotent update (awaitState, destroy), again also when the server lost it:
    * under load an update that arrives with a workflow task that then times out is
    * dropped and its caller hears NOT_FOUND although the run goes on. Resolves to
    * `ended` when the run has ended (or the update says it already has).
    */
-  private async resendingUpdate<Ret, Args extends [unknown, ...unknown[]]>(id: string, update: UpdateDefinition<Ret, Args>, args: Args, firstError?: unknown): Promise<Ret | 'ended'> {
-    const handle = this.client.workflow.getHandle(workflowIdFor(id));
-    let lastError = firstError;
-    for (let attempt = 0; attempt < LOST_UPDATE_RETRIES; attempt += 1) {
-      try {
-        return await handle.executeUpdate(update, { args });
-      } catch (err) {
-        lastError = err;
-        const mapped = await this.explainClosed(err, id);
-        if (mapped.code === 'INVALID_STATE') return 'ended';
-        if (!RESENT_CODES.has(mapped.code)) throw mapped;
-      }
+  private async resendingUpdate<Ret, Args extends [unknown, ...unknown[]]>(id: string, update: UpdateDefinition<Ret, Args>, args: Args): Promise<Ret | 'ended'> {
+    try {
+      return await this.sendUpdate(id, (handle) => handle.executeUpdate(update, { args }), RESENT_CODES);
+    } catch (err) {
+      if (err instanceof SandboxPlaneError && err.code === 'INVALID_STATE') return 'ended';
+      throw err;
     }
-    throw toSandboxError(lastError, id);
   }
 
   /** How an ended lifecycle ended: its result, or (for a run that was terminated or failed) its last status. */
@@ -492,28 +502,12 @@ export class SandboxClient {
   private async decide(id: string, decision: 'approve' | 'deny', payload: { approver: string; reason?: string; code?: string }): Promise<ApprovalOutcome> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const outcome = await this.onCurrentRun(sandboxId, (handle) =>
+    const outcome = await this.sendUpdate(sandboxId, (handle) =>
       handle.executeUpdate(decideUpdate, {
         args: [{ decision, approver: payload.approver, reason: payload.reason ?? '', ...(payload.code !== undefined ? { code: payload.code } : {}) }],
       }),
     );
     return { attempt: outcome.attempt, status: withTimeLeft(this.seenBy(outcome.status)) };
-  }
-
-  /**
-   * Sends an update to the sandbox's current run; again when the run handed over to a
-   * fresh one before taking it (RUN_CONTINUED): nothing was done, so sending again is safe.
-   */
-  private async onCurrentRun<Ret>(id: string, send: (handle: WorkflowHandle) => Promise<Ret>): Promise<Ret> {
-    const handle = this.client.workflow.getHandle(workflowIdFor(id));
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await send(handle);
-      } catch (err) {
-        const mapped = await this.explainClosed(err, id);
-        if (mapped.code !== 'RUN_CONTINUED' || attempt >= LOST_UPDATE_RETRIES) throw mapped;
-      }
-    }
   }
 
   /** An update to a workflow that has ended fails with a server error; say so in taxonomy terms. */
