@@ -33,5 +33,5 @@ export const CONFIG_ENV_DESCRIPTIONS: Readonly<Record<string, string>> = Object.
   SANDBOXPLANE_DEPLOYMENT: 'the Worker Deployment of the lifecycle workers (default sandboxplane)',
   SANDBOXPLANE_BUILD_ID: "the lifecycle workers' build id (default derived from the workflow code)",
   SANDBOXPLANE_CODEC_KEYS: 'payload encryption keys, keyId:base64key, comma-separated, the first encrypts',
-  SANDBOXPLANE_CODEC_KEYS_FILE: 'a file of such keys, one a line (default .data/codec-keys, made on first use)',
+  SANDBOXPLANE_CODEC_KEYS_FILE: 'a file of such keys, one a line (default .data/codec-keys, made by the first npm start or sandboxctl worker)',
 });
