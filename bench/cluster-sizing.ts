@@ -42,7 +42,11 @@ const { values } = parseArgs({
 const lifecycles = Number(values.lifecycles ?? 100);
 const live = Number(values.live ?? 200);
 const steadySeconds = Number(values.steady ?? 60);
-for (const [name, value] of [['lifecycles', lifecycles], ['live', live], ['steady', steadySeconds]] as const) {
+for (const [name, value] of [
+  ['lifecycles', lifecycles],
+  ['live', live],
+  ['steady', steadySeconds],
+] as const) {
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number >= 1, got ${value}`);
 }
 

@@ -50,10 +50,7 @@ export const p3Throughput: Figure = {
         measured: { label: `lifecycles/s, ${concurrency} at once`, value: rate, unit: 'per_s' },
         baseline: { label: 'roundTrip workflows/s', value: baselineRate, unit: 'per_s' },
         ratio,
-        target:
-          concurrency === TARGET_CONCURRENCY
-            ? { text: `>= ${TARGET_RATIO}x, 0 failed`, reached: ratio !== null && ratio >= TARGET_RATIO && burst.failures.length === 0 }
-            : null,
+        target: concurrency === TARGET_CONCURRENCY ? { text: `>= ${TARGET_RATIO}x, 0 failed`, reached: ratio !== null && ratio >= TARGET_RATIO && burst.failures.length === 0 } : null,
         detail: `${completed} of ${concurrency} lifecycles in ${(burst.elapsedMs / 1000).toFixed(2)} s, ${burst.failures.length} failed; baseline ${concurrency} in ${(baselineMs / 1000).toFixed(2)} s`,
         data: { concurrency, failed: burst.failures.length, lifecycleSeconds: burst.elapsedMs / 1000, baselineSeconds: baselineMs / 1000 },
       });

@@ -83,7 +83,15 @@ export const p5WorkerMemory: Figure = {
               detail:
                 `+${deltaMb.toFixed(1)} MB, ${((deltaMb * 1024) / live).toFixed(0)} KB per live sandbox; ${readyMb.toFixed(0)} MB when it was ready, ` +
                 `${afterDestroyMb.toFixed(0)} MB once all were destroyed; ${createFailures.length} creates failed`,
-              data: { readyMb: rounded(readyMb), idleMb: rounded(idleMb), liveMb: rounded(liveMb), deltaMb: rounded(deltaMb), perSandboxKb: rounded((deltaMb * 1024) / live), afterDestroyMb: rounded(afterDestroyMb), live },
+              data: {
+                readyMb: rounded(readyMb),
+                idleMb: rounded(idleMb),
+                liveMb: rounded(liveMb),
+                deltaMb: rounded(deltaMb),
+                perSandboxKb: rounded((deltaMb * 1024) / live),
+                afterDestroyMb: rounded(afterDestroyMb),
+                live,
+              },
             },
           ],
           profile: { cpu: tally.summary() },

@@ -103,7 +103,15 @@ async function machine(docker: DockerSetup): Promise<Record<string, unknown>> {
   } catch {
     // Reported as unknown; the dev server start would have failed first anyway.
   }
-  const engine = docker.dockerHost === undefined ? null : await dockerClient(docker.dockerHost).version().then((version) => version.Version, () => null);
+  const engine =
+    docker.dockerHost === undefined
+      ? null
+      : await dockerClient(docker.dockerHost)
+          .version()
+          .then(
+            (version) => version.Version,
+            () => null,
+          );
   return {
     cpus: cpus.length,
     cpuModel: cpus[0]?.model ?? null,

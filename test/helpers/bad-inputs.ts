@@ -90,7 +90,13 @@ const badRequestField: fc.Arbitrary<[string, unknown]> = fc.oneof(
   fc.tuple(fc.constant('adapter'), fc.oneof(fc.constantFrom('docker', 'MOTO', '', 'localstack'), notAString)),
   fc.tuple(fc.constant('services'), badServices),
   fc.tuple(fc.constant('ttlSeconds'), badTtlSeconds),
-  fc.tuple(fc.constant('purpose'), fc.oneof(longText(501, 700), notAString.filter((value) => value !== null))),
+  fc.tuple(
+    fc.constant('purpose'),
+    fc.oneof(
+      longText(501, 700),
+      notAString.filter((value) => value !== null),
+    ),
+  ),
   fc.tuple(fc.constant('labels'), badLabels),
   fc.tuple(fc.constantFrom('ttl', 'service', 'owner', '__proto__x', 'wait', 'Principal'), fc.string({ maxLength: 8 })),
 );
@@ -133,7 +139,12 @@ export const badApprovalPayload: fc.Arbitrary<unknown> = fc.oneof(
   notAnObject,
   fc.constant({}),
   badApprover.map((approver) => ({ approver })),
-  fc.oneof(notAString.filter((value) => value !== null), longText(1001, 1200)).map((reason) => ({ approver: 'alice', reason })),
+  fc
+    .oneof(
+      notAString.filter((value) => value !== null),
+      longText(1001, 1200),
+    )
+    .map((reason) => ({ approver: 'alice', reason })),
   longText(8200, 9000).map((reason) => ({ approver: 'alice', reason })),
   fc.constantFrom('mallory', 'agent-bad', 'gated-bad').map((approver) => ({ approver, reason: 'let me in' })),
 );
@@ -145,8 +156,18 @@ export const badExtendPayload: fc.Arbitrary<unknown> = fc.oneof(
   notAnObject,
   fc.constant({}),
   badTtlSeconds.map((ttlSeconds) => ({ ttlSeconds })),
-  fc.oneof(notAString.filter((value) => value !== null), longText(1001, 1200)).map((reason) => ({ ttlSeconds: 60, reason })),
-  fc.oneof(notAString.filter((value) => value !== null), longText(201, 260)).map((actor) => ({ ttlSeconds: 60, actor })),
+  fc
+    .oneof(
+      notAString.filter((value) => value !== null),
+      longText(1001, 1200),
+    )
+    .map((reason) => ({ ttlSeconds: 60, reason })),
+  fc
+    .oneof(
+      notAString.filter((value) => value !== null),
+      longText(201, 260),
+    )
+    .map((actor) => ({ ttlSeconds: 60, actor })),
   oversizedPadding.map((padding) => ({ ttlSeconds: 60, padding })),
   fc.integer({ min: 7_200, max: 31_536_000 }).map((ttlSeconds) => ({ ttlSeconds })),
 );
@@ -154,8 +175,18 @@ export const badExtendPayload: fc.Arbitrary<unknown> = fc.oneof(
 /** Payloads of the `destroy` update that must be refused (never `undefined`: that is a valid "no options"). */
 export const badDestroyPayload: fc.Arbitrary<unknown> = fc.oneof(
   notAnObject,
-  fc.oneof(notAString.filter((value) => value !== null), longText(1001, 1200)).map((reason) => ({ reason })),
-  fc.oneof(notAString.filter((value) => value !== null), longText(201, 260)).map((actor) => ({ actor })),
+  fc
+    .oneof(
+      notAString.filter((value) => value !== null),
+      longText(1001, 1200),
+    )
+    .map((reason) => ({ reason })),
+  fc
+    .oneof(
+      notAString.filter((value) => value !== null),
+      longText(201, 260),
+    )
+    .map((actor) => ({ actor })),
   oversizedPadding.map((padding) => ({ padding })),
 );
 
@@ -193,25 +224,56 @@ export function badCliInvocation(readyId: string): fc.Arbitrary<string[]> {
   };
   return fc.oneof(
     badPrincipal.map((principal) => create({ '--principal': principal })),
-    fc.oneof(badServiceName, fc.constant(','), fc.constant(' , '), tooManyServices.map((list) => list.join(','))).map((services) => create({ '--services': services })),
+    fc
+      .oneof(
+        badServiceName,
+        fc.constant(','),
+        fc.constant(' , '),
+        tooManyServices.map((list) => list.join(',')),
+      )
+      .map((services) => create({ '--services': services })),
     fc.oneof(badDuration, fc.constantFrom('400d', '366d')).map((ttl) => create({ '--ttl': ttl })),
     fc.constantFrom('docker', 'MOTO', '', 'localstack').map((adapter) => create({ '--adapter': adapter })),
     fc.constantFrom('cloud.teleport', 'CLOUD.SANDBOX', '').map((capability) => create({ '--capability': capability })),
-    fc.oneof(fc.constantFrom('noequals', '=v', 'Team=x', 'a b=c', ''), longText(257, 300).map((value) => `team=${value}`)).map((label) => create({ '--label': label })),
+    fc
+      .oneof(
+        fc.constantFrom('noequals', '=v', 'Team=x', 'a b=c', ''),
+        longText(257, 300).map((value) => `team=${value}`),
+      )
+      .map((label) => create({ '--label': label })),
     fc.oneof(badDuration, fc.constantFrom('2d', '7d', '100000000s')).map((timeout) => create({ '--timeout': timeout })),
     badSandboxId.filter((id) => !id.startsWith('-')).map((id) => create({ '--id': id })),
     longText(501, 700).map((purpose) => create({ '--purpose': purpose })),
     fc.constantFrom('--principal', '--services').map((missing) => create({ [missing]: undefined })),
     fc.constantFrom('--colour', '--force', '--ttl-seconds').map((unknown) => create({}, [unknown])),
-    badSandboxId.filter((id) => id !== '' && !id.startsWith('-')).chain((id) =>
-      fc.constantFrom(['status', id], ['audit', id], ['resources', id], ['extend', id, '--ttl', '10m'], ['destroy', id], ['approve', id, '--approver', 'alice'], ['deny', id, '--approver', 'alice']),
-    ),
+    badSandboxId
+      .filter((id) => id !== '' && !id.startsWith('-'))
+      .chain((id) =>
+        fc.constantFrom(
+          ['status', id],
+          ['audit', id],
+          ['resources', id],
+          ['extend', id, '--ttl', '10m'],
+          ['destroy', id],
+          ['approve', id, '--approver', 'alice'],
+          ['deny', id, '--approver', 'alice'],
+        ),
+      ),
     badDuration.filter((ttl) => !ttl.startsWith('-')).map((ttl) => ['extend', readyId, '--ttl', ttl]),
     fc.constant(['extend', readyId]),
-    longText(1001, 1100).chain((reason) => fc.constantFrom(['extend', readyId, '--ttl', '1m', '--reason', reason], ['destroy', readyId, '--reason', reason], ['approve', readyId, '--approver', 'alice', '--reason', reason])),
-    fc.oneof(fc.constantFrom('', '   '), longText(201, 230)).chain((name) =>
-      fc.constantFrom(['destroy', readyId, '--actor', name], ['extend', readyId, '--ttl', '1m', '--actor', name], ['approve', readyId, '--approver', name], ['deny', readyId, '--approver', name]),
+    longText(1001, 1100).chain((reason) =>
+      fc.constantFrom(['extend', readyId, '--ttl', '1m', '--reason', reason], ['destroy', readyId, '--reason', reason], ['approve', readyId, '--approver', 'alice', '--reason', reason]),
     ),
+    fc
+      .oneof(fc.constantFrom('', '   '), longText(201, 230))
+      .chain((name) =>
+        fc.constantFrom(
+          ['destroy', readyId, '--actor', name],
+          ['extend', readyId, '--ttl', '1m', '--actor', name],
+          ['approve', readyId, '--approver', name],
+          ['deny', readyId, '--approver', name],
+        ),
+      ),
     fc.constantFrom(['approve', readyId], ['deny', readyId], ['status'], ['audit'], ['destroy']),
     fc.constantFrom('ready', 'RUNNING', 'gone', '').map((state) => ['list', '--state', state]),
     badPrincipal.filter((principal) => !principal.startsWith('-')).map((principal) => ['list', '--principal', principal]),
@@ -236,14 +298,16 @@ export interface BadToolCall {
 
 /** Arguments every tool must refuse; `readyId` names a live sandbox, so only the arguments are wrong. */
 export function badToolCall(readyId: string): fc.Arbitrary<BadToolCall> {
-  const call = (name: BadToolCall['name']) => (args: Record<string, unknown>): BadToolCall => ({ name, arguments: args });
+  const call =
+    (name: BadToolCall['name']) =>
+    (args: Record<string, unknown>): BadToolCall => ({ name, arguments: args });
   const unknownKey = fc.constantFrom('verbose', 'actor', 'force', 'Id', 'principal');
   return fc.oneof(
     brokenRequestObject.map(call('create_sandbox')),
     fc.oneof(fc.constantFrom('ended', 'READY', 'now', ''), notAString).map((wait) => call('create_sandbox')({ principal: 'agent-mcp', services: ['s3'], wait })),
-    fc.oneof(fc.integer({ min: -10, max: 0 }), fc.integer({ min: 3601, max: 100_000 }), fc.constant(2.5), fc.constant('50')).map((timeoutSeconds) =>
-      call('create_sandbox')({ principal: 'agent-mcp', services: ['s3'], timeoutSeconds }),
-    ),
+    fc
+      .oneof(fc.integer({ min: -10, max: 0 }), fc.integer({ min: 3601, max: 100_000 }), fc.constant(2.5), fc.constant('50'))
+      .map((timeoutSeconds) => call('create_sandbox')({ principal: 'agent-mcp', services: ['s3'], timeoutSeconds })),
     fc.oneof(badSandboxId, notAString).map((id) => call('get_sandbox')({ id })),
     unknownKey.filter((key) => key !== 'Id').map((key) => call('get_sandbox')({ id: readyId, [key]: true })),
     fc.constant(call('get_sandbox')({})),
@@ -253,10 +317,20 @@ export function badToolCall(readyId: string): fc.Arbitrary<BadToolCall> {
     unknownKey.map((key) => call('list_sandboxes')({ [key === 'principal' ? 'owner' : key]: 'x' })),
     fc.oneof(badSandboxId, notAString).map((id) => call('extend_sandbox')({ id, ttlSeconds: 60 })),
     badTtlSeconds.map((ttlSeconds) => call('extend_sandbox')({ id: readyId, ttlSeconds })),
-    fc.oneof(notAString.filter((value) => value !== null), longText(1001, 1100)).map((reason) => call('extend_sandbox')({ id: readyId, ttlSeconds: 60, reason })),
+    fc
+      .oneof(
+        notAString.filter((value) => value !== null),
+        longText(1001, 1100),
+      )
+      .map((reason) => call('extend_sandbox')({ id: readyId, ttlSeconds: 60, reason })),
     unknownKey.map((key) => call('extend_sandbox')({ id: readyId, ttlSeconds: 60, [key]: 'x' })),
     fc.oneof(badSandboxId, notAString).map((id) => call('destroy_sandbox')({ id })),
-    fc.oneof(notAString.filter((value) => value !== null), longText(1001, 1100)).map((reason) => call('destroy_sandbox')({ id: readyId, reason })),
+    fc
+      .oneof(
+        notAString.filter((value) => value !== null),
+        longText(1001, 1100),
+      )
+      .map((reason) => call('destroy_sandbox')({ id: readyId, reason })),
     unknownKey.map((key) => call('destroy_sandbox')({ id: readyId, [key]: 'x' })),
     fc.constant(call('destroy_sandbox')({ reason: 'no id' })),
   );

@@ -156,8 +156,11 @@ export class ChildProcessPlane {
 
   /** Polls the projection until its row agrees with `state` (activities may still be recording it). */
   async waitForProjection(id: string, state: SandboxState, timeoutMs = 30_000): Promise<void> {
-    await eventually(`the projection row of ${id} to say ${state}`, () => (this.projectionState(id) === state ? true : undefined), timeoutMs, () =>
-      String(this.projectionState(id)),
+    await eventually(
+      `the projection row of ${id} to say ${state}`,
+      () => (this.projectionState(id) === state ? true : undefined),
+      timeoutMs,
+      () => String(this.projectionState(id)),
     );
   }
 

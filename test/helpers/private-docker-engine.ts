@@ -108,7 +108,13 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (!isRunning()) throw new Error(`private dockerd exited before it answered; its log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
-      if (await docker.ping().then(() => true, () => false)) return;
+      if (
+        await docker.ping().then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
       if (Date.now() > deadline) throw new Error(`private dockerd did not answer on ${dockerHost} within ${READY_TIMEOUT_MS} ms`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -69,10 +69,7 @@ async function gotoUi(page: Page, shots: string, url: string, ready: Locator, at
  * The workflow list with `query` typed into the UI's own query box, re-run (its Search
  * button) until every one of `present` shows up and every one of `absent` is gone.
  */
-export async function filterList(
-  page: Page,
-  options: { shots: string; uiUrl: string; query: string; present: readonly string[]; absent: readonly string[] },
-): Promise<void> {
+export async function filterList(page: Page, options: { shots: string; uiUrl: string; query: string; present: readonly string[]; absent: readonly string[] }): Promise<void> {
   const { shots, uiUrl, query, present, absent } = options;
   await gotoUi(page, shots, `${uiUrl}/namespaces/default/workflows`, page.getByRole('button', { name: 'Add Filter' }));
   const queryBox = page.getByPlaceholder('Enter a query');
@@ -86,7 +83,10 @@ export async function filterList(
   const row = (workflowId: string) => page.getByRole('link', { name: workflowId, exact: true });
   const deadline = Date.now() + LIST_TIMEOUT_MS;
   for (;;) {
-    await page.getByText(/Workflows/).first().waitFor();
+    await page
+      .getByText(/Workflows/)
+      .first()
+      .waitFor();
     await sleep(500);
     const shown = await Promise.all(present.map(async (id) => (await row(id).count()) > 0));
     const hidden = await Promise.all(absent.map(async (id) => (await row(id).count()) === 0));
@@ -105,9 +105,7 @@ export async function openAndReadDetails(page: Page, workflowId: string): Promis
   await page.getByRole('heading', { name: workflowId }).waitFor();
   await page.getByRole('tab', { name: 'User Metadata' }).click();
   // The UI renders the details (Markdown) into an iframe of its own; the summary has one too.
-  const panel = page
-    .getByRole('heading', { name: 'Current Details' })
-    .locator('xpath=ancestor::div[.//iframe[@title="output"]][1]');
+  const panel = page.getByRole('heading', { name: 'Current Details' }).locator('xpath=ancestor::div[.//iframe[@title="output"]][1]');
   const details = panel.locator('iframe[title="output"]').contentFrame().locator('body');
   await details.getByText(/Waiting for a human/).waitFor();
   return (await details.innerText()).trim();

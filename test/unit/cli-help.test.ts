@@ -16,10 +16,16 @@ describe('sandboxctl --help', () => {
 
   test('lists every variable of the configuration schema, each with a description', () => {
     assert.ok(CONFIG_ENV_KEYS.length > 20, `the schema's keys: ${CONFIG_ENV_KEYS.join(', ')}`);
-    assert.deepEqual(CONFIG_ENV_KEYS.filter((key) => !described(key)), []);
+    assert.deepEqual(
+      CONFIG_ENV_KEYS.filter((key) => !described(key)),
+      [],
+    );
   });
 
   test('lists every feature flag, each with a description', () => {
-    assert.deepEqual(FEATURE_FLAG_NAMES.map(flagEnvName).filter((key) => !described(key)), []);
+    assert.deepEqual(
+      FEATURE_FLAG_NAMES.map(flagEnvName).filter((key) => !described(key)),
+      [],
+    );
   });
 });
