@@ -107,7 +107,8 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
     say(`dev: store ${config.storePath} at schema version ${store.schemaVersion}`);
     say(`dev: adapters ${describeAdapters(config)}`);
 
-    plane = await stop.untilStopped(createPlaneWorker({ config, store, logger }));
+    // The launcher is the whole plane: its build becomes current, whatever ran here before.
+    plane = await stop.untilStopped(createPlaneWorker({ config, store, logger, promote: 'always' }));
     say(`dev: cleanup schedule ${await ensureScheduleOrWarn(plane.client, config, logger)}`);
     const worker = plane.worker;
     const running = worker.run();

@@ -12,6 +12,7 @@ import { action, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
+import { registerDeploymentCommands } from './commands/deployment-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
@@ -88,6 +89,7 @@ export function buildProgram(): Command {
     .option('--role <roles>', 'all, or a comma list of lifecycle, store, docker (env SANDBOXPLANE_WORKER_ROLES; default all)')
     .option('--host-id <name>', 'the docker role\'s host id; its queue is <task queue>-docker-<name> (env SANDBOXPLANE_HOST_ID; default local)')
     .option('--capacity <n>', 'how many sandboxes the docker role\'s host takes at once (env SANDBOXPLANE_HOST_CAPACITY; default 100)')
+    .option('--build-id <id>', 'the lifecycle role\'s build id in the deployment (env SANDBOXPLANE_BUILD_ID; default derived from the workflow code)')
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
@@ -140,6 +142,7 @@ export function buildProgram(): Command {
   registerCleanupCommands(program);
   registerHostCommands(program);
   registerCodecCommands(program);
+  registerDeploymentCommands(program);
 
   return program;
 }

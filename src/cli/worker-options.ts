@@ -9,15 +9,19 @@ export const workerOptionsSchema = z.object({
   role: given.optional(),
   hostId: given.optional(),
   capacity: given.optional(),
+  buildId: given.optional(),
 });
 
 const FLAG_VARIABLES = {
   role: 'SANDBOXPLANE_WORKER_ROLES',
   hostId: 'SANDBOXPLANE_HOST_ID',
   capacity: 'SANDBOXPLANE_HOST_CAPACITY',
+  buildId: 'SANDBOXPLANE_BUILD_ID',
 } as const;
 
-const FLAG_NAMES: Readonly<Record<string, string>> = { SANDBOXPLANE_WORKER_ROLES: '--role', SANDBOXPLANE_HOST_ID: '--host-id', SANDBOXPLANE_HOST_CAPACITY: '--capacity' };
+const FLAG_NAMES: Readonly<Record<string, string>> = { SANDBOXPLANE_WORKER_ROLES: '--role', SANDBOXPLANE_HOST_ID: '--host-id', SANDBOXPLANE_HOST_CAPACITY: '--capacity',
+  SANDBOXPLANE_BUILD_ID: '--build-id',
+};
 
 /**
  * The configuration with the flags in place of their variables. A bad flag is reported

@@ -13,6 +13,7 @@ import {
   type FeatureFlags,
 } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
+import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../domain/deployment';
 import { principalSchema } from '../domain/sandbox-request';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
@@ -67,6 +68,12 @@ export interface Config {
   readonly maxSandboxes: number;
   /** The payload codec's keys (SANDBOXPLANE_CODEC_KEYS, _KEYS_FILE, or the default file .data/codec-keys). */
   readonly codec: CodecSettings;
+  /**
+   * Worker Versioning (DESIGN §16): the deployment lifecycle workers belong to
+   * (`SANDBOXPLANE_DEPLOYMENT`) and their build id (`SANDBOXPLANE_BUILD_ID`); `undefined`
+   * means derived from the workflow code the worker runs.
+   */
+  readonly deployment: { readonly name: string; readonly buildId: string | undefined };
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -252,6 +259,8 @@ const envSchema = z.object({
   SANDBOXPLANE_WARM_POOL: warmPool,
   SANDBOXPLANE_PRINCIPAL: principalSchema.optional(),
   SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional(),
+  SANDBOXPLANE_DEPLOYMENT: deploymentNameSchema.default(DEFAULT_DEPLOYMENT),
+  SANDBOXPLANE_BUILD_ID: buildIdSchema.optional(),
   ...codecEnvShape,
 });
 
@@ -349,6 +358,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     codec: codec.settings,
+    deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),
   });
 }
 

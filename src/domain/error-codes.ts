@@ -169,6 +169,11 @@ export const ERROR_CODES = {
     'Some services could not be listed (named in the message): what was listed is real, the rest is unknown. `sandboxctl resources ID` shows both.',
   ),
   WAIT_TIMEOUT: spec('failure', true, 'The sandbox is still working; check `sandboxctl status ID`, or wait longer.'),
+  PROMOTION_REFUSED: spec(
+    'refused',
+    false,
+    '`sandboxctl deployment` lists the builds with their pollers and open runs: start a lifecycle worker of the build first (`sandboxctl worker --role lifecycle --build-id B`), and let runs of a release before Worker Versioning end (docs/deploy.md, "Rolling out").',
+  ),
 
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),

@@ -26,6 +26,18 @@ export interface DevServerOptions {
   readonly onSpawn?: (server: DevServer) => void;
 }
 
+/**
+ * Worker Versioning (DESIGN §16), which server 1.29 turns on by default: said here so a
+ * later default cannot take it away. The caps are raised because every test plane on a
+ * dev server is a deployment of its own, with queues that are never forgotten.
+ */
+const WORKER_VERSIONING_CONFIG = [
+  'system.enableDeploymentVersions=true',
+  'frontend.workerVersioningWorkflowAPIs=true',
+  'matching.maxDeployments=10000',
+  'matching.maxTaskQueuesInDeploymentVersion=1000',
+] as const;
+
 const OUTPUT_TAIL_LINES = 40;
 const STOP_GRACE_MS = 10_000;
 
@@ -80,6 +92,7 @@ export class DevServer {
       // scheduled it: a lifecycle runs five of them (docs/development.md, Benchmarks).
       '--dynamic-config-value',
       'system.enableActivityEagerExecution=true',
+      ...WORKER_VERSIONING_CONFIG.flatMap((value) => ['--dynamic-config-value', value]),
     ];
     if (options.httpPort !== undefined) args.push('--http-port', String(options.httpPort));
     if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));

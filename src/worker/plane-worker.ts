@@ -22,7 +22,8 @@ import { installRuntimeLogger } from './runtime-logger';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools, type WarmPools } from './warm-pools';
-import { builtWorkflowBundle, bundleWorkflows } from './workflow-code';
+import { promoteOncePolling, type PromotionPolicy } from './build-promotion';
+import { buildIdOf, builtWorkflowBundle, bundleWorkflows } from './workflow-code';
 
 export interface PlaneWorkerOptions {
   readonly config: Config;
@@ -40,6 +41,13 @@ export interface PlaneWorkerOptions {
   readonly broker?: ContainerBroker;
   /** How often the warm pools look at their idle containers (tests shorten it). */
   readonly warmPoolTiming?: { readonly checkIntervalMs: number };
+  /**
+   * Whether the lifecycle role makes its build current once it polls (DESIGN §16):
+   * `if-none` (default) only while the deployment has no current build, so the first
+   * start of a plane just works and a rollout promotes explicitly; `always` for the dev
+   * launcher, the whole plane in one process.
+   */
+  readonly promote?: PromotionPolicy;
 }
 
 export interface PlaneWorker {
@@ -51,6 +59,8 @@ export interface PlaneWorker {
   readonly queues: Readonly<Partial<Record<WorkerRole, string>>>;
   /** The value of `io.sandboxplane.plane` on this worker's containers (SANDBOXPLANE_PLANE_ID or derived). */
   readonly planeId: string;
+  /** The lifecycle role's build id in SANDBOXPLANE_DEPLOYMENT; `undefined` without that role. */
+  readonly buildId: string | undefined;
   /** A Temporal client on the worker's namespace (schedules, queries). */
   readonly client: Client;
   /** Closes the worker's connections; call after `worker.run()` has resolved. */
@@ -113,6 +123,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     const hosts = store === undefined ? undefined : new TemporalHostDirectory(store, clientConnection.workflowService, namespace);
     const adapters = has('docker') ? (options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId)) : undefined;
     const workers: Worker[] = [];
+    let buildId: string | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
     const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec) } as const;
 
@@ -139,7 +150,21 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
     if (has('lifecycle')) {
       const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));
-      workers.unshift(await Worker.create({ ...common, taskQueue: config.taskQueue, identity, workflowBundle }));
+      buildId = config.deployment.buildId ?? buildIdOf(workflowBundle);
+      workers.unshift(
+        await Worker.create({
+          ...common,
+          taskQueue: config.taskQueue,
+          identity,
+          workflowBundle,
+          // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
+          workerDeploymentOptions: {
+            useWorkerVersioning: true,
+            version: { deploymentName: config.deployment.name, buildId },
+            defaultVersioningBehavior: 'AUTO_UPGRADE',
+          },
+        }),
+      );
       queues.lifecycle = config.taskQueue;
     }
 
@@ -157,8 +182,22 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       if (hosts !== undefined) await hosts.register(host);
       else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
-    logger.info({ roles, queues, namespace, identity, planeId }, 'worker ready');
-    return { worker: new RoleWorkers(workers), identity, roles, queues, planeId, client, close };
+    logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId }, 'worker ready');
+    const lifecycleBuild = buildId;
+    const whileRunning =
+      lifecycleBuild === undefined
+        ? undefined
+        : (running: () => boolean) =>
+            promoteOncePolling({
+              client,
+              target: { namespace, deployment: config.deployment.name, taskQueue: config.taskQueue },
+              buildId: lifecycleBuild,
+              policy: options.promote ?? 'if-none',
+              identity,
+              logger,
+              running,
+            });
+    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
   } catch (err) {
     await close();
     throw err;

@@ -5,7 +5,14 @@ import type { Worker } from '@temporalio/worker';
  * fatal error, a shutdown) stops the others, so a process never serves half its roles.
  */
 export class RoleWorkers {
-  constructor(readonly workers: readonly Worker[]) {}
+  /**
+   * @param whileRunning started once the workers poll (a lifecycle build promoting
+   *   itself); told whether they still run, and never fails the run: it reports its own errors.
+   */
+  constructor(
+    readonly workers: readonly Worker[],
+    private readonly whileRunning?: (running: () => boolean) => Promise<void>,
+  ) {}
 
   async run(): Promise<void> {
     const runs = this.workers.map((worker) =>
@@ -13,7 +20,9 @@ export class RoleWorkers {
         this.shutdown();
       }),
     );
+    const beside = this.whileRunning?.(() => ['INITIALIZED', 'RUNNING'].includes(this.getState()));
     const outcomes = await Promise.allSettled(runs);
+    await beside;
     const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }

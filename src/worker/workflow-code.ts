@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
@@ -59,4 +60,14 @@ export async function writeBuiltWorkflowBundle(logger: Logger): Promise<string> 
   fs.writeFileSync(partial, code);
   fs.renameSync(partial, bundleFile);
   return bundleFile;
+}
+
+/**
+ * The build id a lifecycle worker declares when none is configured: named by the workflow
+ * code it runs (the bundle), the only code a pinned run depends on. Two builds whose
+ * workflow code differs never share an id; a build that changed only activities keeps
+ * its id, so its runs need no drain.
+ */
+export function buildIdOf(bundle: WorkflowBundle): string {
+  return `wf-${createHash('sha256').update(bundle.code).digest('hex').slice(0, 16)}`;
 }

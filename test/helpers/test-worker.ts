@@ -62,9 +62,12 @@ export const LOCAL_FLAGS = {
  */
 export async function startTestWorker(address: string, options: TestWorkerOptions = {}): Promise<TestWorker> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-worker-'));
+  const taskQueue = `test-${randomUUID()}`;
   const env: Record<string, string> = {
     TEMPORAL_ADDRESS: address,
-    SANDBOXPLANE_TASK_QUEUE: `test-${randomUUID()}`,
+    SANDBOXPLANE_TASK_QUEUE: taskQueue,
+    // A deployment of its own: test planes of other builds share the namespace (DESIGN §16).
+    SANDBOXPLANE_DEPLOYMENT: taskQueue,
     SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite'),
     ...LOCAL_FLAGS,
     ...(process.env.DOCKER_HOST !== undefined ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
