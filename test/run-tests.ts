@@ -12,12 +12,21 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { STOPPED_LOG_ENV, type StoppedFile } from './helpers/hung-test-report';
 import { prepareDocker, runSetupScript } from './helpers/setup-scripts';
 import { isCluster, isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
 import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
 
 const TEST_DIR = __dirname;
+
+/** Read by helpers/hung-test-report.mjs: where a file stopped by --test-timeout notes the test it was running. */
+const STOPPED_LOG_ENV = 'SANDBOXPLANE_TEST_STOPPED_LOG';
+
+/** One line of that log: the file stopped, the test it was running (none: a hook or the file's top level) and for how long. */
+interface StoppedFile {
+  readonly file: string;
+  readonly test?: string;
+  readonly runningMs?: number;
+}
 /**
  * node's `--test-timeout`, which bounds each test FILE (its process), not each test: above the
  * slowest file that passes, so only a hung one hits it. A test's own `{ timeout }` still bounds
@@ -56,7 +65,7 @@ async function runNodeTest(files: readonly TestFile[], timeoutMs: number, env: N
       '--import',
       'tsx',
       '--import',
-      path.join(TEST_DIR, 'helpers', 'hung-test-report.ts'),
+      path.join(TEST_DIR, 'helpers', 'hung-test-report.mjs'),
       '--test',
       '--test-concurrency=1',
       `--test-timeout=${timeoutMs}`,
