@@ -6,6 +6,9 @@
 #   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
 #   bash scripts/cluster.sh topology # the plane workers `up` starts, as JSON lines (starts nothing)
 #   bash scripts/cluster.sh restart lifecycle-1   # one worker stopped (it drains) and started again
+#   bash scripts/cluster.sh rollout  # lifecycle workers of the build in the checkout now: started,
+#                                    # made current; the old build's workers drain (DESIGN §16)
+#   bash scripts/cluster.sh drain    # stops old-build lifecycle workers that no sandbox is pinned to
 #   bash scripts/cluster.sh purge    # down, then delete the data too (PostgreSQL, engines, SQLite)
 #
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
@@ -375,6 +378,11 @@ EOF
 # Written by scripts/cluster.sh. Same as the dev server the tests use (src/temporal-dev/dev-server.ts).
 system.enableActivityEagerExecution:
   - value: true
+# Worker Versioning (DESIGN §16), on by default in this server: said so a later default cannot take it away.
+system.enableDeploymentVersions:
+  - value: true
+frontend.workerVersioningWorkflowAPIs:
+  - value: true
 EOF
 }
 
@@ -706,7 +714,7 @@ WORKERS=(store lifecycle-1 lifecycle-2 docker-a docker-b)
 TASK_QUEUE="${SANDBOXPLANE_TASK_QUEUE:-sandboxplane}"
 PLANE_DIR="$DATA/plane"
 
-worker_role() { case "$1" in store) echo store ;; lifecycle-*) echo lifecycle ;; docker-*) echo docker ;; esac; }
+worker_role() { case "$1" in store) echo store ;; lifecycle-* | drain-*) echo lifecycle ;; docker-*) echo docker ;; esac; }
 worker_host() { [[ "$1" == docker-* ]] && echo "${1#docker-}"; return 0; }
 
 # The environment a worker runs with, as KEY=VALUE lines: the plane's coordinates and its
@@ -726,6 +734,11 @@ worker_env() {
     local var="SANDBOXPLANE_FLAG_$flag"
     echo "$var=${!var:-1}"
   done
+  case "$name" in
+    # An old build's worker keeps its id; the current ones take the id `rollout` was given, if any.
+    drain-*) echo "SANDBOXPLANE_BUILD_ID=$(cat "$RUN_DIR/$name.build")" ;;
+    lifecycle-*) [[ -s "$RUN_DIR/lifecycle.build-id" ]] && echo "SANDBOXPLANE_BUILD_ID=$(cat "$RUN_DIR/lifecycle.build-id")" ;;
+  esac
   case "$role" in
     store) echo "SANDBOXPLANE_DB=$PLANE_DIR/sandboxplane.sqlite" ;;
     docker)
@@ -754,7 +767,9 @@ cmd_topology() {
 WORKER_MARK="SANDBOXPLANE_CLUSTER_DIR=$DATA"
 
 start_worker() {
-  local name="$1" pid log
+  local name="$1" pid log cli="$root/bin/sandboxctl.js"
+  # An old build's worker runs the copy of its build that `rollout` kept.
+  [[ "$name" == drain-* ]] && cli="$(build_dir "$(cat "$RUN_DIR/$name.build")")/bin/sandboxctl.js"
   pid="$(pid_of "$name")"; log="$LOG_DIR/$name.log"
   if alive_as "$pid" node; then
     say "$name already runs (pid $pid)"
@@ -767,7 +782,7 @@ start_worker() {
   mapfile -t env_args < <(worker_env "$name")
   say "starting worker $name (log $log)"
   # Only the store worker gets a SQLite path, only docker workers an engine.
-  setsid nohup env -u DOCKER_HOST -u SANDBOXPLANE_DB "$WORKER_MARK" "${env_args[@]}" node "$root/bin/sandboxctl.js" worker >>"$log" 2>&1 </dev/null &
+  setsid nohup env -u DOCKER_HOST -u SANDBOXPLANE_DB -u SANDBOXPLANE_BUILD_ID "$WORKER_MARK" "${env_args[@]}" node "$cli" worker >>"$log" 2>&1 </dev/null &
   echo $! >"$RUN_DIR/$name.pid"
 }
 
@@ -791,8 +806,9 @@ start_workers() {
   # makes. Only when a worker is to start: a rebuild removes dist/ under running ones.
   ((missing)) && bash "$root/scripts/setup.sh" >&2
   mkdir -p "$PLANE_DIR"
-  for name in "${WORKERS[@]}"; do start_worker "$name"; done
-  for name in "${WORKERS[@]}"; do wait_for_worker "$name"; done
+  # With the old builds still draining (`rollout`): their pinned sandboxes need them too.
+  for name in "${WORKERS[@]}" $(draining); do start_worker "$name"; done
+  for name in "${WORKERS[@]}" $(draining); do wait_for_worker "$name"; done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -854,7 +870,7 @@ strays() {
           for subnet in "${subnets[@]}"; do [[ "$args" == *"$subnet"* ]] && echo "$pid"; done
         fi
         ;;
-      "node $root/bin/sandboxctl.js worker"* | "node $root/bin/sandboxctl.js codec-server"*)
+      "node $root/bin/sandboxctl.js worker"* | "node $root/bin/sandboxctl.js codec-server"* | "node $DATA/builds/"*"/bin/sandboxctl.js worker"*)
         { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -xF "$WORKER_MARK" >/dev/null && echo "$pid"
         ;;
     esac
@@ -866,6 +882,7 @@ cmd_down() {
   need_root down
   local i pid name
   for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
+  for name in $(draining); do stop_process "$name" node; done
   stop_process codec node
   for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
@@ -891,6 +908,105 @@ cmd_restart() {
   stop_process "$name" node
   start_worker "$name"
   wait_for_worker "$name"
+}
+
+# ---------------------------------------------------------------------------------------------
+# rollout / drain (DESIGN §16): lifecycle workers by build, with Worker Versioning
+# ---------------------------------------------------------------------------------------------
+
+LIFECYCLE_WORKERS=(lifecycle-1 lifecycle-2)
+
+# `sandboxctl` against this cluster's plane.
+plane_cli() {
+  env "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT" "TEMPORAL_NAMESPACE=$NAMESPACE" "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE" node "$root/bin/sandboxctl.js" "$@"
+}
+
+# Where `rollout` keeps a copy of an old build (bin/, dist/, package.json; node_modules linked), so
+# its workers can start again (after `down`, `up`) until they have drained.
+build_dir() { echo "$DATA/builds/$1"; }
+
+# The old-build lifecycle workers still draining: drain-<build>-lifecycle-N.
+draining() {
+  local f
+  for f in "$RUN_DIR"/drain-*.build; do [[ -e "$f" ]] && basename "$f" .build; done
+  return 0
+}
+
+# The build id a worker declared in its `worker ready` log line (its latest start).
+worker_build() {
+  local from
+  from="$(cat "$RUN_DIR/$1.logstart" 2>/dev/null || echo 0)"
+  tail -c "+$((from + 1))" "$LOG_DIR/$1.log" | grep -F '"msg":"worker ready"' | tail -n 1 | sed -n 's/.*"buildId":"\([^"]*\)".*/\1/p'
+}
+
+# The number of sandboxes pinned to build $1 (`sandboxctl deployment --json`), or "current".
+pinned_runs() {
+  plane_cli deployment --json | node -e '
+    const report = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const build = report.builds.find((b) => b.buildId === process.argv[1]);
+    console.log(build === undefined ? 0 : build.current ? "current" : build.openRuns);' "$1"
+}
+
+# `rollout`: the lifecycle workers of the build in the checkout now (`npm run build`), or of
+# SANDBOXPLANE_BUILD_ID, start beside the old ones, become current, and the old ones drain:
+# every sandbox they started stays pinned to them until it ends (DESIGN §16). Store and docker
+# workers stay as they are (their activities change only additively). `drain` (or the next
+# rollout) stops the old ones once nothing is pinned to them.
+cmd_rollout() {
+  need_root rollout
+  local name old="" new
+  for name in "${LIFECYCLE_WORKERS[@]}"; do
+    alive_as "$(pid_of "$name")" node || continue
+    old="$(worker_build "$name")"
+    [[ -n "$old" ]] || fail "cannot tell the build of $name from its log ($LOG_DIR/$name.log)"
+  done
+  # The old build's code, kept before the build below replaces dist/.
+  if [[ -n "$old" && ! -d "$(build_dir "$old")" ]]; then
+    say "keeping build $old in $(build_dir "$old") while it drains"
+    mkdir -p "$(build_dir "$old")"
+    cp -a "$root/bin" "$root/dist" "$root/package.json" "$(build_dir "$old")/"
+    ln -sfn "$root/node_modules" "$(build_dir "$old")/node_modules"
+  fi
+  bash "$root/scripts/setup.sh" >&2
+  if [[ -n "${SANDBOXPLANE_BUILD_ID:-}" ]]; then echo "$SANDBOXPLANE_BUILD_ID" >"$RUN_DIR/lifecycle.build-id"; else rm -f "$RUN_DIR/lifecycle.build-id"; fi
+  for name in "${LIFECYCLE_WORKERS[@]}"; do
+    alive_as "$(pid_of "$name")" node || continue
+    # Same process, new name: it goes on serving its pinned runs, logging to the same file.
+    echo "$old" >"$RUN_DIR/drain-$old-$name.build"
+    mv "$RUN_DIR/$name.pid" "$RUN_DIR/drain-$old-$name.pid"
+    mv "$LOG_DIR/$name.log" "$LOG_DIR/drain-$old-$name.log"
+    mv "$RUN_DIR/$name.logstart" "$RUN_DIR/drain-$old-$name.logstart" 2>/dev/null || true
+  done
+  for name in "${LIFECYCLE_WORKERS[@]}"; do start_worker "$name"; done
+  for name in "${LIFECYCLE_WORKERS[@]}"; do wait_for_worker "$name"; done
+  new="$(worker_build lifecycle-1)"
+  [[ -n "$new" ]] || fail "cannot tell the new build from $LOG_DIR/lifecycle-1.log"
+  say "promoting build $new (was ${old:-none})"
+  plane_cli deployment promote "$new" >&2 || fail "sandboxctl deployment promote $new failed (above)"
+  cmd_drain
+}
+
+# `drain`: stops each old-build lifecycle worker once no sandbox is pinned to its build (and
+# forgets the kept copy of the build); says how many still are for the others.
+cmd_drain() {
+  local name build runs
+  for name in $(draining); do
+    build="$(cat "$RUN_DIR/$name.build")"
+    runs="$(pinned_runs "$build")" || fail "sandboxctl deployment failed"
+    if [[ "$runs" == current ]]; then
+      # Promoted back (a rollback): a worker of the current build is not draining.
+      say "$name runs build $build, which is current again; it stays"
+    elif [[ "$runs" == 0 ]]; then
+      stop_process "$name" node
+      rm -f "$RUN_DIR/$name.build" "$RUN_DIR/$name.logstart"
+      say "$name drained (build $build has no pinned sandbox left)"
+    else
+      say "$name still serves $runs sandbox(es) pinned to build $build; \`cluster.sh drain\` stops it once they end"
+    fi
+  done
+  for build in $(ls "$DATA/builds" 2>/dev/null); do
+    ls "$RUN_DIR"/drain-"$build"-*.build >/dev/null 2>&1 || rm -rf "$(build_dir "$build")"
+  done
 }
 
 # `purge`: `down`, then the data as well (PostgreSQL, the engines, the SQLite projection, logs).
@@ -927,14 +1043,14 @@ cmd_status() {
     if alive_as "$pid" dockerd; then state=running; else pid=-; all=1; fi
     line "engine-$name" "$state" "$pid" "$(engine_socket "$name")"
   done
-  for name in "${WORKERS[@]}"; do
+  for name in "${WORKERS[@]}" $(draining); do
     pid="$(pid_of "$name")"; state=stopped
     if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
     host="$(worker_host "$name")"
     line "$name" "$state" "$pid" "--role $(worker_role "$name")${host:+ --host-id $host}"
   done
   local known=" " stray
-  for svc in "${SERVICES[@]}" ui codec "${WORKERS[@]}"; do known+="$(pid_of "$svc") "; done
+  for svc in "${SERVICES[@]}" ui codec "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
   for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   for stray in $(strays); do
     [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
@@ -971,5 +1087,7 @@ case "${1:-}" in
   topology) cmd_topology ;;
   purge) cmd_purge ;;
   restart) cmd_restart "${2:-}" ;;
-  *) printf 'usage: %s up|down|status|topology|purge|restart WORKER\n' "$0" >&2; exit 2 ;;
+  rollout) cmd_rollout ;;
+  drain) cmd_drain ;;
+  *) printf 'usage: %s up|down|status|topology|purge|restart WORKER|rollout|drain\n' "$0" >&2; exit 2 ;;
 esac

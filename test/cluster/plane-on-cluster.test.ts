@@ -11,6 +11,9 @@
  * - `down`, then `up` on the same data: the READY sandboxes are READY again (their
  *   emulators restarted once by the health watch), their expiry unchanged, and a TTL
  *   that runs out after the restart still ends its sandbox;
+ * - `rollout` of a new lifecycle build: it becomes current, the sandboxes started before
+ *   stay pinned to the old build (whose workers drain) and can still be extended; a new
+ *   sandbox runs on the new build; once the old ones end, `drain` stops the old workers;
  * - `down` leaves no process, port or container of the cluster behind.
  *
  * It runs with `npm run test:cluster` (`.ci/run` runs it after `npm test`), needs root
@@ -28,7 +31,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { Client, Connection } from '@temporalio/client';
 import { SandboxClient } from '../../src/client/sandbox-client';
+import type { DeploymentReport } from '../../src/domain/deployment';
 import { ERROR_CODES } from '../../src/domain/error-codes';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
 import type { HostView } from '../../src/domain/hosts';
@@ -76,8 +81,8 @@ function clusterEnv(): NodeJS.ProcessEnv {
 }
 
 /** `bash scripts/cluster.sh COMMAND`; its progress (stderr) is kept for the failure message. */
-function cluster(command: string, timeoutMs = 10 * 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('bash', [CLUSTER_SH, command], { cwd: REPO_ROOT, env: clusterEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+function cluster(command: string, timeoutMs = 10 * 60_000, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('bash', [CLUSTER_SH, command], { cwd: REPO_ROOT, env: { ...clusterEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -395,8 +400,45 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     await assertContainersMatch(after);
   });
 
+  const onNewBuildId = `${tag}-on-new-build`;
+  let oldBuild: string;
+
+  test('rollout: a new lifecycle build becomes current; sandboxes started before stay pinned to the old one, which drains', { timeout: 15 * 60_000 }, async () => {
+    const before = await sandboxctl<DeploymentReport>('deployment');
+    assert.ok(before.current, 'the first lifecycle build made itself current');
+    oldBuild = before.current;
+    const pinned = beforeDown.filter((status) => status.id !== shortId).map((status) => status.id);
+    const newBuild = `${tag}-rollout`;
+
+    const rollout = await cluster('rollout', 10 * 60_000, { SANDBOXPLANE_BUILD_ID: newBuild });
+    assert.equal(rollout.code, 0, rollout.stderr.slice(-4000));
+    assert.match(rollout.stderr, new RegExp(`still serves ${pinned.length} sandbox\\(es\\) pinned to build ${oldBuild}`));
+    const report = await eventually('both builds polled, the old one holding its sandboxes', async () => {
+      const seen = await sandboxctl<DeploymentReport>('deployment');
+      const [current, old] = [seen.builds.find((build) => build.buildId === newBuild), seen.builds.find((build) => build.buildId === oldBuild)];
+      return current?.pollers === 2 && old?.pollers === 2 && old.openRuns === pinned.length ? seen : undefined;
+    });
+    assert.equal(report.current, newBuild);
+
+    const connection = await Connection.connect({ address });
+    try {
+      const client = new Client({ connection, namespace: 'default' });
+      const pinOf = async (id: string) => (await client.workflow.getHandle(`sandbox-${id}`).describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId;
+      await createAsAgent(onNewBuildId, 'sdk');
+      assert.equal(await pinOf(onNewBuildId), newBuild, 'a new sandbox starts on the new build');
+      for (const id of pinned) assert.equal(await pinOf(id), oldBuild, `${id} stays on the build that started it`);
+    } finally {
+      await connection.close();
+    }
+    // The old build's workers still serve what is pinned to them.
+    const extended = await sandboxes.extend(pinned[0]!, { ttlSeconds: 3000, reason: 'during a rollout' });
+    assert.equal(extended.state, 'READY');
+    const status = await cluster('status');
+    assert.equal((status.stdout.match(new RegExp(`^drain-${oldBuild}-lifecycle-\\d +running`, 'gm')) ?? []).length, 2, status.stdout);
+  });
+
   test('destroy all, then down: no process, port or container of the cluster is left', { timeout: 10 * 60_000 }, async () => {
-    const live = beforeDown.filter((status) => status.id !== shortId).map((status) => status.id);
+    const live = [...beforeDown.filter((status) => status.id !== shortId).map((status) => status.id), onNewBuildId];
     const ended = await Promise.all(live.map((id) => sandboxes.destroy(id, { reason: 'cluster test done' })));
     assert.deepEqual(
       ended.filter((status) => status.state !== 'DESTROYED').map((status) => status.id),
@@ -404,6 +446,17 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     );
     const [onA, onB] = await Promise.all([containersOn('a'), containersOn('b')]);
     assert.deepEqual([...onA.keys(), ...onB.keys()], [], 'no container of a sandbox is left on either engine');
+
+    // Nothing is pinned to the old build any more: drain stops its workers.
+    await eventually('the old build to have no open run', async () => {
+      const seen = await sandboxctl<DeploymentReport>('deployment');
+      return seen.builds.find((build) => build.buildId === oldBuild)?.openRuns === 0 ? true : undefined;
+    });
+    const drained = await cluster('drain');
+    assert.equal(drained.code, 0, drained.stderr);
+    const afterDrain = await cluster('status');
+    assert.doesNotMatch(afterDrain.stdout, /^drain-/m, 'no old-build worker is left');
+    assert.equal(fs.existsSync(path.join(DATA, 'builds', oldBuild)), false, 'the kept copy of the old build is gone');
 
     const down = await cluster('down');
     assert.equal(down.code, 0, down.stderr);

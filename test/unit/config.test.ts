@@ -54,6 +54,13 @@ describe('loadConfig', () => {
     assert.match(err.message, /TEMPORAL_ADDRESS: must be host:port .* got 'nonsense'/);
   });
 
+  test('Worker Versioning: deployment sandboxplane and a derived build id unless set; a name Temporal would refuse is named', () => {
+    assert.deepEqual(loadConfig({}).deployment, { name: 'sandboxplane', buildId: undefined });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_DEPLOYMENT: 'plane-2', SANDBOXPLANE_BUILD_ID: '2026-12-05.1' }).deployment, { name: 'plane-2', buildId: '2026-12-05.1' });
+    assert.throws(() => loadConfig({ SANDBOXPLANE_DEPLOYMENT: 'plane.2' }), /SANDBOXPLANE_DEPLOYMENT: must be letters, digits, '_' or '-' \(no '\.' or ':'\)/);
+    assert.throws(() => loadConfig({ SANDBOXPLANE_BUILD_ID: 'a:b' }), /SANDBOXPLANE_BUILD_ID: must be letters, digits, '\.', '_' or '-' \(no ':'\)/);
+  });
+
   test('a port out of range is refused', () => {
     assert.deepEqual(configError({ TEMPORAL_ADDRESS: 'localhost:99999' }).issues.map((i) => i.key), ['TEMPORAL_ADDRESS']);
   });

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { builtWorkflowBundle } from '../../src/worker/workflow-code';
+import { buildIdOf, builtWorkflowBundle } from '../../src/worker/workflow-code';
 
 describe("the build's workflow bundle: loaded only while it is current", () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'workflow-code-'));
@@ -40,5 +40,12 @@ describe("the build's workflow bundle: loaded only while it is current", () => {
     const built = builtWorkflowBundle(compiledTree('none', 1_000));
     assert.equal(built.bundle, undefined);
     assert.match(built.reason, /^no .*workflow-bundle\.js \(npm run build writes it\)$/);
+  });
+
+  test('the default build id names the workflow code: the same code, the same id; other code, another', () => {
+    const id = buildIdOf({ code: '/* the bundle */' });
+    assert.match(id, /^wf-[0-9a-f]{16}$/);
+    assert.equal(buildIdOf({ code: '/* the bundle */' }), id);
+    assert.notEqual(buildIdOf({ code: '/* the bundle, changed */' }), id);
   });
 });

@@ -20,7 +20,7 @@ function formatDeployment(report: DeploymentReport): string {
     lines.push(
       formatTable(
         ['BUILD', 'CURRENT', 'POLLERS', 'OPEN RUNS'],
-        report.builds.map((build) => [build.buildId, build.current ? 'yes' : '', String(build.pollers), String(build.openRuns)]),
+        report.builds.map((build) => [build.buildId, build.current ? 'yes' : 'no', String(build.pollers), String(build.openRuns)]),
       ),
     );
   }
