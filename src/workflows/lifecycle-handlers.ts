@@ -12,8 +12,9 @@ import type { Phase } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
 import { checkExtension } from '../domain/ttl';
 import { describeIssues } from '../domain/validation';
-import type { LifecycleContext, PendingApproval } from './lifecycle-context';
-import { readyDetails } from './lifecycle-phases';
+import type { PendingApproval } from './approval-inbox';
+import type { LifecycleContext } from './lifecycle-context';
+import { readyDetails } from './phase-ready';
 import {
   approveSignal,
   awaitStateUpdate,
@@ -75,7 +76,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     }
     // An oversized payload is judged (and refused) by its size alone: it is never kept.
     const size = payloadChars(payload);
-    ctx.enqueue(size > MAX_PAYLOAD_CHARS ? { signal, payload: null, oversizedChars: size } : { signal, payload });
+    ctx.inbox.enqueue(size > MAX_PAYLOAD_CHARS ? { signal, payload: null, oversizedChars: size } : { signal, payload });
   };
   setHandler(approveSignal, onSignal('approve'));
   setHandler(denySignal, onSignal('deny'));
@@ -117,7 +118,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
     async (payload) => {
       const { decision, ...rest } = decidePayloadSchema.parse(payload);
       const pending: PendingApproval = { signal: decision, payload: rest, fromUpdate: true };
-      if (!ctx.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
+      if (!ctx.inbox.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
       await untilCancellationProof(() => condition(() => pending.verdict !== undefined || pending.continued === true));
       if (pending.verdict === undefined) throw continuedRefusal(ctx);
       const attempt = pending.verdict;
@@ -142,16 +143,11 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       await untilCancellationProof(() => condition(() => !ctx.moving));
       if (ctx.phase.name !== 'ready') throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(ctx.phase)}`);
       const phase = ctx.phase;
-      ctx.noteExtension(Date.now());
+      ctx.extendLimit.note(Date.now());
       const extended = { ...phase, expiresAtMs: phase.expiresAtMs + ttlSeconds * 1000, expiringRecorded: false };
       ctx.revise(extended, readyDetails(extended));
-      await ctx.audit({
-        action: 'extended',
-        actor: actor ?? 'api',
-        effect: 'extended',
-        reason: reason ?? null,
-        summary: { bySeconds: ttlSeconds, from: new Date(phase.expiresAtMs).toISOString(), to: new Date(extended.expiresAtMs).toISOString() },
-      });
+      const summary = { bySeconds: ttlSeconds, from: new Date(phase.expiresAtMs).toISOString(), to: new Date(extended.expiresAtMs).toISOString() };
+      await ctx.journal.audit({ action: 'extended', actor: actor ?? 'api', effect: 'extended', reason: reason ?? null, summary }, ctx.record);
       return ctx.statusForHistory();
     },
     {
@@ -161,7 +157,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
         if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
           throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(phase)}`);
         }
-        const limited = ctx.extendRefusal(Date.now());
+        const limited = ctx.extendLimit.refusal(Date.now());
         if (limited !== undefined) throw refusal('RATE_LIMITED', limited);
         const verdict = checkExtension({
           nowMs: Date.now(),

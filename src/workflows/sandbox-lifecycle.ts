@@ -5,18 +5,21 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { lifecycleInputSchema, type SandboxStatus } from '../domain/lifecycle-messages';
-import type { Phase, SandboxRecord } from '../domain/lifecycle-record';
+import { stateOf, type Phase, type SandboxRecord } from '../domain/lifecycle-record';
 import { requestDigestOf, type IdentifiedRequest } from '../domain/sandbox-request';
-import { SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import { describeIssues } from '../domain/validation';
 import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
-import { awaitingApproval, cancelled, ending, provisioning, ready, requested } from './lifecycle-phases';
+import { showRequester } from './lifecycle-display';
+import { awaitingApproval } from './phase-awaiting-approval';
+import { cancelled, ending } from './phase-ending';
+import { provisioning } from './phase-provisioning';
+import { ready } from './phase-ready';
+import { requested } from './phase-requested';
 import type { LifecycleInput } from './sandbox-messages';
 
 /**
@@ -31,12 +34,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
   registerLifecycleHandlers(ctx);
   ctx.showInitial();
-  if (admitted.ok) {
-    upsertSearchAttributes([
-      { key: SandboxPrincipal, value: admitted.record.request.principal },
-      { key: SandboxCapability, value: admitted.record.request.capability },
-    ]);
-  }
+  if (admitted.ok) showRequester(admitted.record.request);
 
   try {
     let phase: Phase = ctx.phase;
@@ -48,7 +46,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
         case 'awaiting_approval':
           phase = await awaitingApproval(ctx, phase);
           // Handing over keeps the queue: its signals go along to the next run.
-          if (!ctx.continuing) ctx.closeInbox();
+          if (!ctx.continuing) ctx.inbox.close(stateOf(ctx.phase));
           break;
         case 'provisioning':
           phase = await provisioning(ctx, phase);
@@ -66,10 +64,10 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     if (!isCancellation(err)) throw err;
     await CancellationScope.nonCancellable(() => cancelled(ctx));
   }
-  ctx.closeInbox();
+  ctx.inbox.close(stateOf(ctx.phase));
   await CancellationScope.nonCancellable(async () => {
-    await ctx.settleBackground();
-    await ctx.flushAudit();
+    await ctx.journal.settleBackground();
+    await ctx.journal.flush(ctx.record);
   });
   // Not cancellable: a cancelled run still answers the updates that wait on it, then ends DESTROYED.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
@@ -83,8 +81,8 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
  * run; the SDK and CLI do that on their own.
  */
 async function handOver(ctx: LifecycleContext): Promise<never> {
-  ctx.releaseWaitingDecisions();
-  await ctx.settleBackground();
+  ctx.inbox.releaseWaitingDecisions();
+  await ctx.journal.settleBackground();
   await condition(allHandlersFinished);
   log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
   return continueAsNew<typeof sandboxLifecycle>({ request: ctx.record.request, carried: ctx.carried() });

@@ -1,0 +1,116 @@
+import { condition, isCancellation, log } from '@temporalio/workflow';
+import { formatDuration } from '../domain/duration';
+import type { Placement } from '../domain/hosts';
+import { snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
+import { DEFAULT_PLACEMENT_WAIT_SECONDS } from '../domain/lifecycle-settings';
+import type { AdapterName } from '../domain/service-catalog';
+import type { Operation } from './audit-journal';
+import { iso } from './iso-time';
+import type { DestroyRequest, LifecycleContext } from './lifecycle-context';
+import { ended, withdraw } from './phase-ending';
+import { freshWatch, pooledText, readyDetails, runtimeSummary } from './phase-ready';
+import { failureCode } from './workflow-failures';
+
+/** PROVISIONING: the row already says so, so a crash here leaves a visible sandbox for the sweep. */
+export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'provisioning'>): Promise<Phase> {
+  const { request } = ctx.record;
+  const { screening } = phase;
+  if (ctx.destroyRequest !== undefined) return withdraw(ctx, screening, ctx.destroyRequest, 'before provisioning');
+  if (!ctx.mayHoldRuntime) {
+    const placement = await placeOnHost(ctx, screening);
+    if ('code' in placement) {
+      return ctx.enter(ended('DENIED', { screening, error: placement }), `Refused (${placement.code}): ${placement.message}. Nothing was provisioned.`, {
+        action: 'placement_refused',
+        actor: PLACEMENT_ACTOR,
+        effect: 'deny',
+        reason: placement.message,
+        summary: { code: placement.code },
+      });
+    }
+    if ('withdrawn' in placement) return withdraw(ctx, screening, placement.withdrawn, 'while waiting for a docker host');
+    ctx.placed(placement);
+    ctx.revise(ctx.phase, provisioningOn(placement, request.adapter));
+  }
+  try {
+    const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const now = Date.now();
+    const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
+    const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
+    return await ctx.enter(ready, readyDetails(ready), {
+      action: 'ready',
+      actor: 'worker',
+      effect: 'ready',
+      reason: pooledText(request.adapter, handle),
+      summary: { ...runtimeSummary(handle), expiresAt: iso(expiresAtMs) },
+    });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const error = failureCode(err, 'PROVISION_FAILED');
+    const leftovers = await compensate(ctx);
+    const teardown = leftovers.length === 0 ? 'Whatever was created was torn down.' : `Teardown left ${leftovers.join(', ')}; the cleanup sweep will find it.`;
+    return ctx.enter(ended('FAILED', { screening, error }), `Provisioning failed (${error.code}): ${error.message}. ${teardown}`, {
+      action: 'provision_failed',
+      actor: 'worker',
+      effect: 'failed',
+      reason: error.message,
+      summary: { code: error.code, leftovers },
+    });
+  }
+}
+
+/** Who places sandboxes on docker hosts, in the audit trail. */
+const PLACEMENT_ACTOR = 'placement';
+
+/** The `placed` audit row, whether screening or provisioning places the sandbox. */
+export function placedOperation(adapter: AdapterName): Operation {
+  return { action: 'placed', actor: PLACEMENT_ACTOR, effect: 'placed', summary: { adapter } };
+}
+
+export function provisioningOn(placement: Placement, adapter: AdapterName): string {
+  return `Provisioning on docker host ${placement.hostId} through the ${adapter} adapter.`;
+}
+
+/** How often a sandbox that found no room asks again. */
+const PLACEMENT_RETRY_MS = 5_000;
+
+/**
+ * Places the sandbox on a docker host (the store role chooses the least-loaded live one
+ * with room and records it). No room: wait, asking again, until the placement wait runs
+ * out — then a NO_CAPACITY refusal, never an overcommit. A destroy ends the wait.
+ */
+async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise<Placement | LifecycleError | { withdrawn: DestroyRequest }> {
+  const { request } = ctx.record;
+  const waitSeconds = screening.settings.placementWaitSeconds ?? DEFAULT_PLACEMENT_WAIT_SECONDS;
+  const deadlineMs = Date.now() + waitSeconds * 1000;
+  // One audit step for the placement, however often it is asked for.
+  const operation = ctx.journal.numbered(placedOperation(request.adapter));
+  for (;;) {
+    let refused: string;
+    try {
+      const result = await ctx.projection.placeSandbox({ snapshot: snapshotOf(ctx.record), adapter: request.adapter, operation });
+      if ('placement' in result) return result.placement;
+      refused = result.refused;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const error = failureCode(err, 'STORE_UNAVAILABLE');
+      refused = `the store role did not answer (${error.code}: ${error.message})`;
+    }
+    if (Date.now() >= deadlineMs) return { code: 'NO_CAPACITY', message: `${refused}; waited ${formatDuration(waitSeconds)}` };
+    ctx.revise(ctx.phase, `Waiting until ${iso(deadlineMs)} for a docker host with room: ${refused}.`);
+    if (await condition(() => ctx.destroyRequest !== undefined, Math.min(PLACEMENT_RETRY_MS, Math.max(1, deadlineMs - Date.now())))) {
+      return { withdrawn: ctx.destroyRequest as DestroyRequest };
+    }
+  }
+}
+
+/** Best effort after a failed provision (the adapter's destroy is idempotent); returns what stayed. */
+async function compensate(ctx: LifecycleContext): Promise<string[]> {
+  const { request } = ctx.record;
+  try {
+    return [...(await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter })).remaining];
+  } catch (err) {
+    const failure = failureCode(err, 'DESTROY_FAILED');
+    log.error('compensation after a failed provision failed; the sweep will find the leftovers', { error: failure });
+    return [`unknown (teardown failed: ${failure.message})`];
+  }
+}
