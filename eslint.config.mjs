@@ -75,10 +75,7 @@ const CLI_STORE_IMPORTERS = ['src/cli/dev-launcher.ts', 'src/cli/doctor-checks.t
 const restrictedPaths = (zones) => ['error', { basePath: import.meta.dirname, zones }];
 
 /** Imports allowed only as `import type`, where a folder may see another's shapes but not its code. */
-const typeOnlyImports = (patterns, message) => [
-  'error',
-  { paths: [], patterns: [{ group: patterns, allowTypeImports: true, message }] },
-];
+const typeOnlyImports = (patterns, message) => ['error', { paths: [], patterns: [{ group: patterns, allowTypeImports: true, message }] }];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'test-results/', 'bin/'] },

@@ -15,15 +15,7 @@ import type * as request from './domain/sandbox-request';
 import type * as states from './domain/sandbox-states';
 
 // Re-exported by name: each of these carries its own JSDoc where it is declared.
-export {
-  SandboxClient,
-  generateSandboxId,
-  requestDigest,
-  withTimeLeft,
-  type ApprovalOutcome,
-  type CreateWait,
-  type SandboxSummary,
-} from './client/sandbox-client';
+export { SandboxClient, generateSandboxId, requestDigest, withTimeLeft, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
 export { AesGcmPayloadCodec, CodecKeysMissingError, generateCodecKey, formatCodecKey, parseCodecKeys, readCodecKeysFile, type CodecKey } from './codec';
 export type { ClientConfig } from './domain/client-config';

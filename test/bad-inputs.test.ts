@@ -192,7 +192,10 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
     const status = await worker.sandboxes.status(gatedId);
     assert.equal(status.state, 'AWAITING_APPROVAL');
     assert.equal(status.approval, null);
-    assert.ok(status.approvalAttempts.every((attempt) => attempt.verdict === 'ignored' && attempt.reason.length > 0), JSON.stringify(status.approvalAttempts));
+    assert.ok(
+      status.approvalAttempts.every((attempt) => attempt.verdict === 'ignored' && attempt.reason.length > 0),
+      JSON.stringify(status.approvalAttempts),
+    );
     let audited = 0;
     for (let attempt = 0; attempt < 50 && audited < toGated + 1; attempt += 1) {
       audited = worker.store.sandboxes.audit(gatedId).filter((op) => op.effect === 'ignored').length - auditedBefore;
@@ -240,7 +243,11 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
       { numRuns: RUNS.cli },
     );
     const rows = worker.store.db.prepare('SELECT id FROM sandboxes ORDER BY id').all() as { id: string }[];
-    assert.deepEqual(rows.map((row) => row.id), [gatedId, readyId].sort(), 'no create got as far as a row');
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      [gatedId, readyId].sort(),
+      'no create got as far as a row',
+    );
     assert.equal(worker.store.policies.list().length, 2, 'no policy row was added');
     assert.deepEqual(lasting(await worker.sandboxes.status(readyId)), lasting(readyBefore));
   });
@@ -270,7 +277,10 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
     } finally {
       await client.close();
     }
-    assert.deepEqual(protocolErrors.map((error) => error.message), []);
+    assert.deepEqual(
+      protocolErrors.map((error) => error.message),
+      [],
+    );
   });
 
   test('afterwards: the READY sandbox is unchanged, the gated one still waits, and nothing else exists anywhere', async () => {
@@ -280,7 +290,10 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
     assert.equal(worker.store.sandboxes.state(gatedId), 'AWAITING_APPROVAL');
     assert.deepEqual(worker.memory.liveSandboxIds(), [readyId]);
     const rows = worker.store.db.prepare('SELECT id FROM sandboxes ORDER BY id').all() as { id: string }[];
-    assert.deepEqual(rows.map((row) => row.id), [gatedId, readyId].sort());
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      [gatedId, readyId].sort(),
+    );
     for (const id of refusedIds) await noTrace(id);
 
     const open = async () => {

@@ -86,10 +86,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
   });
 
   test('an orphan is removed; a live sandbox is untouched; a stranded row is closed with a reconciled audit row', async () => {
-    const live = await worker.sandboxes.create(
-      { id: 'sweep-live', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 },
-      { wait: 'ready' },
-    );
+    const live = await worker.sandboxes.create({ id: 'sweep-live', principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
     const [liveContainer] = await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' });
     assert.ok(liveContainer);
 
@@ -100,15 +97,22 @@ describe('cleanup sweep on a real dev server and engine', () => {
     strays.push(foreign);
     const unlabelled = await strayContainer(broker, imageId, 'sweep-unlabelled');
     strays.push(unlabelled);
-    worker.store.sandboxes.record(
-      projectionSnapshot({ id: 'sweep-stranded', runId: 'run-that-never-was', adapter: 'moto' }),
-      { step: 1, action: 'requested', actor: 'test', effect: 'requested', reason: null, summary: {} },
-    );
+    worker.store.sandboxes.record(projectionSnapshot({ id: 'sweep-stranded', runId: 'run-that-never-was', adapter: 'moto' }), {
+      step: 1,
+      action: 'requested',
+      actor: 'test',
+      effect: 'requested',
+      reason: null,
+      summary: {},
+    });
 
     const { report } = await triggerSweep(worker.client, { wait: true });
     assert.ok(report);
     assert.equal(report.counts.removed, 1);
-    assert.deepEqual(report.removed.map((finding) => [finding.kind, finding.subject, finding.sandboxId]), [['orphan_container', orphan, 'sweep-ghost']]);
+    assert.deepEqual(
+      report.removed.map((finding) => [finding.kind, finding.subject, finding.sandboxId]),
+      [['orphan_container', orphan, 'sweep-ghost']],
+    );
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-ghost' }), [], 'the orphan is gone');
     assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-foreign' })).length, 1, "another plane's container is not ours to judge");
     assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-unlabelled' })).length, 1, 'a container without a plane label is foreign too');
@@ -117,7 +121,11 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.match(worker.plane.planeId, new RegExp(`^${namespace}-[0-9a-f]{16}$`), "derived from Temporal's cluster and namespace ids");
     assert.equal(liveLabels?.labels[PLANE_LABEL], worker.plane.planeId, 'our containers carry our plane');
 
-    assert.deepEqual((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' })).map((c) => c.id), [liveContainer.id], 'live work untouched');
+    assert.deepEqual(
+      (await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-live' })).map((c) => c.id),
+      [liveContainer.id],
+      'live work untouched',
+    );
     assert.equal((await worker.sandboxes.status('sweep-live')).state, 'READY');
     assert.equal(live.state, 'READY');
 
@@ -153,7 +161,13 @@ describe('cleanup sweep on a real dev server and engine', () => {
     assert.ok(report.removed.some((finding) => finding.sandboxId === 'sweep-terminated'));
     assert.deepEqual(report.reconciled, [{ sandboxId: 'sweep-terminated', state: 'DESTROYED' }]);
     assert.equal(worker.store.sandboxes.state('sweep-terminated'), 'DESTROYED');
-    assert.deepEqual(worker.store.sandboxes.audit('sweep-terminated').slice(-2).map((op) => op.action), ['orphan_removed', 'reconciled']);
+    assert.deepEqual(
+      worker.store.sandboxes
+        .audit('sweep-terminated')
+        .slice(-2)
+        .map((op) => op.action),
+      ['orphan_removed', 'reconciled'],
+    );
   });
 
   test('a container whose removal fails stays an outstanding leak after re-measuring', async () => {

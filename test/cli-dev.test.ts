@@ -40,7 +40,7 @@ describe('sandboxctl dev', () => {
       assert.match(output, new RegExp(`codec server at http://127\\.0\\.0\\.1:${codecPort}`));
       const uiOrigin = `http://localhost:${uiPort}`;
       const preflight = await fetch(`http://127.0.0.1:${codecPort}/decode`, { method: 'OPTIONS', headers: { Origin: uiOrigin, 'Access-Control-Request-Method': 'POST' } });
-      assert.equal(preflight.headers.get('access-control-allow-origin'), uiOrigin, 'the launcher\'s codec server serves its own UI');
+      assert.equal(preflight.headers.get('access-control-allow-origin'), uiOrigin, "the launcher's codec server serves its own UI");
 
       const doctor = await runCli(['doctor', '--json'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
       const report = JSON.parse(doctor.stdout) as { ok: boolean; checks: { name: string; status: string }[] };

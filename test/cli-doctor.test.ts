@@ -160,4 +160,3 @@ async function waitForStderr(read: () => string, pattern: RegExp, timeoutMs: num
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
-

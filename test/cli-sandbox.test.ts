@@ -108,7 +108,10 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     for (let attempt = 0; attempt < 5 && !listed.some((row) => row.id === 'cli-ready'); attempt += 1) {
       listed = output<{ sandboxes: SandboxSummary[] }>(await cli('list', '--state', 'READY', '--json')).sandboxes;
     }
-    assert.ok(listed.some((row) => row.id === 'cli-ready' && row.state === 'READY' && row.principal === 'agent-1'), JSON.stringify(listed));
+    assert.ok(
+      listed.some((row) => row.id === 'cli-ready' && row.state === 'READY' && row.principal === 'agent-1'),
+      JSON.stringify(listed),
+    );
 
     const extended = output<SandboxStatus>(await cli('extend', 'cli-ready', '--ttl', '10m', '--reason', 'more tests', '--json'));
     assert.equal(Date.parse(extended.expiresAt ?? '') - Date.parse(ready.expiresAt ?? ''), 10 * 60_000);
@@ -174,7 +177,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     );
   });
 
-  test('SANDBOXPLANE_PRINCIPAL: the CLI acts as that principal (its own sandboxes only, no one else\'s name); sandboxctl mcp needs one', async () => {
+  test("SANDBOXPLANE_PRINCIPAL: the CLI acts as that principal (its own sandboxes only, no one else's name); sandboxctl mcp needs one", async () => {
     const asAgent = (...args: string[]) => runCli(args, { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-own' });
     const mine = output<SandboxStatus>(await asAgent('create', '--id', 'cli-own', '--services', 's3', '--wait', '--json'));
     assert.equal(mine.principal, 'agent-own', '--principal defaults to the caller');
@@ -185,7 +188,10 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     const mismatch = failure(await asAgent('create', '--principal', 'admin', '--services', 's3', '--json'), 3, 'PRINCIPAL_MISMATCH');
     assert.match(mismatch.message, /acts as agent-own/);
     const listed = output<{ sandboxes: SandboxSummary[] }>(await asAgent('list', '--json')).sandboxes;
-    assert.ok(listed.every((row) => row.principal === 'agent-own'), JSON.stringify(listed));
+    assert.ok(
+      listed.every((row) => row.principal === 'agent-own'),
+      JSON.stringify(listed),
+    );
     failure(await runCli(['mcp', '--json'], worker.env), 2, 'INVALID_INPUT');
     await worker.sandboxes.destroy('cli-own');
     await worker.sandboxes.destroy('cli-other');
@@ -207,12 +213,16 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
   test('policy add works with no store file where the caller runs, and the change is a storeCommand execution', async () => {
     // The caller's SANDBOXPLANE_DB names nothing: only the store worker holds the file.
     const remote = { ...worker.env, SANDBOXPLANE_DB: '/nonexistent/x.sqlite' };
-    const added = output<StoredPolicy>(
-      await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote),
-    );
+    const added = output<StoredPolicy>(await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote));
     const { policies } = output<{ policies: StoredPolicy[] }>(await runCli(['policy', 'list', '--json'], remote));
-    assert.ok(policies.some((row) => row.id === added.id && row.principalPattern === 'remote-*'), 'the new row is listed');
-    assert.ok(worker.store.policies.list().some((row) => row.id === added.id), "the row is in the store worker's file");
+    assert.ok(
+      policies.some((row) => row.id === added.id && row.principalPattern === 'remote-*'),
+      'the new row is listed',
+    );
+    assert.ok(
+      worker.store.policies.list().some((row) => row.id === added.id),
+      "the row is in the store worker's file",
+    );
     assert.equal(fs.existsSync('/nonexistent/x.sqlite'), false);
 
     const query = `WorkflowType = '${STORE_COMMAND_WORKFLOW}' AND TaskQueue = '${worker.config.taskQueue}'`;

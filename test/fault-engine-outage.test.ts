@@ -118,12 +118,19 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     for (const id of [early, late]) {
       const made = await plane.waitForState(id, 'READY', 150_000);
       assert.equal((await plane.containers(id)).length, 1);
-      assert.deepEqual(made.runtimeIds, (await plane.containers(id)).map((c) => c.id));
+      assert.deepEqual(
+        made.runtimeIds,
+        (await plane.containers(id)).map((c) => c.id),
+      );
     }
 
     const survivor = await plane.waitForStatus(live, 'READY and healthy again', (s) => s.state === 'READY' && s.health.status === 'ok');
     assert.equal(survivor.health.restarts, 0, 'the emulator was never restarted: it never died');
-    assert.deepEqual((await plane.containers(live)).map((c) => [c.id, c.state]), [[liveContainer.id, 'running']], 'live-restore kept the container');
+    assert.deepEqual(
+      (await plane.containers(live)).map((c) => [c.id, c.state]),
+      [[liveContainer.id, 'running']],
+      'live-restore kept the container',
+    );
     assert.ok(await answers(ready.endpoint), 'its endpoint answers again');
 
     const report: SweepReport = await plane.client.workflow.execute(CLEANUP_WORKFLOW, {

@@ -52,16 +52,10 @@ describe('fault campaign: the Temporal dev server stopped and restarted on the s
     const dueInOutage = plane.id('due-in-outage');
     worker = await plane.startWorker();
 
-    const later = await plane.sandboxes.create(
-      { id: dueLater, principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: DUE_AFTER_RESTART_TTL_SECONDS },
-      { wait: 'ready' },
-    );
+    const later = await plane.sandboxes.create({ id: dueLater, principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: DUE_AFTER_RESTART_TTL_SECONDS }, { wait: 'ready' });
     const waiting = await plane.sandboxes.create({ id: gated, principal: 'gated-1', adapter: 'moto', services: ['s3'], ttlSeconds: 600 });
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
-    const soon = await plane.sandboxes.create(
-      { id: dueInOutage, principal: 'agent-2', adapter: 'moto', services: ['sqs'], ttlSeconds: DUE_IN_OUTAGE_TTL_SECONDS },
-      { wait: 'ready' },
-    );
+    const soon = await plane.sandboxes.create({ id: dueInOutage, principal: 'agent-2', adapter: 'moto', services: ['sqs'], ttlSeconds: DUE_IN_OUTAGE_TTL_SECONDS }, { wait: 'ready' });
     assert.ok(later.expiresAt !== null && soon.expiresAt !== null);
 
     await server.stop();

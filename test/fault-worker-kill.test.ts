@@ -81,9 +81,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
   /** Who ran each attempt of `activity` that reached the history (a lost attempt leaves no event). */
   const startedAttempts = async (id: string, activity: string): Promise<{ attempt: number; identity: string }[]> => {
     const { events } = await plane.client.workflow.getHandle(`sandbox-${id}`).fetchHistory();
-    const scheduled = new Set(
-      (events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === activity).map((event) => String(event.eventId)),
-    );
+    const scheduled = new Set((events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === activity).map((event) => String(event.eventId)));
     return (events ?? []).flatMap((event) => {
       const started = event.activityTaskStartedEventAttributes;
       if (!started || !scheduled.has(String(started.scheduledEventId))) return [];
@@ -99,10 +97,7 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
 
   test('killed after screening (AWAITING_APPROVAL) and while READY: nothing is lost, and a fresh worker serves both', async () => {
     worker = await plane.startWorker();
-    const ready = await plane.sandboxes.create(
-      { id: ids.ready, principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: LONG_TTL_SECONDS },
-      { wait: 'ready' },
-    );
+    const ready = await plane.sandboxes.create({ id: ids.ready, principal: 'agent-1', adapter: 'moto', services: ['s3'], ttlSeconds: LONG_TTL_SECONDS }, { wait: 'ready' });
     assert.equal(ready.state, 'READY');
     await plane.sandboxes.create({ id: ids.teardown, principal: 'agent-2', adapter: 'moto', services: ['s3'], ttlSeconds: LONG_TTL_SECONDS }, { wait: 'ready' });
     await plane.sandboxes.create({ id: ids.expiring, principal: 'agent-3', adapter: 'moto', services: ['s3'], ttlSeconds: SHORT_TTL_SECONDS }, { wait: 'ready' });
@@ -202,10 +197,17 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
 
     for (const status of [gated, fresh]) {
       const containers = await plane.containers(status.id);
-      assert.deepEqual(containers.map((c) => c.state), ['running'], `${status.id}: exactly one container, the retry adopted the first`);
+      assert.deepEqual(
+        containers.map((c) => c.state),
+        ['running'],
+        `${status.id}: exactly one container, the retry adopted the first`,
+      );
       assert.deepEqual(status.runtimeIds, [containers[0]?.id], `${status.id}: status names that container`);
     }
-    assert.deepEqual((await plane.containers(ids.ready)).map((c) => c.id), [readyContainer]);
+    assert.deepEqual(
+      (await plane.containers(ids.ready)).map((c) => c.id),
+      [readyContainer],
+    );
     assert.deepEqual(await plane.containers(ids.teardown), [], 'the teardown finished: no container, not even a stopped one');
     assert.deepEqual(await plane.containers(ids.expiring), []);
 

@@ -128,8 +128,7 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
     const beats: unknown[] = [];
     await assert.rejects(
       waitUntilHealthy(probe, endpoint, { heartbeat: (details) => beats.push(details) }, { timeoutMs: 1_500, attemptTimeoutMs: 500 }),
-      (err: unknown) =>
-        err instanceof SandboxPlaneError && err.code === 'EMULATOR_UNHEALTHY' && !err.retryable && /timeout|aborted/i.test(err.message),
+      (err: unknown) => err instanceof SandboxPlaneError && err.code === 'EMULATOR_UNHEALTHY' && !err.retryable && /timeout|aborted/i.test(err.message),
     );
     assert.ok(beats.length >= 1, 'the gate heartbeats while it waits');
   });
@@ -223,7 +222,11 @@ describe('the container emulator path on a real engine, with a stand-in Floci', 
     const [container] = await broker.list({ [SANDBOX_ID_LABEL]: sandboxId });
     assert.equal(container?.labels['io.sandboxplane.adapter'], 'floci');
     const published = container?.ports.filter((port) => port.hostPort !== undefined);
-    assert.deepEqual(published?.map((port) => [port.containerPort, port.hostIp]), [[4566, '127.0.0.1']], 'published on loopback only');
+    assert.deepEqual(
+      published?.map((port) => [port.containerPort, port.hostIp]),
+      [[4566, '127.0.0.1']],
+      'published on loopback only',
+    );
 
     const report = await adapter.destroy(sandboxId, context);
     assert.equal(report.removed.length, 1);
@@ -289,7 +292,9 @@ describe('Floci, live (opt-in: a real Floci image)', () => {
       const health = await adapter.health(sandboxId);
       assert.equal(health.healthy, true);
       assert.deepEqual(health.registeredServices, Object.keys(catalog).sort(), 'every catalog service is found under its Floci key (sts by its answer)');
-      const ready = Object.keys(catalog).filter((service) => catalog[service]?.fidelity !== 'UNAVAILABLE').sort();
+      const ready = Object.keys(catalog)
+        .filter((service) => catalog[service]?.fidelity !== 'UNAVAILABLE')
+        .sort();
       assert.deepEqual(health.readyServices, ready);
       for (const service of ['sts', 'stepfunctions', 'cloudwatch', 'ses']) assert.ok(health.readyServices.includes(service), `${service} is ready`);
       assert.ok(!health.readyServices.includes('lambda'));
@@ -320,7 +325,10 @@ describe('Floci, live (opt-in: a real Floci image)', () => {
       assert.ok(Date.now() - started < 10_000, 'in seconds');
       const found = listing.resources.map((resource) => `${resource.service}/${resource.type}/${resource.id}`);
       for (const expected of ['s3/bucket/agent-bucket', 'sqs/queue/agent-queue', 'dynamodb/table/agent-table']) assert.ok(found.includes(expected), `${expected} in ${found.join(', ')}`);
-      assert.deepEqual(listing.unlisted.map(({ service, kind }) => [service, kind]), [['lambda', 'unavailable']]);
+      assert.deepEqual(
+        listing.unlisted.map(({ service, kind }) => [service, kind]),
+        [['lambda', 'unavailable']],
+      );
     } finally {
       const report = await adapter.destroy(sandboxId, context);
       assert.deepEqual(report.remaining, []);
@@ -366,7 +374,11 @@ describe('Floci, live (opt-in: a real Floci image)', () => {
     const elapsedMs = Date.now() - started;
     assert.equal(result.code, 0, result.stderr);
     assert.ok(elapsedMs < 15_000, `resources took ${elapsedMs} ms (the CLI's own start included)`);
-    const answer = JSON.parse(result.stdout) as { resources: { service: string; type: string; id: string }[]; unlisted: { service: string; kind: string; reason: string }[]; complete: boolean };
+    const answer = JSON.parse(result.stdout) as {
+      resources: { service: string; type: string; id: string }[];
+      unlisted: { service: string; kind: string; reason: string }[];
+      complete: boolean;
+    };
     const found = answer.resources.map((resource) => `${resource.service}/${resource.type}/${resource.id}`);
     assert.ok(found.includes('s3/bucket/plane-bucket') && found.includes('sqs/queue/plane-queue'), found.join(', '));
     assert.deepEqual(

@@ -60,7 +60,11 @@ describe('bounded lifecycle history (real dev server)', () => {
     assert.equal(worker.store.sandboxes.state('flood-ready'), 'DESTROYED');
     assert.ok(!worker.memory.liveSandboxIds().includes('flood-ready'));
     const steps = worker.store.sandboxes.audit('flood-ready').map((op) => op.step);
-    assert.deepEqual(steps, [...steps].sort((a, b) => a - b), 'audit steps keep counting across runs');
+    assert.deepEqual(
+      steps,
+      [...steps].sort((a, b) => a - b),
+      'audit steps keep counting across runs',
+    );
     assert.equal(new Set(steps).size, steps.length);
   });
 
@@ -109,15 +113,12 @@ describe('bounded lifecycle history (real dev server)', () => {
     await worker.sandboxes.create({ id: 'big-payload', principal: 'agent-3', services: ['s3'] }, { wait: 'ready' });
     const handle = handleOf('big-payload');
     const before = (await handle.describe()).historyLength;
-    await assert.rejects(
-      handle.executeUpdate(extendUpdate, { args: [{ ttlSeconds: 60, padding: 'x'.repeat(100_000) } as never] }),
-      (err: unknown) => {
-        const cause = (err as { cause?: { type?: string; message?: string } }).cause;
-        assert.equal(cause?.type, 'INVALID_INPUT');
-        assert.match(cause?.message ?? '', /characters of JSON; at most 8192/);
-        return true;
-      },
-    );
+    await assert.rejects(handle.executeUpdate(extendUpdate, { args: [{ ttlSeconds: 60, padding: 'x'.repeat(100_000) } as never] }), (err: unknown) => {
+      const cause = (err as { cause?: { type?: string; message?: string } }).cause;
+      assert.equal(cause?.type, 'INVALID_INPUT');
+      assert.match(cause?.message ?? '', /characters of JSON; at most 8192/);
+      return true;
+    });
     assert.equal((await handle.describe()).historyLength, before, 'a rejected update leaves no event');
     assert.equal((await worker.sandboxes.status('big-payload')).state, 'READY');
     await worker.sandboxes.destroy('big-payload');

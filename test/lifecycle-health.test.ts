@@ -74,31 +74,39 @@ describe('the health watch of READY sandboxes (real dev server)', () => {
     assert.deepEqual(actionsOf(worker, 'health-dies').slice(-2), ['destroying:health-watch', 'destroyed:worker']);
   });
 
-  test('moto: `docker kill` of a READY sandbox\'s container → a new container on a new endpoint, the dead one removed', { skip: motoImage === undefined && 'needs the moto image (SANDBOXPLANE_MOTO_IMAGE, built by scripts/build-moto-image.sh)' }, async () => {
-    const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
-    const created = await worker.sandboxes.create({ id: 'health-moto', principal: 'agent-3', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
-    try {
-      const [first] = created.runtimeIds;
-      assert.ok(first !== undefined);
-      execFileSync('docker', ['kill', first], { env: process.env, stdio: 'ignore' });
-      assert.equal((await broker.inspect(first)).state === 'running', false, 'the emulator is dead');
+  test(
+    "moto: `docker kill` of a READY sandbox's container → a new container on a new endpoint, the dead one removed",
+    { skip: motoImage === undefined && 'needs the moto image (SANDBOXPLANE_MOTO_IMAGE, built by scripts/build-moto-image.sh)' },
+    async () => {
+      const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
+      const created = await worker.sandboxes.create({ id: 'health-moto', principal: 'agent-3', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
+      try {
+        const [first] = created.runtimeIds;
+        assert.ok(first !== undefined);
+        execFileSync('docker', ['kill', first], { env: process.env, stdio: 'ignore' });
+        assert.equal((await broker.inspect(first)).state === 'running', false, 'the emulator is dead');
 
-      const restarted = await waitForStatus(worker, 'health-moto', (status) => status.health.restarts === 1, 'a restart', 90_000);
-      assert.equal(restarted.state, 'READY');
-      assert.notDeepEqual(restarted.runtimeIds, created.runtimeIds, 'a new container');
-      const containers = await broker.list({ [SANDBOX_ID_LABEL]: 'health-moto' });
-      assert.deepEqual(containers.map((container) => container.id), [...restarted.runtimeIds], 'exactly one container: the new one');
-      assert.ok(restarted.endpoint !== null && (await isListening(Number(new URL(restarted.endpoint).port))), 'the new endpoint answers');
-      assert.equal(restarted.clientConfig?.endpoint, restarted.endpoint, 'the client settings follow the new endpoint');
-      // The new emulator minted new credentials: status shows them, the agent's old ones are refused.
-      assert.ok(created.clientConfig !== null && restarted.clientConfig !== null);
-      assert.notEqual(restarted.clientConfig.credentials.accessKeyId, created.clientConfig.credentials.accessKeyId);
-      assert.match(restarted.waitingFor, /credentials are new/);
-      await assert.rejects(new S3Client({ ...created.clientConfig, endpoint: restarted.endpoint }).send(new ListBucketsCommand({})), { name: 'InvalidAccessKeyId' });
-      assert.deepEqual((await new S3Client(restarted.clientConfig).send(new ListBucketsCommand({}))).Buckets ?? [], []);
-    } finally {
-      await worker.sandboxes.destroy('health-moto');
-    }
-    assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'health-moto' }), []);
-  });
+        const restarted = await waitForStatus(worker, 'health-moto', (status) => status.health.restarts === 1, 'a restart', 90_000);
+        assert.equal(restarted.state, 'READY');
+        assert.notDeepEqual(restarted.runtimeIds, created.runtimeIds, 'a new container');
+        const containers = await broker.list({ [SANDBOX_ID_LABEL]: 'health-moto' });
+        assert.deepEqual(
+          containers.map((container) => container.id),
+          [...restarted.runtimeIds],
+          'exactly one container: the new one',
+        );
+        assert.ok(restarted.endpoint !== null && (await isListening(Number(new URL(restarted.endpoint).port))), 'the new endpoint answers');
+        assert.equal(restarted.clientConfig?.endpoint, restarted.endpoint, 'the client settings follow the new endpoint');
+        // The new emulator minted new credentials: status shows them, the agent's old ones are refused.
+        assert.ok(created.clientConfig !== null && restarted.clientConfig !== null);
+        assert.notEqual(restarted.clientConfig.credentials.accessKeyId, created.clientConfig.credentials.accessKeyId);
+        assert.match(restarted.waitingFor, /credentials are new/);
+        await assert.rejects(new S3Client({ ...created.clientConfig, endpoint: restarted.endpoint }).send(new ListBucketsCommand({})), { name: 'InvalidAccessKeyId' });
+        assert.deepEqual((await new S3Client(restarted.clientConfig).send(new ListBucketsCommand({}))).Buckets ?? [], []);
+      } finally {
+        await worker.sandboxes.destroy('health-moto');
+      }
+      assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'health-moto' }), []);
+    },
+  );
 });

@@ -26,9 +26,7 @@ describe(`${AGENTS} agents at once`, () => {
     const burst = await concurrentLifecycles(worker.sandboxes, AGENTS, 'load');
     assert.deepEqual(describeFailures(burst.failures), [], `${burst.failures.length} of ${AGENTS} lifecycles failed`);
 
-    const results = await Promise.all(
-      burst.outcomes.map(({ id }) => worker.client.workflow.getHandle<() => Promise<SandboxStatus>>(workflowIdFor(id)).result()),
-    );
+    const results = await Promise.all(burst.outcomes.map(({ id }) => worker.client.workflow.getHandle<() => Promise<SandboxStatus>>(workflowIdFor(id)).result()));
     assert.deepEqual(
       results.filter((status) => status.state !== 'DESTROYED').map(({ id, state }) => `${id}: ${state}`),
       [],

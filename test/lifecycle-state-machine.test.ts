@@ -15,7 +15,20 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
   const startByHand = (workflowId: string, input: unknown) =>
     execFileSync(
       locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI),
-      ['workflow', 'start', '--type', 'sandboxLifecycle', '--task-queue', worker.config.taskQueue, '--workflow-id', workflowId, '--input', JSON.stringify(input), '--address', worker.config.temporalAddress],
+      [
+        'workflow',
+        'start',
+        '--type',
+        'sandboxLifecycle',
+        '--task-queue',
+        worker.config.taskQueue,
+        '--workflow-id',
+        workflowId,
+        '--input',
+        JSON.stringify(input),
+        '--address',
+        worker.config.temporalAddress,
+      ],
       { encoding: 'utf8' },
     );
 
@@ -130,6 +143,9 @@ describe('the lifecycle state machine on a real Temporal dev server', () => {
   test('create with wait "ended" returns once the TTL has run out', async () => {
     const ended = await worker.sandboxes.create({ id: 'short-1', principal: 'agent-3', services: ['s3'], ttlSeconds: 1 }, { wait: 'ended' });
     assert.equal(ended.state, 'DESTROYED');
-    assert.deepEqual(worker.memory.liveSandboxIds().filter((id) => id === 'short-1'), []);
+    assert.deepEqual(
+      worker.memory.liveSandboxIds().filter((id) => id === 'short-1'),
+      [],
+    );
   });
 });

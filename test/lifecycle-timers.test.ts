@@ -152,36 +152,42 @@ describe('lifecycle timers on the time-skipping test server', () => {
 
   test('a projection that stays down never blocks expiry: torn down on time, the stale row is left for the sweep', async () => {
     let down = false;
-    await withWorker(async () => {
-      const handle = await start('store-down', 'agent-3', HOUR);
-      await readyStatus(handle);
-      down = true;
-      const final = (await handle.result()) as SandboxStatus;
-      assert.equal(final.state, 'DESTROYED');
-      assert.ok(!memory.liveSandboxIds().includes('store-down'), 'torn down although nothing could be recorded');
-      assert.equal(store.sandboxes.state('store-down'), 'READY', 'the row is stale: the sweep closes it (Temporal is the authority)');
-    }, withFailingProjection(() => down));
+    await withWorker(
+      async () => {
+        const handle = await start('store-down', 'agent-3', HOUR);
+        await readyStatus(handle);
+        down = true;
+        const final = (await handle.result()) as SandboxStatus;
+        assert.equal(final.state, 'DESTROYED');
+        assert.ok(!memory.liveSandboxIds().includes('store-down'), 'torn down although nothing could be recorded');
+        assert.equal(store.sandboxes.state('store-down'), 'READY', 'the row is stale: the sweep closes it (Temporal is the authority)');
+      },
+      withFailingProjection(() => down),
+    );
   });
 
   test('audit rows the projection missed during an outage are written once it is back, in order', async () => {
     let writes = 0;
     // The first write after READY (the expiry warning) fails all its 8 attempts; later ones succeed.
     let failuresLeft = 0;
-    await withWorker(async () => {
-      const handle = await start('store-blip', 'agent-4', HOUR);
-      await readyStatus(handle);
-      failuresLeft = 8;
-      const final = (await handle.result()) as SandboxStatus;
-      assert.equal(final.state, 'DESTROYED');
-      assert.deepEqual(actions('store-blip'), ['requested', 'screened', 'placed', 'ready', 'expiring', 'destroying', 'destroyed']);
-      assert.equal(store.sandboxes.state('store-blip'), 'DESTROYED');
-      assert.ok(writes >= 9, 'the warning was retried, then written with the teardown');
-    }, withFailingProjection(() => {
-      writes += 1;
-      if (failuresLeft === 0) return false;
-      failuresLeft -= 1;
-      return true;
-    }));
+    await withWorker(
+      async () => {
+        const handle = await start('store-blip', 'agent-4', HOUR);
+        await readyStatus(handle);
+        failuresLeft = 8;
+        const final = (await handle.result()) as SandboxStatus;
+        assert.equal(final.state, 'DESTROYED');
+        assert.deepEqual(actions('store-blip'), ['requested', 'screened', 'placed', 'ready', 'expiring', 'destroying', 'destroyed']);
+        assert.equal(store.sandboxes.state('store-blip'), 'DESTROYED');
+        assert.ok(writes >= 9, 'the warning was retried, then written with the teardown');
+      },
+      withFailingProjection(() => {
+        writes += 1;
+        if (failuresLeft === 0) return false;
+        failuresLeft -= 1;
+        return true;
+      }),
+    );
   });
 
   test('an extension accepted while the move to READY is being recorded extends the READY sandbox', async () => {

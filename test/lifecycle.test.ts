@@ -108,9 +108,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const waiting = await worker.sandboxes.create({ id: 'gated-a', principal: 'gated-1', services: ['s3'], ttlSeconds: 600 });
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     assert.ok(
-      waiting.waitingFor.includes(
-        'send the signal `approve` with the JSON payload `{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}`',
-      ),
+      waiting.waitingFor.includes('send the signal `approve` with the JSON payload `{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}`'),
       waiting.waitingFor,
     );
     assert.match(waiting.waitingFor, /must not be gated-1/);
@@ -170,11 +168,20 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await worker.sandboxes.destroy('gated-r2');
   });
 
-  test('the Temporal CLI\'s `workflow signal`: alice\'s name alone leaves it waiting; with her current code it is READY', async () => {
+  test("the Temporal CLI's `workflow signal`: alice's name alone leaves it waiting; with her current code it is READY", async () => {
     await worker.sandboxes.create({ id: 'gated-cli', principal: 'gated-4', services: ['s3'] });
     const signal = (input: object) =>
       run(locateTemporalCli(process.env.SANDBOXPLANE_TEMPORAL_CLI), [
-        'workflow', 'signal', '--workflow-id', 'sandbox-gated-cli', '--name', 'approve', '--input', JSON.stringify(input), '--address', worker.config.temporalAddress,
+        'workflow',
+        'signal',
+        '--workflow-id',
+        'sandbox-gated-cli',
+        '--name',
+        'approve',
+        '--input',
+        JSON.stringify(input),
+        '--address',
+        worker.config.temporalAddress,
       ]);
     await signal({ approver: 'alice', reason: 'x' });
     await eventually('the forged signal judged', async () => ((await worker.sandboxes.status('gated-cli')).approvalAttempts.length === 1 ? true : undefined));
@@ -226,7 +233,10 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await assert.rejects(worker.sandboxes.extend('ext-1', { ttlSeconds: 60 }), rejectsWith('INVALID_STATE'));
 
     const audit = worker.store.sandboxes.audit('ext-1');
-    assert.deepEqual(audit.map((op) => op.action), ['requested', 'screened', 'placed', 'ready', 'extended', 'destroying', 'destroyed']);
+    assert.deepEqual(
+      audit.map((op) => op.action),
+      ['requested', 'screened', 'placed', 'ready', 'extended', 'destroying', 'destroyed'],
+    );
     assert.deepEqual(
       audit.filter((op) => op.action === 'extended' || op.action === 'destroying').map((op) => [op.actor, op.reason]),
       [
@@ -260,20 +270,21 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
   test('an id whose earlier sandbox Temporal has forgotten (the projection still has it) is refused, and its record kept', async () => {
     // What a new run meets once the earlier workflow's history is gone (retention, a lost
     // dev database): REJECT_DUPLICATE no longer stops it, so the projection must.
-    worker.store.sandboxes.record(
-      projectionSnapshot({ id: 'reused-1', runId: 'an-earlier-run', principal: 'agent-6', state: 'DESTROYED', requestDigest: 'sha256:earlier' }),
-      { step: 1, action: 'requested', actor: 'agent-6', effect: 'requested', reason: null, summary: {} },
-    );
+    worker.store.sandboxes.record(projectionSnapshot({ id: 'reused-1', runId: 'an-earlier-run', principal: 'agent-6', state: 'DESTROYED', requestDigest: 'sha256:earlier' }), {
+      step: 1,
+      action: 'requested',
+      actor: 'agent-6',
+      effect: 'requested',
+      reason: null,
+      summary: {},
+    });
     const before = worker.store.sandboxes.audit('reused-1');
     const provisions = calls.filter((call) => call === 'provision').length;
-    await assert.rejects(
-      worker.sandboxes.create({ id: 'reused-1', principal: 'agent-6', services: ['s3', 'sqs'], ttlSeconds: 600 }, { wait: 'ready' }),
-      (err: unknown) => {
-        rejectsWith('IDEMPOTENCY_CONFLICT')(err);
-        assert.match((err as Error).message, /already belongs to an earlier sandbox \(run an-earlier-run\)/);
-        return true;
-      },
-    );
+    await assert.rejects(worker.sandboxes.create({ id: 'reused-1', principal: 'agent-6', services: ['s3', 'sqs'], ttlSeconds: 600 }, { wait: 'ready' }), (err: unknown) => {
+      rejectsWith('IDEMPOTENCY_CONFLICT')(err);
+      assert.match((err as Error).message, /already belongs to an earlier sandbox \(run an-earlier-run\)/);
+      return true;
+    });
     assert.equal(calls.filter((call) => call === 'provision').length, provisions, 'nothing provisioned');
     assert.deepEqual(worker.store.sandboxes.audit('reused-1'), before, 'the earlier audit trail is untouched');
     assert.equal(worker.store.sandboxes.state('reused-1'), 'DESTROYED');

@@ -91,7 +91,7 @@ describe('sandboxctl mcp (stdio)', () => {
     const create = byName.get('create_sandbox')?.inputSchema as JsonSchema;
     assert.equal(create.type, 'object');
     assert.deepEqual(create.required?.sort(), ['services']);
-    assert.equal(create.properties?.principal, undefined, 'who asks is the server\'s principal, never an argument');
+    assert.equal(create.properties?.principal, undefined, "who asks is the server's principal, never an argument");
     assert.equal(create.properties?.services?.type, 'array');
     assert.equal(create.properties?.services?.items?.type, 'string');
     assert.equal(create.properties?.ttlSeconds?.type, 'integer');
@@ -117,11 +117,9 @@ describe('sandboxctl mcp (stdio)', () => {
   });
 
   test('create (wait ready) → READY with endpoint and clientConfig; get; list', async () => {
-    const ready = ok<SandboxStatus>(
-      await call('create_sandbox', { id: 'mcp-one', services: ['S3', 'sqs'], ttlSeconds: 900, wait: 'ready', purpose: 'mcp test' }),
-    );
+    const ready = ok<SandboxStatus>(await call('create_sandbox', { id: 'mcp-one', services: ['S3', 'sqs'], ttlSeconds: 900, wait: 'ready', purpose: 'mcp test' }));
     assert.equal(ready.state, 'READY');
-    assert.equal(ready.principal, 'agent-mcp', 'created as the server\'s principal');
+    assert.equal(ready.principal, 'agent-mcp', "created as the server's principal");
     assert.equal(ready.endpoint, 'memory://mcp-one');
     assert.equal(ready.clientConfig?.endpoint, 'memory://mcp-one');
     assert.equal(typeof ready.clientConfig?.region, 'string');
@@ -161,7 +159,7 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.ok(actors.includes('mcp:mcp-test'), `the audit trail names the MCP client; actors: ${actors.join(', ')}`);
   });
 
-  test('bound to agent-mcp: it cannot create as admin, nor see, extend or destroy another principal\'s sandbox', async () => {
+  test("bound to agent-mcp: it cannot create as admin, nor see, extend or destroy another principal's sandbox", async () => {
     const asAdmin = (await call('create_sandbox', { principal: 'admin', services: ['s3'] })) as CallToolResult;
     assert.equal(asAdmin.isError, true);
     assert.match(textOf(asAdmin), /INVALID_INPUT[\s\S]*principal/, 'a principal argument is an unknown key');
@@ -239,7 +237,10 @@ describe('sandboxctl mcp (stdio)', () => {
 
   test('stdout carries MCP frames only (logs go to stderr), and the server ends when stdin closes', async () => {
     assert.match(stderr, /mcp server ready on stdio/);
-    assert.deepEqual(protocolErrors.map((error) => error.message), []);
+    assert.deepEqual(
+      protocolErrors.map((error) => error.message),
+      [],
+    );
     await client.close();
     for (let attempt = 0; attempt < 50 && !/mcp server stopping/.test(stderr); attempt += 1) {
       await new Promise((resolve) => setTimeout(resolve, 100));

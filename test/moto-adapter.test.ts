@@ -46,10 +46,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
   });
 
   test('create → bucket and table through the clientConfig → listResources shows them → destroy removes the container and closes the port', async () => {
-    const ready = await worker.sandboxes.create(
-      { id: 'moto-e2e', principal: 'agent-1', adapter: 'moto', services: ['s3', 'dynamodb'], ttlSeconds: 600 },
-      { wait: 'ready' },
-    );
+    const ready = await worker.sandboxes.create({ id: 'moto-e2e', principal: 'agent-1', adapter: 'moto', services: ['s3', 'dynamodb'], ttlSeconds: 600 }, { wait: 'ready' });
     assert.equal(ready.state, 'READY');
     assert.match(ready.endpoint ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.deepEqual(ready.fidelity, { dynamodb: 'HIGH', s3: 'HIGH' });
@@ -69,10 +66,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
     }
 
     const resources = await worker.sandboxes.resources('moto-e2e');
-    assert.deepEqual(
-      resources.map((resource) => `${resource.service}/${resource.type}/${resource.id}`).sort(),
-      ['dynamodb/table/agent-table', 's3/bucket/agent-bucket'],
-    );
+    assert.deepEqual(resources.map((resource) => `${resource.service}/${resource.type}/${resource.id}`).sort(), ['dynamodb/table/agent-table', 's3/bucket/agent-bucket']);
 
     const containers = await broker.list({ [SANDBOX_ID_LABEL]: 'moto-e2e' });
     assert.equal(containers.length, 1);
@@ -107,10 +101,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
   });
 
   test('TTL expiry removes the container', async () => {
-    const ready = await worker.sandboxes.create(
-      { id: 'moto-ttl', principal: 'agent-3', adapter: 'moto', services: ['sqs'], ttlSeconds: 4 },
-      { wait: 'ready' },
-    );
+    const ready = await worker.sandboxes.create({ id: 'moto-ttl', principal: 'agent-3', adapter: 'moto', services: ['sqs'], ttlSeconds: 4 }, { wait: 'ready' });
     assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'moto-ttl' })).length, 1);
     await waitForState(worker.sandboxes, 'moto-ttl', 'DESTROYED');
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'moto-ttl' }), []);
@@ -118,10 +109,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
   });
 
   test('sandboxctl create --adapter moto --services s3,dynamodb --ttl 2m --wait --json returns READY with endpoint and clientConfig', async () => {
-    const result = await runCli(
-      ['create', '--id', 'moto-cli', '--principal', 'agent-4', '--adapter', 'moto', '--services', 's3,dynamodb', '--ttl', '2m', '--wait', '--json'],
-      worker.env,
-    );
+    const result = await runCli(['create', '--id', 'moto-cli', '--principal', 'agent-4', '--adapter', 'moto', '--services', 's3,dynamodb', '--ttl', '2m', '--wait', '--json'], worker.env);
     assert.equal(result.code, 0, result.stderr);
     const status = JSON.parse(result.stdout) as SandboxStatus;
     assert.equal(status.state, 'READY');
@@ -136,9 +124,7 @@ describe('moto sandboxes end to end (real dev server, real engine, the locally b
   test('no fake credential appears in the logs or the SQLite file', () => {
     const logs = logLines.join('\n');
     assert.ok(logs.includes('moto-e2e'), 'the logs did record the sandboxes');
-    const database = Buffer.concat(
-      [worker.config.storePath, `${worker.config.storePath}-wal`].filter((file) => fs.existsSync(file)).map((file) => fs.readFileSync(file)),
-    ).toString('latin1');
+    const database = Buffer.concat([worker.config.storePath, `${worker.config.storePath}-wal`].filter((file) => fs.existsSync(file)).map((file) => fs.readFileSync(file))).toString('latin1');
     assert.ok(database.includes('moto-e2e'), 'the projection did record the sandboxes');
     for (const secret of fakeCredentialValues()) {
       assert.ok(!logs.includes(secret), `logs contain ${secret}`);

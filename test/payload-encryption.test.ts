@@ -69,7 +69,10 @@ describe('payload encryption: histories hold ciphertext, clients read clear text
   test('the raw history (temporal workflow show) holds neither the purpose, the approval reason nor the approval code, only encrypted payloads', async () => {
     const { text, json } = await show();
     const texts = readableTexts(json);
-    assert.ok(texts.some((line) => line === 'binary/encrypted'), 'payloads carry the encoding marker');
+    assert.ok(
+      texts.some((line) => line === 'binary/encrypted'),
+      'payloads carry the encoding marker',
+    );
     assert.ok(texts.includes(payloadCodecFor(worker.config.codec).currentKeyId), 'and the key id');
     for (const secret of [purpose, reason, `"${code}"`]) {
       assert.equal(text.includes(secret), false, `${secret} in the raw output`);
@@ -80,13 +83,20 @@ describe('payload encryption: histories hold ciphertext, clients read clear text
       );
     }
     // Search attributes stay clear: the UI's filters work without the codec.
-    assert.ok(texts.some((line) => line.includes('READY')), 'SandboxState is readable');
+    assert.ok(
+      texts.some((line) => line.includes('READY')),
+      'SandboxState is readable',
+    );
   });
 
   test('through the codec server, the Temporal CLI reads the same history in clear', async () => {
     const { json } = await show(['--codec-endpoint', codecServer.url]);
     const texts = readableTexts(json);
-    for (const secret of [purpose, reason]) assert.ok(texts.some((line) => line.includes(secret)), `${secret} decoded`);
+    for (const secret of [purpose, reason])
+      assert.ok(
+        texts.some((line) => line.includes(secret)),
+        `${secret} decoded`,
+      );
   });
 
   test('sandboxctl status (a client with the keys) shows the purpose and the approval reason', async () => {

@@ -39,8 +39,14 @@ describe('placement on a host with room for one sandbox', () => {
     const activities = (history.events ?? []).flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     assert.deepEqual(activities.slice(0, 2), ['screenNewRequest', 'provisionSandbox']);
     const rows = worker.store.sandboxes.audit('room-0');
-    assert.deepEqual(rows.map((row) => row.action), ['requested', 'screened', 'placed', 'ready']);
-    assert.deepEqual(rows.map((row) => row.step), [1, 2, 3, 4]);
+    assert.deepEqual(
+      rows.map((row) => row.action),
+      ['requested', 'screened', 'placed', 'ready'],
+    );
+    assert.deepEqual(
+      rows.map((row) => row.step),
+      [1, 2, 3, 4],
+    );
     assert.equal(rows[2]?.summary.hostId, 'local');
     await worker.sandboxes.destroy('room-0');
   });

@@ -175,7 +175,10 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     const s3 = new S3Client(configOf(a));
     try {
       await s3.send(new CreateBucketCommand({ Bucket: 'bucket-of-a' }));
-      assert.deepEqual((await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name), ['bucket-of-a']);
+      assert.deepEqual(
+        (await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name),
+        ['bucket-of-a'],
+      );
     } finally {
       s3.destroy();
     }
@@ -207,14 +210,18 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
   });
 
   const awsCli = findAwsCli();
-  test('the AWS CLI, as an agent runs it: sqs create-queue on the s3-only sandbox is AccessDenied; A\'s keys on B are refused', { skip: awsCli === undefined && 'needs the AWS CLI (aws) on PATH' }, async () => {
-    const aws = awsCli as string;
-    assert.equal(await awsCliRefusal(aws, configOf(a), ['sqs', 'create-queue', '--queue-name', 'cli-not-granted']), 'AccessDenied');
-    const aOnB = { ...configOf(a), endpoint: configOf(b).endpoint };
-    assert.equal(await awsCliRefusal(aws, aOnB, ['s3api', 'list-buckets']), 'InvalidAccessKeyId');
-    assert.equal(await awsCliRefusal(aws, aOnB, ['sqs', 'list-queues']), 'InvalidClientTokenId');
-    assert.equal(await awsCliRefusal(aws, configOf(b), ['sqs', 'list-queues']), 'accepted', "B's own keys work through the same CLI");
-  });
+  test(
+    "the AWS CLI, as an agent runs it: sqs create-queue on the s3-only sandbox is AccessDenied; A's keys on B are refused",
+    { skip: awsCli === undefined && 'needs the AWS CLI (aws) on PATH' },
+    async () => {
+      const aws = awsCli as string;
+      assert.equal(await awsCliRefusal(aws, configOf(a), ['sqs', 'create-queue', '--queue-name', 'cli-not-granted']), 'AccessDenied');
+      const aOnB = { ...configOf(a), endpoint: configOf(b).endpoint };
+      assert.equal(await awsCliRefusal(aws, aOnB, ['s3api', 'list-buckets']), 'InvalidAccessKeyId');
+      assert.equal(await awsCliRefusal(aws, aOnB, ['sqs', 'list-queues']), 'InvalidClientTokenId');
+      assert.equal(await awsCliRefusal(aws, configOf(b), ['sqs', 'list-queues']), 'accepted', "B's own keys work through the same CLI");
+    },
+  );
 
   test('the old fake credentials, a wrong secret and unsigned requests are refused', async () => {
     const fake = clientConfigFor('moto', configOf(a).endpoint, 'us-east-1');
@@ -226,7 +233,11 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     assert.notEqual(unsigned.status, 200, 'an unsigned create is refused');
     const s3 = new S3Client(configOf(a));
     try {
-      assert.deepEqual((await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name), ['bucket-of-a'], 'no unsigned bucket');
+      assert.deepEqual(
+        (await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name),
+        ['bucket-of-a'],
+        'no unsigned bucket',
+      );
     } finally {
       s3.destroy();
     }
@@ -250,7 +261,11 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     assert.equal(await sqsRefusal(configOf(a), new CreateQueueCommand({ QueueName: 'still-not-granted' })), 'AccessDenied', 'authentication is still on');
     const s3 = new S3Client(configOf(a));
     try {
-      assert.deepEqual((await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name), ['bucket-of-a'], 'nothing was reset');
+      assert.deepEqual(
+        (await s3.send(new ListBucketsCommand({}))).Buckets?.map((bucket) => bucket.Name),
+        ['bucket-of-a'],
+        'nothing was reset',
+      );
     } finally {
       s3.destroy();
     }
@@ -277,9 +292,7 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
       assert.equal(ready?.summary.accessKeyId, accessKeyId);
       assert.ok(!JSON.stringify(worker.store.sandboxes.audit(status.id)).includes(secretAccessKey), `${status.id}'s audit rows hold its secret`);
     }
-    const database = Buffer.concat(
-      [worker.config.storePath, `${worker.config.storePath}-wal`].filter((file) => fs.existsSync(file)).map((file) => fs.readFileSync(file)),
-    ).toString('latin1');
+    const database = Buffer.concat([worker.config.storePath, `${worker.config.storePath}-wal`].filter((file) => fs.existsSync(file)).map((file) => fs.readFileSync(file))).toString('latin1');
     const logs = logLines.join('\n');
     assert.ok(database.includes('cred-a') && logs.includes('cred-a'), 'the projection and the logs did record the sandboxes');
     for (const status of [a, b]) {
@@ -303,7 +316,10 @@ describe('per-sandbox credentials (real dev server, engine and moto)', { skip },
     };
     walk(JSON.parse(stdout));
     assert.ok(texts.includes('binary/encrypted'), 'payloads are encrypted');
-    assert.ok(texts.some((text) => text.includes(a.id)), 'the reading works: the sandbox id is in clear in the search attributes or ids');
+    assert.ok(
+      texts.some((text) => text.includes(a.id)),
+      'the reading works: the sandbox id is in clear in the search attributes or ids',
+    );
     const { accessKeyId, secretAccessKey } = configOf(a).credentials;
     assert.ok(!texts.some((text) => text.includes(secretAccessKey)), 'the raw history holds the secret');
     assert.ok(!texts.some((text) => text.includes(accessKeyId)), 'the raw history holds the key id');

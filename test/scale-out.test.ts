@@ -98,8 +98,7 @@ describe('scale-out: one store, two lifecycle and two docker workers on two engi
     return made;
   }
 
-  const create = (id: string) =>
-    sandboxes.create({ id, principal: 'agent-scale', adapter: 'moto', services: ['s3'], ttlSeconds: 1800 }, { wait: 'ready', timeoutMs: CREATE_TIMEOUT_MS });
+  const create = (id: string) => sandboxes.create({ id, principal: 'agent-scale', adapter: 'moto', services: ['s3'], ttlSeconds: 1800 }, { wait: 'ready', timeoutMs: CREATE_TIMEOUT_MS });
 
   /** Each sandbox's host as its status says, checked against the engine that holds its one container. */
   async function assertPlacedWhereTheContainersAre(statuses: readonly SandboxStatus[]): Promise<Record<string, string[]>> {
@@ -184,7 +183,11 @@ describe('scale-out: one store, two lifecycle and two docker workers on two engi
       if (engineA !== undefined) {
         const docker = dockerClient(engineA);
         for (const containerIds of (await containersOn('a').catch(() => new Map<string, string[]>())).values()) {
-          for (const containerId of containerIds) await docker.getContainer(containerId).remove({ force: true, v: true }).catch(() => undefined);
+          for (const containerId of containerIds)
+            await docker
+              .getContainer(containerId)
+              .remove({ force: true, v: true })
+              .catch(() => undefined);
         }
       }
       await connection?.close();
@@ -238,11 +241,7 @@ describe('scale-out: one store, two lifecycle and two docker workers on two engi
     const byHost = await assertPlacedWhereTheContainersAre(statuses);
     assert.ok((byHost.a?.length ?? 0) >= 1 && (byHost.b?.length ?? 0) >= 1, `both hosts got sandboxes: a ${byHost.a?.length}, b ${byHost.b?.length}`);
     const listed = await hosts();
-    assert.deepEqual(
-      [listed.a?.liveSandboxes, listed.b?.liveSandboxes],
-      [byHost.a?.length, byHost.b?.length],
-      'hosts --json counts the sandboxes each host holds',
-    );
+    assert.deepEqual([listed.a?.liveSandboxes, listed.b?.liveSandboxes], [byHost.a?.length, byHost.b?.length], 'hosts --json counts the sandboxes each host holds');
 
     // One sandbox per host through the CLI: status names the host, the audit trail has the placement.
     for (const hostId of ['a', 'b'] as const) {

@@ -54,15 +54,19 @@ for target in sys.argv[1:]:
 /** Runs the probe with `docker` (`args` say where) and reads its verdicts: target → verdict. */
 function probe(args: readonly string[], targets: readonly string[]): Record<string, string> {
   const out = execFileSync('docker', [...args, '-c', PROBE, ...targets], { encoding: 'utf8', timeout: 60_000 });
-  return Object.fromEntries(out.trim().split('\n').map((line) => [line.split(' ')[0] ?? '', line.split(' ').slice(1).join(' ')]));
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((line) => [line.split(' ')[0] ?? '', line.split(' ').slice(1).join(' ')]),
+  );
 }
 
 /** Each target's verdict, from a python inside `container` (the moto image has one). */
 const probeFrom = (container: string, targets: readonly string[]) => probe(['exec', container, 'python3'], targets);
 
 /** The same probe from a plain container on the engine's default bridge: what an unsealed sandbox reached. */
-const probeFromDefaultBridge = (image: string, targets: readonly string[]) =>
-  probe(['run', '--rm', '--network', 'bridge', '--entrypoint', 'python3', image], targets);
+const probeFromDefaultBridge = (image: string, targets: readonly string[]) => probe(['run', '--rm', '--network', 'bridge', '--entrypoint', 'python3', image], targets);
 
 /** This machine's default gateway (from /proc/net/route), the nearest address outside it. */
 function defaultGateway(): string | undefined {
@@ -75,7 +79,16 @@ function defaultGateway(): string | undefined {
 
 interface RawInspect {
   Config: { User: string };
-  HostConfig: { CapDrop: string[] | null; CapAdd: string[] | null; SecurityOpt: string[] | null; NanoCpus: number; Memory: number; PidsLimit: number; ReadonlyRootfs: boolean; Privileged: boolean };
+  HostConfig: {
+    CapDrop: string[] | null;
+    CapAdd: string[] | null;
+    SecurityOpt: string[] | null;
+    NanoCpus: number;
+    Memory: number;
+    PidsLimit: number;
+    ReadonlyRootfs: boolean;
+    Privileged: boolean;
+  };
   NetworkSettings: { Networks: Record<string, { IPAddress: string; Gateway: string; NetworkID: string }> };
 }
 
@@ -115,7 +128,11 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
     await worker?.stop();
     const containers = await docker.listContainers({ all: true, filters: { label: [`${PLANE_LABEL}=${plane}`] } });
     await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true })));
-    for (const network of await planeNetworks()) await docker.getNetwork(network.Id).remove().catch(() => undefined);
+    for (const network of await planeNetworks())
+      await docker
+        .getNetwork(network.Id)
+        .remove()
+        .catch(() => undefined);
   });
 
   test('each endpoint answers from the host, on its own loopback port', async () => {

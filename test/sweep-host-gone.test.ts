@@ -40,6 +40,9 @@ describe('a sweep with a docker host whose worker is gone', () => {
     );
     const ghost = report.remaining.find((finding) => finding.kind === 'host_unreachable' && finding.subject === 'ghost');
     assert.match(ghost?.detail ?? '', /its part of the sweep did not finish: no docker worker took its work/);
-    assert.ok(worker.store.leaks.outstanding().some((leak) => leak.kind === 'host_unreachable' && leak.subject === 'ghost'), 'recorded for `sandboxctl leaks`');
+    assert.ok(
+      worker.store.leaks.outstanding().some((leak) => leak.kind === 'host_unreachable' && leak.subject === 'ghost'),
+      'recorded for `sandboxctl leaks`',
+    );
   });
 });

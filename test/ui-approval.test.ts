@@ -148,7 +148,11 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
         worker.store.sandboxes.audit(id).map((op) => op.action),
         ['requested', 'screened', 'denied'],
       );
-      assert.deepEqual(worker.memory.liveSandboxIds().filter((live) => live === id), [], 'nothing was provisioned');
+      assert.deepEqual(
+        worker.memory.liveSandboxIds().filter((live) => live === id),
+        [],
+        'nothing was provisioned',
+      );
 
       await page.reload();
       await page.getByRole('heading', { name: `sandbox-${id}` }).waitFor();
@@ -168,10 +172,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
       // The UI renders current details as Markdown: outside a code span, "<your name>" and
       // "<why>" are HTML tags (dropped) and straight quotes turn typographic, so what a
       // reviewer would copy is {“approver”: “”, “reason”: “”} and no longer JSON.
-      assert.ok(
-        details.includes(PAYLOAD_EXAMPLE),
-        `the Current Details in the Web UI should show ${PAYLOAD_EXAMPLE} verbatim (write it as a Markdown code span), but show:\n${details}`,
-      );
+      assert.ok(details.includes(PAYLOAD_EXAMPLE), `the Current Details in the Web UI should show ${PAYLOAD_EXAMPLE} verbatim (write it as a Markdown code span), but show:\n${details}`);
       await worker.sandboxes.destroy(id, { reason: 'test done' });
     }),
   );

@@ -47,7 +47,11 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
 
   /** Every pool container of this test's plane on the engine. */
   const poolContainers = () => broker.list({ [PLANE_LABEL]: plane, [POOL_LABEL]: 'moto' });
-  const idleIds = async () => (await poolContainers()).filter((container) => 'poolSlotId' in containerOwner(container)).map((container) => container.id).sort();
+  const idleIds = async () =>
+    (await poolContainers())
+      .filter((container) => 'poolSlotId' in containerOwner(container))
+      .map((container) => container.id)
+      .sort();
 
   async function pools(): Promise<PoolStatus | undefined> {
     const store = new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue });
@@ -107,7 +111,7 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     await assert.rejects(
       new S3Client(clientConfigFor('moto', created.clientConfig.endpoint, 'us-east-1', leftKey)).send(new ListBucketsCommand({})),
       { name: 'InvalidAccessKeyId' },
-      "the key minted before the claim is gone: the reset emptied IAM too",
+      'the key minted before the claim is gone: the reset emptied IAM too',
     );
 
     const container = await broker.inspect(containerId);
@@ -158,7 +162,7 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
         );
         assert.deepEqual([...outcomes].sort(), ['claimed', 'lost'], `round ${round}: ${outcomes.join(', ')}`);
         const winner = claimants[outcomes.indexOf('claimed')] as string;
-        assert.equal((await broker.inspect(info.id)).name, containerNameFor(plane, winner), 'the container is the winner\'s');
+        assert.equal((await broker.inspect(info.id)).name, containerNameFor(plane, winner), "the container is the winner's");
       } finally {
         await broker.remove(info.id, { force: true });
       }

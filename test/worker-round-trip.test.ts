@@ -36,9 +36,7 @@ describe('worker bootstrap', () => {
     const config = overrideConfig(loadConfig({ TEMPORAL_ADDRESS: address }), { taskQueue });
     const plane = await createPlaneWorker({ config, store, logger, workflowBundle: await testWorkflowBundle() });
     try {
-      const result = await plane.worker.runUntil(
-        runRoundTrip(new Client({ connection, dataConverter: testDataConverter() }), { taskQueue, requestedBy: 'test' }),
-      );
+      const result = await plane.worker.runUntil(runRoundTrip(new Client({ connection, dataConverter: testDataConverter() }), { taskQueue, requestedBy: 'test' }));
       assert.equal(result.requestedBy, 'test');
       // The lifecycle worker ran the workflow; the store worker, on <tq>-store, answered with its store.
       assert.match(result.workerIdentity, /^sandboxplane-store@/);

@@ -116,7 +116,6 @@ describe('rolling out a new lifecycle build with Worker Versioning', () => {
     const badId = await runCli(['deployment', 'promote', 'build:x'], cliEnv);
     assert.equal(badId.code, 2, badId.stderr);
   });
-
 });
 
 describe('the first versioned build and runs of a release before Worker Versioning', () => {

@@ -43,7 +43,10 @@ export function verifyApprovalCode(store: Store, secrets: SecretBox, input: { ap
   const proof = store.approvers.proofOf(input.approver);
   if (proof === undefined) return { verdict: 'unlisted' };
   if (proof.sealedSecret === null) {
-    return { verdict: 'unverified', why: `${input.approver} has no authenticator enrolled (listed before approvals needed a code); re-enrol: sandboxctl approvers remove ${input.approver}, then approvers add ${input.approver}` };
+    return {
+      verdict: 'unverified',
+      why: `${input.approver} has no authenticator enrolled (listed before approvals needed a code); re-enrol: sandboxctl approvers remove ${input.approver}, then approvers add ${input.approver}`,
+    };
   }
   if (input.code === null) return { verdict: 'unverified', why: `no code: add ${input.approver}'s current 6-digit code from their authenticator ("code": "NNNNNN")` };
   const step = matchingStep(secrets.open(proof.sealedSecret, boundTo(input.approver)), input.code, nowMs);

@@ -1,11 +1,5 @@
 import { Context, log, sleep } from '@temporalio/activity';
-import type {
-  AdapterContext,
-  AdapterRegistry,
-  CloudEmulatorAdapter,
-  DestroyReport,
-  ResourceRef,
-} from '../adapters/cloud-emulator-adapter';
+import type { AdapterContext, AdapterRegistry, CloudEmulatorAdapter, DestroyReport, ResourceRef } from '../adapters/cloud-emulator-adapter';
 import { SandboxPlaneError } from '../domain/errors';
 import { completeResources } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
@@ -207,12 +201,7 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
 export function createRuntimeActivities(deps: RuntimeActivityDeps) {
   return {
     /** Provisions through the sandbox's adapter; idempotent, so a retry adopts what the first try made. */
-    async provisionSandbox(input: {
-      sandboxId: string;
-      adapter: AdapterName;
-      services: readonly string[];
-      labels: Readonly<Record<string, string>>;
-    }): Promise<RuntimeHandle> {
+    async provisionSandbox(input: { sandboxId: string; adapter: AdapterName; services: readonly string[]; labels: Readonly<Record<string, string>> }): Promise<RuntimeHandle> {
       return withTaxonomy(async () => {
         const adapter = adapterFor(deps.adapters, input.adapter);
         const plan = adapter.launchPlan({ sandboxId: input.sandboxId, services: input.services, labels: input.labels });
@@ -245,9 +234,7 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
      * when an API call failed, never for a service that cannot be listed at all.
      */
     async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[]; runtime?: RuntimeHandle | null }): Promise<ResourceRef[]> {
-      return withTaxonomy(async () =>
-        completeResources(await adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime)),
-      );
+      return withTaxonomy(async () => completeResources(await adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime)));
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */

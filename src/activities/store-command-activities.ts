@@ -1,10 +1,5 @@
 import { SandboxPlaneError } from '../domain/errors';
-import {
-  storeCommandSchema,
-  type StoreCommand,
-  type StoreCommandKind,
-  type StoreCommandResults,
-} from '../domain/store-commands';
+import { storeCommandSchema, type StoreCommand, type StoreCommandKind, type StoreCommandResults } from '../domain/store-commands';
 import { parseOrThrow } from '../domain/validation';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';

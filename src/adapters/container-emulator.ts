@@ -7,16 +7,7 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
-import type {
-  AdapterContext,
-  CloudEmulatorAdapter,
-  DestroyReport,
-  HealthReport,
-  LaunchPlan,
-  ProvisionRequest,
-  RecordedRuntime,
-  ResourceListing,
-} from './cloud-emulator-adapter';
+import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
@@ -206,10 +197,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
    * `undefined` sends the create down the cold path (no pool, none ready, or request
    * labels a pooled container cannot carry).
    */
-  private async provisionFromPool(
-    plan: LaunchPlan,
-    context: AdapterContext,
-  ): Promise<{ container: IdleContainer; credentials: { credentials?: SandboxCredentials } } | undefined> {
+  private async provisionFromPool(plan: LaunchPlan, context: AdapterContext): Promise<{ container: IdleContainer; credentials: { credentials?: SandboxCredentials } } | undefined> {
     const { reset } = this.options;
     if (reset === undefined) return undefined;
     const name = this.containerName(plan.sandboxId);
@@ -313,8 +301,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const operatorLabel: Record<string, string> = token === undefined ? {} : { [OPERATOR_TOKEN_LABEL]: token };
     for (let attempt = 1; ; attempt += 1) {
       const hostPort = this.options.hostPort === undefined ? 0 : await this.options.hostPort();
-      const environment =
-        hostPort === 0 ? plan.environment : this.options.environment({ sandboxId: plan.sandboxId, labels: plan.labels, baseUrl: `http://127.0.0.1:${hostPort}` });
+      const environment = hostPort === 0 ? plan.environment : this.options.environment({ sandboxId: plan.sandboxId, labels: plan.labels, baseUrl: `http://127.0.0.1:${hostPort}` });
       try {
         return await broker.run({
           name: this.containerName(plan.sandboxId),

@@ -10,9 +10,7 @@ const initSchema = z.object({ completed: z.object({ ready: z.boolean() }).passth
 const RUNNING = 'running';
 
 /** How one of our services shows in Floci: under a key of its health map, or only by answering. */
-export type FlociPresence =
-  | { readonly healthKey: string }
-  | { readonly probe: (endpoint: string, signal: AbortSignal) => Promise<boolean> };
+export type FlociPresence = { readonly healthKey: string } | { readonly probe: (endpoint: string, signal: AbortSignal) => Promise<boolean> };
 
 /**
  * STS answers inside Floci's IAM service but has no key of its own in the health map,
@@ -115,7 +113,10 @@ export function flociHealthProbe(catalog: ServiceCatalog, presence: Readonly<Rec
         return { service, state: listedState(how.healthKey) };
       }),
     );
-    const registeredServices = states.filter(({ state }) => state !== undefined).map(({ service }) => service).sort();
+    const registeredServices = states
+      .filter(({ state }) => state !== undefined)
+      .map(({ service }) => service)
+      .sort();
     const readyServices = states
       .filter(({ service, state }) => state === RUNNING && (catalog[service]?.fidelity ?? 'UNAVAILABLE') !== 'UNAVAILABLE')
       .map(({ service }) => service)

@@ -29,12 +29,7 @@ function pause(ms: number, cancelled: AbortSignal | undefined): Promise<void> {
  * Polls `probe` with exponential backoff until the emulator reports healthy,
  * heartbeating each attempt. Throws EMULATOR_UNHEALTHY with the last thing it saw.
  */
-export async function waitUntilHealthy(
-  probe: HealthProbe,
-  endpoint: string,
-  context: AdapterContext,
-  options: HealthGateOptions,
-): Promise<HealthReport> {
+export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions): Promise<HealthReport> {
   const deadline = Date.now() + options.timeoutMs;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
   // An emulator on loopback starts in about a second: a refused connect costs next to nothing,
@@ -57,11 +52,9 @@ export async function waitUntilHealthy(
     await pause(delay, context.cancelled);
     delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
   }
-  throw new SandboxPlaneError(
-    'EMULATOR_UNHEALTHY',
-    `the emulator at ${endpoint} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`,
-    { details: { endpoint, attempts, last } },
-  );
+  throw new SandboxPlaneError('EMULATOR_UNHEALTHY', `the emulator at ${endpoint} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`, {
+    details: { endpoint, attempts, last },
+  });
 }
 
 /** GETs `url` and parses a JSON body; anything else (HTML from a proxy, a 500) is a reason, not health. */

@@ -1,15 +1,7 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
-import type {
-  CloudEmulatorAdapter,
-  DestroyReport,
-  HealthReport,
-  LaunchPlan,
-  ProvisionRequest,
-  ResourceListing,
-  ResourceRef,
-} from './cloud-emulator-adapter';
+import type { CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, ResourceListing, ResourceRef } from './cloud-emulator-adapter';
 
 const REGION = 'us-east-1';
 

@@ -2,11 +2,7 @@ import { z } from 'zod';
 import { parseDuration } from '../domain/duration';
 import { SandboxPlaneError } from '../domain/errors';
 
-export const portSchema = z.coerce
-  .number({ invalid_type_error: 'must be a number' })
-  .int('must be a whole number')
-  .min(1, 'must be at least 1')
-  .max(65535, 'must be at most 65535');
+export const portSchema = z.coerce.number({ invalid_type_error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(65535, 'must be at most 65535');
 
 export const fileSchema = z.string().trim().min(1, 'must name a file');
 

@@ -72,14 +72,11 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
     connection = await stop.untilStopped(connectIfAnswering(address, 1_500));
     if (connection !== undefined) {
       say(`dev: a Temporal server already answers at ${address}; using it (its UI is not managed here)`);
-      say('dev: for that UI to show payloads decrypted, run `sandboxctl codec-server --origin <its URL>` and set it as the UI\'s codec endpoint');
+      say("dev: for that UI to show payloads decrypted, run `sandboxctl codec-server --origin <its URL>` and set it as the UI's codec endpoint");
     } else {
       const { host, port } = splitAddress(address);
       if (!LOCAL_HOSTS.has(host)) {
-        throw new SandboxPlaneError(
-          'TEMPORAL_UNREACHABLE',
-          `nothing answers at ${address}, and it is not a local address to start a dev server on`,
-        );
+        throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `nothing answers at ${address}, and it is not a local address to start a dev server on`);
       }
       const dbFile = options.dbFile ?? DEFAULT_TEMPORAL_DB_PATH;
       codecServer = await startCodecServer({ codec, port: options.codecPort ?? DEFAULT_CODEC_SERVER_PORT, origins: devUiOrigins(options.uiPort), logger });
@@ -132,10 +129,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
 
     await running;
     if (server !== undefined && !server.running) {
-      throw new SandboxPlaneError(
-        'DEV_SERVER_FAILED',
-        `the Temporal dev server stopped (${server.exitDescription}). Its last output:\n${server.tail()}`,
-      );
+      throw new SandboxPlaneError('DEV_SERVER_FAILED', `the Temporal dev server stopped (${server.exitDescription}). Its last output:\n${server.tail()}`);
     }
     say('dev: worker stopped');
   } catch (err) {

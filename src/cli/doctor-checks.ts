@@ -29,16 +29,11 @@ export interface CheckResult {
 const ROUND_TRIP_TIMEOUT_MS = 10_000;
 
 function describeError(err: unknown): string {
-  return err instanceof Error ? err.message.split('\n')[0] ?? String(err) : String(err);
+  return err instanceof Error ? (err.message.split('\n')[0] ?? String(err)) : String(err);
 }
 
 /** Each check reports instead of throwing, so one broken dependency never hides the others. */
-async function check(
-  name: string,
-  required: boolean,
-  hint: string,
-  body: () => Promise<{ ok: boolean; detail: string; hint?: string }>,
-): Promise<CheckResult> {
+async function check(name: string, required: boolean, hint: string, body: () => Promise<{ ok: boolean; detail: string; hint?: string }>): Promise<CheckResult> {
   try {
     const outcome = await body();
     if (outcome.ok) return { name, required, status: 'ok', detail: outcome.detail };
@@ -67,10 +62,9 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
     await check('search attributes', true, 'Run `sandboxctl dev` once against this server; it registers them.', async () => {
       const { missing, wrongType } = await missingSearchAttributes(connection, namespace);
       if (missing.length === 0 && wrongType.length === 0) return { ok: true, detail: 'SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt' };
-      const parts = [
-        missing.length > 0 ? `missing ${missing.join(', ')}` : '',
-        wrongType.length > 0 ? `registered with the wrong type: ${wrongType.join(', ')}` : '',
-      ].filter((part) => part !== '');
+      const parts = [missing.length > 0 ? `missing ${missing.join(', ')}` : '', wrongType.length > 0 ? `registered with the wrong type: ${wrongType.join(', ')}` : ''].filter(
+        (part) => part !== '',
+      );
       return { ok: false, detail: parts.join('; ') };
     }),
   );
@@ -106,9 +100,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
   );
   results.push(await storeWorkerCheck(config, connection));
   results.push(
-    results.find((result) => result.name === 'worker')?.status === 'ok'
-      ? await dockerHostsCheck(config, connection)
-      : skipped('docker hosts', 'no worker answered the round trip'),
+    results.find((result) => result.name === 'worker')?.status === 'ok' ? await dockerHostsCheck(config, connection) : skipped('docker hosts', 'no worker answered the round trip'),
   );
   return results;
 }
@@ -188,12 +180,10 @@ export async function runDoctorChecks(config: Config, options: { roundTrip: bool
   }
   results.push(await storeCheck(config));
   results.push(
-    await check(
-      'docker',
-      false,
-      'Sandboxes need a Docker engine: run `bash scripts/docker-engine.sh` and export the DOCKER_HOST it prints.',
-      async () => ({ ok: true, detail: await pingDockerEngine(config.dockerHost) }),
-    ),
+    await check('docker', false, 'Sandboxes need a Docker engine: run `bash scripts/docker-engine.sh` and export the DOCKER_HOST it prints.', async () => ({
+      ok: true,
+      detail: await pingDockerEngine(config.dockerHost),
+    })),
   );
   return results;
 }

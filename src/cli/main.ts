@@ -87,9 +87,9 @@ export function buildProgram(): Command {
     .command('worker')
     .description('run the worker only, against TEMPORAL_ADDRESS, until SIGINT or SIGTERM (all roles unless --role says which)')
     .option('--role <roles>', 'all, or a comma list of lifecycle, store, docker (env SANDBOXPLANE_WORKER_ROLES; default all)')
-    .option('--host-id <name>', 'the docker role\'s host id; its queue is <task queue>-docker-<name> (env SANDBOXPLANE_HOST_ID; default local)')
-    .option('--capacity <n>', 'how many sandboxes the docker role\'s host takes at once (env SANDBOXPLANE_HOST_CAPACITY; default 100)')
-    .option('--build-id <id>', 'the lifecycle role\'s build id in the deployment (env SANDBOXPLANE_BUILD_ID; default derived from the workflow code)')
+    .option('--host-id <name>', "the docker role's host id; its queue is <task queue>-docker-<name> (env SANDBOXPLANE_HOST_ID; default local)")
+    .option('--capacity <n>', "how many sandboxes the docker role's host takes at once (env SANDBOXPLANE_HOST_CAPACITY; default 100)")
+    .option('--build-id <id>', "the lifecycle role's build id in the deployment (env SANDBOXPLANE_BUILD_ID; default derived from the workflow code)")
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
@@ -128,7 +128,7 @@ export function buildProgram(): Command {
         const config = { ...loadConfig(), ...(principal !== undefined ? { principal } : {}) };
         if (config.principal === undefined) {
           throw new SandboxPlaneError('INVALID_INPUT', '--principal: required: an MCP server acts for one principal (DESIGN §12)', {
-            hint: 'Start it as `sandboxctl mcp --principal agent-7` (or set SANDBOXPLANE_PRINCIPAL) in the agent\'s MCP client configuration.',
+            hint: "Start it as `sandboxctl mcp --principal agent-7` (or set SANDBOXPLANE_PRINCIPAL) in the agent's MCP client configuration.",
           });
         }
         const { serveMcpOverStdio } = await import('../mcp/mcp-server.js');

@@ -36,7 +36,12 @@ export function watchStopSignals(onForce: () => void): StopSignals {
   return {
     requested,
     untilStopped: <T>(work: Promise<T>) =>
-      Promise.race([work, requested.then((signal): never => { throw new StopRequested(signal); })]),
+      Promise.race([
+        work,
+        requested.then((signal): never => {
+          throw new StopRequested(signal);
+        }),
+      ]),
     dispose: () => {
       for (const signal of STOP_SIGNALS) process.removeListener(signal, handler);
     },

@@ -19,7 +19,10 @@ const FLAG_VARIABLES = {
   buildId: 'SANDBOXPLANE_BUILD_ID',
 } as const;
 
-const FLAG_NAMES: Readonly<Record<string, string>> = { SANDBOXPLANE_WORKER_ROLES: '--role', SANDBOXPLANE_HOST_ID: '--host-id', SANDBOXPLANE_HOST_CAPACITY: '--capacity',
+const FLAG_NAMES: Readonly<Record<string, string>> = {
+  SANDBOXPLANE_WORKER_ROLES: '--role',
+  SANDBOXPLANE_HOST_ID: '--host-id',
+  SANDBOXPLANE_HOST_CAPACITY: '--capacity',
   SANDBOXPLANE_BUILD_ID: '--build-id',
 };
 

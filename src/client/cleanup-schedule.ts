@@ -71,9 +71,7 @@ export async function triggerSweep(client: Client, options: { wait: boolean; tim
       hint: 'Start a worker (`sandboxctl worker` or `sandboxctl dev`): it creates the schedule.',
     });
   }
-  const known = new Set(
-    [...before.info.recentActions.map((result) => result.action), ...before.info.runningActions].map((started) => started.workflow.workflowId),
-  );
+  const known = new Set([...before.info.recentActions.map((result) => result.action), ...before.info.runningActions].map((started) => started.workflow.workflowId));
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   // SKIP, like the schedule: a sweep already running is the one to wait for, never a second beside it.
   const running = before.info.runningActions[0]?.workflow.workflowId;

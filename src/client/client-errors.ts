@@ -1,8 +1,4 @@
-import {
-  WorkflowNotFoundError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  isGrpcServiceError,
-} from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';

@@ -1,11 +1,6 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import {
-  pinnedOpenRunsQuery,
-  unversionedOpenRunsQuery,
-  type DeploymentBuild,
-  type DeploymentReport,
-} from '../domain/deployment';
+import { pinnedOpenRunsQuery, unversionedOpenRunsQuery, type DeploymentBuild, type DeploymentReport } from '../domain/deployment';
 import { SandboxPlaneError } from '../domain/errors';
 import { lastPoll } from './queue-pollers';
 

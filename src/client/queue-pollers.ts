@@ -16,17 +16,11 @@ export interface QueuePoller {
 }
 
 /** The pollers Temporal has seen on an activity (or workflow) task queue lately. */
-export async function queuePollers(
-  service: WorkflowService,
-  namespace: string,
-  taskQueue: string,
-  type: 'activity' | 'workflow' = 'activity',
-): Promise<QueuePoller[]> {
+export async function queuePollers(service: WorkflowService, namespace: string, taskQueue: string, type: 'activity' | 'workflow' = 'activity'): Promise<QueuePoller[]> {
   const { pollers } = await service.describeTaskQueue({
     namespace,
     taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType:
-      type === 'activity' ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    taskQueueType: type === 'activity' ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
   return (pollers ?? []).map((poller) => ({ identity: poller.identity ?? '', lastAccessTime: optionalTsToDate(poller.lastAccessTime) ?? null }));
 }

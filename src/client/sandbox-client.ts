@@ -16,26 +16,11 @@ import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
 import { agentView } from '../domain/caller-view';
-import {
-  principalSchema,
-  requestDigestOf,
-  sandboxIdSchema,
-  sandboxRequestSchema,
-  type IdentifiedRequest,
-  type SandboxRequestInput,
-} from '../domain/sandbox-request';
+import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
-import {
-  awaitStateUpdate,
-  decideUpdate,
-  destroyUpdate,
-  extendUpdate,
-  resourcesUpdate,
-  statusQuery,
-  type LifecycleInput,
-} from '../workflows/sandbox-messages';
+import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
 import { connectTemporal } from './temporal-connection';
 
@@ -121,11 +106,7 @@ const MAX_CREATE_TIMEOUT_MS = 86_400_000;
 const createOptionsSchema = z
   .object({
     wait: z.enum(['accepted', 'ready', 'ended']).default('accepted'),
-    timeoutMs: z
-      .number()
-      .positive('must be positive')
-      .max(MAX_CREATE_TIMEOUT_MS, `must be at most a day (${MAX_CREATE_TIMEOUT_MS})`)
-      .default(DEFAULT_CREATE_TIMEOUT_MS),
+    timeoutMs: z.number().positive('must be positive').max(MAX_CREATE_TIMEOUT_MS, `must be at most a day (${MAX_CREATE_TIMEOUT_MS})`).default(DEFAULT_CREATE_TIMEOUT_MS),
   })
   .strict();
 /** Answers after which any update is sent again: the run handed over to a fresh one before taking it. */
@@ -148,7 +129,6 @@ export function requestDigest(request: IdentifiedRequest): string {
 export function generateSandboxId(): string {
   return `sbx-${randomBytes(6).toString('hex')}`;
 }
-
 
 /** Adds what only the caller's clock knows: seconds left before expiry. */
 export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {

@@ -104,10 +104,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     try {
       plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
     } catch (err) {
-      throw new SandboxPlaneError('PAYLOAD_UNDECRYPTABLE', `a payload encrypted with key id ${keyId} failed authentication: it was altered, or the key with that id is not the one it was encrypted with`, {
-        details: { keyId },
-        cause: err,
-      });
+      throw new SandboxPlaneError(
+        'PAYLOAD_UNDECRYPTABLE',
+        `a payload encrypted with key id ${keyId} failed authentication: it was altered, or the key with that id is not the one it was encrypted with`,
+        {
+          details: { keyId },
+          cause: err,
+        },
+      );
     }
     return temporal.api.common.v1.Payload.decode(plain);
   }

@@ -3,15 +3,7 @@ import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-q
 import fs from 'node:fs';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
-import {
-  FEATURE_FLAG_NAMES,
-  FLAG_ENV_PREFIX,
-  flagEnvName,
-  isFeatureFlag,
-  parseFlagValue,
-  type FeatureFlag,
-  type FeatureFlags,
-} from '../domain/feature-flags';
+import { FEATURE_FLAG_NAMES, FLAG_ENV_PREFIX, flagEnvName, isFeatureFlag, parseFlagValue, type FeatureFlag, type FeatureFlags } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../domain/deployment';
 import { principalSchema } from '../domain/sandbox-request';
@@ -114,18 +106,11 @@ const hostAndPort = z.string().refine(
   (value) => ({ message: `must be host:port with a port from 1 to 65535 (e.g. 127.0.0.1:7233), got '${value}'` }),
 );
 
-const identifier = (example: string) =>
-  z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
+const identifier = (example: string) => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
 
-const planeId = z
-  .string()
-  .regex(PLANE_ID_PATTERN, "must start with a letter or digit and hold at most 128 letters, digits, '.', '_', '-', '@' or ':' (e.g. ci-job-42)");
+const planeId = z.string().regex(PLANE_ID_PATTERN, "must start with a letter or digit and hold at most 128 letters, digits, '.', '_', '-', '@' or ':' (e.g. ci-job-42)");
 
-const dockerHost = z
-  .string()
-  .regex(/^(unix|tcp):\/\/\S+$/, 'must be a URL such as unix:///var/run/docker.sock or tcp://127.0.0.1:2375');
+const dockerHost = z.string().regex(/^(unix|tcp):\/\/\S+$/, 'must be a URL such as unix:///var/run/docker.sock or tcp://127.0.0.1:2375');
 
 const nonEmptyPath = z.string().trim().min(1, 'must not be empty when set');
 
@@ -158,7 +143,10 @@ const pinnedImage = z.string().refine(isPinnedImage, {
 const workerRoles = z
   .string()
   .transform((text, ctx) => {
-    const names = text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+    const names = text
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== '');
     if (names.length === 1 && names[0] === 'all') return [...WORKER_ROLES];
     const unknown = names.filter((name) => !(WORKER_ROLES as readonly string[]).includes(name));
     if (names.length === 0 || unknown.length > 0) {

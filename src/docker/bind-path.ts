@@ -158,11 +158,7 @@ export const FORBIDDEN_POSIX_PATHS: readonly string[] = Object.freeze([
   '/Users',
 ]);
 
-export const FORBIDDEN_WINDOWS_PATHS: readonly string[] = Object.freeze([
-  'C:\\Windows',
-  'C:\\Users',
-  'C:\\ProgramData',
-]);
+export const FORBIDDEN_WINDOWS_PATHS: readonly string[] = Object.freeze(['C:\\Windows', 'C:\\Users', 'C:\\ProgramData']);
 
 export const DOCKER_ENGINE_PIPE = '\\\\.\\pipe\\docker_engine';
 

@@ -208,35 +208,37 @@ export class DockerContainerBroker implements ContainerBroker {
     const name = spec.networkMode;
     const labels = networkLabelsOf(spec.labels);
     const previous = this.networkLocks.get(name) ?? Promise.resolve();
-    const current = previous.catch(() => undefined).then(async () => {
-      const existing = await this.networksNamed(name);
-      if (existing.length > 0) {
-        const ours = existing.filter((network) => isManaged(network.labels) && network.labels[SANDBOX_ID_LABEL] === labels[SANDBOX_ID_LABEL]);
-        const [first] = ours.map((network) => network.id).sort();
-        if (first === undefined) {
-          throw new SandboxPlaneError('CONTAINER_CONFLICT', `Network name ${name} is taken by a network that is not ${labels[SANDBOX_ID_LABEL] ?? 'this owner'}'s`, {
-            details: { network: name },
-          });
+    const current = previous
+      .catch(() => undefined)
+      .then(async () => {
+        const existing = await this.networksNamed(name);
+        if (existing.length > 0) {
+          const ours = existing.filter((network) => isManaged(network.labels) && network.labels[SANDBOX_ID_LABEL] === labels[SANDBOX_ID_LABEL]);
+          const [first] = ours.map((network) => network.id).sort();
+          if (first === undefined) {
+            throw new SandboxPlaneError('CONTAINER_CONFLICT', `Network name ${name} is taken by a network that is not ${labels[SANDBOX_ID_LABEL] ?? 'this owner'}'s`, {
+              details: { network: name },
+            });
+          }
+          return first;
         }
-        return first;
-      }
-      const created = (await this.call('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
-        this.docker.createNetwork({
-          Name: name,
-          CheckDuplicate: true,
-          Driver: 'bridge',
-          Internal: false,
-          Attachable: false,
-          EnableIPv6: false,
-          Options: { ...SEALED_BRIDGE_OPTIONS },
-          Labels: labels,
-        }),
-      ).catch((err: unknown) => {
-        throw this.mapError(err, 'network create', {});
-      })) as { id?: unknown };
-      if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
-      return created.id;
-    });
+        const created = (await this.call('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
+          this.docker.createNetwork({
+            Name: name,
+            CheckDuplicate: true,
+            Driver: 'bridge',
+            Internal: false,
+            Attachable: false,
+            EnableIPv6: false,
+            Options: { ...SEALED_BRIDGE_OPTIONS },
+            Labels: labels,
+          }),
+        ).catch((err: unknown) => {
+          throw this.mapError(err, 'network create', {});
+        })) as { id?: unknown };
+        if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
+        return created.id;
+      });
     this.networkLocks.set(name, current);
     try {
       return await current;
@@ -260,9 +262,7 @@ export class DockerContainerBroker implements ContainerBroker {
   private async dropNetwork(spec: { readonly labels: Readonly<Record<string, string>> }, networkId: string, reason: string): Promise<void> {
     const owner = spec.labels[SANDBOX_ID_LABEL];
     try {
-      const siblings = (await this.list(owner === undefined ? {} : { [SANDBOX_ID_LABEL]: owner })).filter((container) =>
-        Object.values(container.networks).includes(networkId),
-      );
+      const siblings = (await this.list(owner === undefined ? {} : { [SANDBOX_ID_LABEL]: owner })).filter((container) => Object.values(container.networks).includes(networkId));
       if (siblings.length > 0) return;
       await this.removeNetwork(networkId);
     } catch (err) {
@@ -355,11 +355,9 @@ export class DockerContainerBroker implements ContainerBroker {
   async list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]> {
     const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
-    const raw: unknown = await this.call('list', { labels: filter }, () => this.docker.listContainers({ all: true, filters: { label } })).catch(
-      (err: unknown) => {
-        throw this.mapError(err, 'list', {});
-      },
-    );
+    const raw: unknown = await this.call('list', { labels: filter }, () => this.docker.listContainers({ all: true, filters: { label } })).catch((err: unknown) => {
+      throw this.mapError(err, 'list', {});
+    });
     return toContainerSummaries(raw);
   }
 
@@ -410,7 +408,10 @@ export class DockerContainerBroker implements ContainerBroker {
     for (const [name, networkId] of Object.entries(info.networks)) {
       if (name !== own) continue;
       // A container that never started knows its network by name only.
-      const ids = networkId !== '' ? [networkId] : (await this.networksNamed(name)).filter((network) => network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
+      const ids =
+        networkId !== ''
+          ? [networkId]
+          : (await this.networksNamed(name)).filter((network) => network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
       for (const id of ids) await this.dropNetwork(info, id, 'its container was removed');
     }
     return outcome;
@@ -430,11 +431,9 @@ export class DockerContainerBroker implements ContainerBroker {
   }
 
   private async inspectAny(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {
-    const raw: unknown = await this.call('inspect', { containerId: id }, () => this.docker.getContainer(id).inspect(), harmless).catch(
-      (err: unknown) => {
-        throw this.mapError(err, 'inspect', { containerId: id });
-      },
-    );
+    const raw: unknown = await this.call('inspect', { containerId: id }, () => this.docker.getContainer(id).inspect(), harmless).catch((err: unknown) => {
+      throw this.mapError(err, 'inspect', { containerId: id });
+    });
     return toContainerInfo(raw);
   }
 
@@ -487,12 +486,7 @@ export class DockerContainerBroker implements ContainerBroker {
    * One engine call, logged before and after (reads at debug level). Answers listed in
    * `harmless` are the caller's to absorb, so they are logged at info, not warn.
    */
-  private async call<T>(
-    operation: string,
-    context: Record<string, unknown>,
-    fn: () => Promise<T>,
-    harmless: readonly number[] = [],
-  ): Promise<T> {
+  private async call<T>(operation: string, context: Record<string, unknown>, fn: () => Promise<T>, harmless: readonly number[] = []): Promise<T> {
     const read = operation === 'inspect' || operation === 'list' || operation === 'info';
     const log = (obj: object, msg: string) => (read ? this.logger.debug?.(obj, msg) : this.logger.info(obj, msg));
     const started = Date.now();
@@ -500,10 +494,7 @@ export class DockerContainerBroker implements ContainerBroker {
     try {
       const result = await fn();
       const containerId = (result as { id?: unknown } | null)?.id;
-      log(
-        { ...context, ...(typeof containerId === 'string' && operation === 'create' ? { containerId } : {}), operation, ms: Date.now() - started },
-        `docker ${operation} done`,
-      );
+      log({ ...context, ...(typeof containerId === 'string' && operation === 'create' ? { containerId } : {}), operation, ms: Date.now() - started }, `docker ${operation} done`);
       return result;
     } catch (err) {
       const statusCode = engineStatusCode(err);

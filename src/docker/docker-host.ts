@@ -3,9 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 
 /** Where the engine listens. */
 export type DockerEndpoint =
-  | { readonly kind: 'unix'; readonly socketPath: string }
-  | { readonly kind: 'npipe'; readonly socketPath: string }
-  | { readonly kind: 'tcp'; readonly host: string; readonly port: number };
+  { readonly kind: 'unix'; readonly socketPath: string } | { readonly kind: 'npipe'; readonly socketPath: string } | { readonly kind: 'tcp'; readonly host: string; readonly port: number };
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
 
@@ -42,11 +40,9 @@ export function parseDockerHost(value: string | undefined): DockerEndpoint {
   if (value === undefined || value.trim() === '') return { kind: 'unix', socketPath: DEFAULT_DOCKER_SOCKET };
   const parsed = dockerHostSchema.safeParse(value.trim());
   if (parsed.success) return parsed.data;
-  throw new SandboxPlaneError(
-    'CONFIG_INVALID',
-    `DOCKER_HOST must be unix:///path/to/docker.sock, npipe:////./pipe/docker_engine or tcp://host:port, got '${value}'`,
-    { details: { key: 'DOCKER_HOST' } },
-  );
+  throw new SandboxPlaneError('CONFIG_INVALID', `DOCKER_HOST must be unix:///path/to/docker.sock, npipe:////./pipe/docker_engine or tcp://host:port, got '${value}'`, {
+    details: { key: 'DOCKER_HOST' },
+  });
 }
 
 /** The DOCKER_HOST form of an endpoint, for messages and logs. */

@@ -9,19 +9,7 @@ export interface EngineCallContext {
 }
 
 /** Socket-level failures: nobody answers at DOCKER_HOST (yet). */
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOENT',
-  'EACCES',
-  'EPERM',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EPERM', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 interface EngineErrorShape {
   readonly statusCode?: unknown;

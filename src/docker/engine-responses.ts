@@ -8,11 +8,19 @@ import { toContainerState, type ContainerInfo, type ContainerSummary, type Netwo
  * surprising engine fails loudly here instead of as `undefined` somewhere later.
  */
 
-const labels = z.record(z.string()).nullish().transform((value) => Object.freeze({ ...(value ?? {}) }));
+const labels = z
+  .record(z.string())
+  .nullish()
+  .transform((value) => Object.freeze({ ...(value ?? {}) }));
 
 /** `NetworkSettings.Networks`: name → endpoint; only the network id is kept. */
 const attachedNetworks = z
-  .record(z.object({ NetworkID: z.string().default('') }).passthrough().nullable())
+  .record(
+    z
+      .object({ NetworkID: z.string().default('') })
+      .passthrough()
+      .nullable(),
+  )
   .nullish()
   .transform((value) => Object.freeze(Object.fromEntries(Object.entries(value ?? {}).map(([name, endpoint]) => [name, endpoint?.NetworkID ?? '']))));
 
@@ -49,9 +57,7 @@ const listSchema = z.array(
     Image: z.string(),
     State: z.string(),
     Labels: labels,
-    Ports: z
-      .array(z.object({ IP: z.string().optional(), PrivatePort: z.number(), PublicPort: z.number().optional(), Type: z.string() }))
-      .default([]),
+    Ports: z.array(z.object({ IP: z.string().optional(), PrivatePort: z.number(), PublicPort: z.number().optional(), Type: z.string() })).default([]),
     Created: z.number(),
     NetworkSettings: z.object({ Networks: attachedNetworks }).nullish(),
   }),
@@ -134,11 +140,7 @@ export function toContainerSummaries(raw: unknown): ContainerSummary[] {
       image: entry.Image,
       state: toContainerState(entry.State),
       labels: entry.Labels,
-      ports: Object.freeze(
-        entry.Ports.map((port) =>
-          Object.freeze({ containerPort: port.PrivatePort, protocol: port.Type, hostIp: port.IP, hostPort: port.PublicPort }),
-        ),
-      ),
+      ports: Object.freeze(entry.Ports.map((port) => Object.freeze({ containerPort: port.PrivatePort, protocol: port.Type, hostIp: port.IP, hostPort: port.PublicPort }))),
       createdAt: new Date(entry.Created * 1000).toISOString(),
       networks: entry.NetworkSettings?.Networks ?? Object.freeze({}),
     }),

@@ -4,13 +4,7 @@ import { isPinnedImage } from '../domain/image-reference';
 import { SANDBOX_ID_PATTERN } from '../domain/sandbox-id';
 import { POOL_LABEL, POOL_SLOT_ID_PATTERN } from '../domain/warm-pool';
 import { checkBindSource, classifyHostPath, isAbsoluteContainerPath, parseBind } from './bind-path';
-import {
-  containerSpecSchema,
-  type ContainerSpecShape,
-  type ValidatedBind,
-  type ValidatedContainerSpec,
-  type ValidatedPort,
-} from './container-spec';
+import { containerSpecSchema, type ContainerSpecShape, type ValidatedBind, type ValidatedContainerSpec, type ValidatedPort } from './container-spec';
 import { SpecRefusedError, type SpecRefusalCode, type SpecViolation } from './spec-refused-error';
 
 /** What the rules need to know about this installation. */
@@ -56,11 +50,7 @@ function shapeViolations(issues: readonly ZodIssue[]): SpecViolation[] {
 
 function checkImage(spec: ContainerSpecShape, policy: SpecPolicy, report: Report): void {
   if (isPinnedImage(spec.image) || (policy.imageAllowlist ?? []).includes(spec.image)) return;
-  report(
-    'SPEC_IMAGE_NOT_PINNED',
-    'image',
-    `image ${spec.image} is not pinned (name@sha256:<digest> or sha256:<image id>) and not on the image allowlist`,
-  );
+  report('SPEC_IMAGE_NOT_PINNED', 'image', `image ${spec.image} is not pinned (name@sha256:<digest> or sha256:<image id>) and not on the image allowlist`);
 }
 
 function checkPrivileges(spec: ContainerSpecShape, report: Report): void {
@@ -128,11 +118,7 @@ function checkLimits(spec: ContainerSpecShape, report: Report): void {
   if (limits.memoryBytes === undefined) {
     report('SPEC_LIMITS_MISSING', 'limits.memoryBytes', 'limits.memoryBytes is required');
   } else if (limits.memoryBytes < MIN_MEMORY_BYTES) {
-    report(
-      'SPEC_LIMITS_MISSING',
-      'limits.memoryBytes',
-      `limits.memoryBytes must be at least ${MIN_MEMORY_BYTES} (6 MiB; 0 would mean unlimited), got ${limits.memoryBytes}`,
-    );
+    report('SPEC_LIMITS_MISSING', 'limits.memoryBytes', `limits.memoryBytes must be at least ${MIN_MEMORY_BYTES} (6 MiB; 0 would mean unlimited), got ${limits.memoryBytes}`);
   }
   if (limits.pidsLimit === undefined) {
     report('SPEC_LIMITS_MISSING', 'limits.pidsLimit', 'limits.pidsLimit is required');
@@ -149,11 +135,7 @@ function checkLimits(spec: ContainerSpecShape, report: Report): void {
 function checkRestartPolicy(spec: ContainerSpecShape, report: Report): void {
   const name = spec.restartPolicy?.name;
   if (name === undefined || name === '' || name === 'no') return;
-  report(
-    'SPEC_RESTART_POLICY',
-    'restartPolicy.name',
-    `restartPolicy.name must be 'no', got '${name}': the engine would restart the container outside the sandbox lifecycle`,
-  );
+  report('SPEC_RESTART_POLICY', 'restartPolicy.name', `restartPolicy.name must be 'no', got '${name}': the engine would restart the container outside the sandbox lifecycle`);
 }
 
 function checkLabels(spec: ContainerSpecShape, report: Report): void {
@@ -175,11 +157,7 @@ function checkLabels(spec: ContainerSpecShape, report: Report): void {
   for (const [label, pattern] of required) {
     const value = labels[label];
     if (value === undefined || !pattern.test(value)) {
-      report(
-        'SPEC_LABELS_MISSING',
-        `labels["${label}"]`,
-        `labels["${label}"] must match ${pattern.source}, got ${value === undefined ? 'nothing' : `'${value}'`}`,
-      );
+      report('SPEC_LABELS_MISSING', `labels["${label}"]`, `labels["${label}"] must match ${pattern.source}, got ${value === undefined ? 'nothing' : `'${value}'`}`);
     }
   }
 }
@@ -201,11 +179,7 @@ function checkPorts(spec: ContainerSpecShape, report: Report): ValidatedPort[] {
       ok = false;
     }
     if (typeof hostPort !== 'number' || !Number.isInteger(hostPort) || hostPort < 0 || hostPort > 65535) {
-      report(
-        'SPEC_PORT_INVALID',
-        `${at}.hostPort`,
-        `${at}.hostPort must be an integer from 0 (engine-assigned) to 65535, got ${describeValue(hostPort)}`,
-      );
+      report('SPEC_PORT_INVALID', `${at}.hostPort`, `${at}.hostPort must be an integer from 0 (engine-assigned) to 65535, got ${describeValue(hostPort)}`);
       ok = false;
     }
     if (hostIp !== LOOPBACK_HOST_IP) {

@@ -10,14 +10,10 @@ import { z } from 'zod';
 export const DEFAULT_DEPLOYMENT = 'sandboxplane';
 
 /** Temporal refuses '.' and ':' in a deployment name (they separate it from the build id). */
-export const deploymentNameSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/, "must be letters, digits, '_' or '-' (no '.' or ':'), e.g. sandboxplane");
+export const deploymentNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/, "must be letters, digits, '_' or '-' (no '.' or ':'), e.g. sandboxplane");
 
 /** ':' would make `deployment:build` (how Temporal's visibility names a version) ambiguous. */
-export const buildIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be letters, digits, '.', '_' or '-' (no ':'), e.g. 2026-12-05.1");
+export const buildIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, "must be letters, digits, '.', '_' or '-' (no ':'), e.g. 2026-12-05.1");
 
 /** One build of the deployment, as `sandboxctl deployment --json` shows it. */
 export interface DeploymentBuild {

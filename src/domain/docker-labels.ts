@@ -36,7 +36,10 @@ export const PLANE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
  * Another dev server (a new cluster id) or a recreated namespace is another plane.
  */
 export function derivePlaneId(identity: { namespace: string; clusterId: string; namespaceId: string }): string {
-  const readable = identity.namespace.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 40);
+  const readable = identity.namespace
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 40);
   const digest = sha256Hex(`${identity.clusterId}/${identity.namespaceId}`).slice(0, 16);
   return readable === '' ? `plane-${digest}` : `${readable}-${digest}`;
 }

@@ -11,7 +11,11 @@ export function parseDuration(text: string): number | undefined {
 
 /** The shortest exact form: 5400 → `90m`, 7200 → `2h`, 45 → `45s`. */
 export function formatDuration(seconds: number): string {
-  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]] as const) {
+  for (const [unit, size] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+  ] as const) {
     if (seconds >= size && seconds % size === 0) return `${seconds / size}${unit}`;
   }
   return `${seconds}s`;

@@ -120,10 +120,7 @@ export function classifyInventory(inventory: Inventory): Classification {
       kind: 'stranded_sandbox',
       subject: sandboxId,
       sandboxId,
-      detail:
-        state === 'DESTROY_FAILED'
-          ? `its teardown failed (DESTROY_FAILED) and no workflow runs for it${orphaned}`
-          : `projection says ${state} but no workflow runs for it${orphaned}`,
+      detail: state === 'DESTROY_FAILED' ? `its teardown failed (DESTROY_FAILED) and no workflow runs for it${orphaned}` : `projection says ${state} but no workflow runs for it${orphaned}`,
     });
   }
   return { orphans, stranded, liveMismatches };

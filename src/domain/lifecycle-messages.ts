@@ -32,7 +32,13 @@ export const approvalPayloadSchema = z.object({
    * taken too, as typed into the UI's JSON (`123456`; leading zeros lost are put back).
    */
   code: z
-    .union([z.string().trim().regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows'), z.number().int().min(0).max(999_999)])
+    .union([
+      z
+        .string()
+        .trim()
+        .regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows'),
+      z.number().int().min(0).max(999_999),
+    ])
     .transform((code) => String(code).padStart(6, '0'))
     .optional(),
 });

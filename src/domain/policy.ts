@@ -61,15 +61,8 @@ function minOrNull(values: readonly (number | null)[]): number | null {
  * bundling a gated service with an ungated one cannot slip past the gate. No
  * matching row at all is a denial (fail closed).
  */
-export function evaluatePolicy(input: {
-  principal: string;
-  capability: Capability;
-  services: readonly string[];
-  policies: readonly PolicyRow[];
-}): PolicyOutcome {
-  const rows = input.policies.filter(
-    (row) => row.capability === input.capability && principalMatches(row.principalPattern, input.principal),
-  );
+export function evaluatePolicy(input: { principal: string; capability: Capability; services: readonly string[]; policies: readonly PolicyRow[] }): PolicyOutcome {
+  const rows = input.policies.filter((row) => row.capability === input.capability && principalMatches(row.principalPattern, input.principal));
   if (rows.length === 0) {
     return {
       effect: 'deny',

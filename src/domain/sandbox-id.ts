@@ -6,6 +6,4 @@ import { z } from 'zod';
  */
 export const SANDBOX_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-export const sandboxIdSchema = z
-  .string()
-  .regex(SANDBOX_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');
+export const sandboxIdSchema = z.string().regex(SANDBOX_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');

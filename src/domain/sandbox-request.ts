@@ -12,7 +12,7 @@ export const principalSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(200, 'must be at most 200 characters')
-  .regex(/^[A-Za-z0-9._@:/+-]+$/, "may contain letters, digits and . _ @ : / + - only");
+  .regex(/^[A-Za-z0-9._@:/+-]+$/, 'may contain letters, digits and . _ @ : / + - only');
 
 const serviceSchema = z
   .string()

@@ -1,16 +1,5 @@
 /** The states of DESIGN §11, in lifecycle order. */
-export const SANDBOX_STATES = [
-  'REQUESTED',
-  'AWAITING_APPROVAL',
-  'PROVISIONING',
-  'READY',
-  'DESTROYING',
-  'DESTROYED',
-  'DENIED',
-  'EXPIRED',
-  'FAILED',
-  'DESTROY_FAILED',
-] as const;
+export const SANDBOX_STATES = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING', 'DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'] as const;
 
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 

@@ -87,11 +87,10 @@ export function screenRequest(input: ScreeningInput): Decision {
   if (!ttl.ok) return denied('TTL_EXCEEDS_CEILING', ttl.reason, { matchedPolicyIds: policy.matchedPolicyIds, fidelity: services.fidelity });
 
   if (policy.maxConcurrent !== null && input.liveSandboxes >= policy.maxConcurrent) {
-    return denied(
-      'QUOTA_EXCEEDED',
-      `${request.principal} already holds ${input.liveSandboxes} live sandboxes; the policy allows ${policy.maxConcurrent} at once`,
-      { matchedPolicyIds: policy.matchedPolicyIds, fidelity: services.fidelity },
-    );
+    return denied('QUOTA_EXCEEDED', `${request.principal} already holds ${input.liveSandboxes} live sandboxes; the policy allows ${policy.maxConcurrent} at once`, {
+      matchedPolicyIds: policy.matchedPolicyIds,
+      fidelity: services.fidelity,
+    });
   }
 
   return {

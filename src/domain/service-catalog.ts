@@ -37,7 +37,7 @@ const MOTO_CATALOG: ServiceCatalog = {
   sts: entry('HIGH', "moto server; GetCallerIdentity names the sandbox's own IAM user"),
   secretsmanager: entry('HIGH', 'moto server'),
   ssm: entry('HIGH', 'moto server; parameters'),
-  iam: entry('PARTIAL', "moto server; identity policies are evaluated on every request, so granting iam lets the sandbox rewrite its own"),
+  iam: entry('PARTIAL', 'moto server; identity policies are evaluated on every request, so granting iam lets the sandbox rewrite its own'),
   kms: entry('PARTIAL', 'moto server; keys and encrypt/decrypt, simplified key policies'),
   events: entry('PARTIAL', 'moto server; rules and targets, limited delivery'),
   logs: entry('PARTIAL', 'moto server'),
@@ -89,10 +89,7 @@ export const SERVICE_CATALOGS: Readonly<Record<AdapterName, ServiceCatalog>> = {
 };
 
 /** Each requested service's fidelity, or the services the adapter does not know. */
-export function screenServices(
-  adapter: AdapterName,
-  services: readonly string[],
-): { fidelity: Record<string, Fidelity>; unknown: string[] } {
+export function screenServices(adapter: AdapterName, services: readonly string[]): { fidelity: Record<string, Fidelity>; unknown: string[] } {
   const catalog = SERVICE_CATALOGS[adapter];
   const fidelity: Record<string, Fidelity> = {};
   const unknown: string[] = [];

@@ -5,10 +5,7 @@ import { SandboxPlaneError } from './errors';
 export function describeIssues(issues: readonly z.ZodIssue[]): string {
   return issues
     .map((issue) => {
-      const where = issue.path.reduce<string>(
-        (text, part) => (typeof part === 'number' ? `${text}[${part}]` : text === '' ? String(part) : `${text}.${part}`),
-        '',
-      );
+      const where = issue.path.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text === '' ? String(part) : `${text}.${part}`), '');
       return where === '' ? issue.message : `${where}: ${issue.message}`;
     })
     .join('; ');

@@ -15,7 +15,7 @@ const INSTRUCTIONS = [
   'Throw-away, AWS-shaped sandboxes (local emulators) for trying code and infrastructure.',
   'You act as the principal this server was started for: you see and change only your own sandboxes.',
   'Call create_sandbox with the services you need (wait "ready" to get the endpoint at once);',
-  'pass the result\'s clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.',
+  "pass the result's clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.",
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
 
@@ -87,10 +87,7 @@ export async function serveMcpOverStdio(config: Config, logger: Logger): Promise
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve(signal));
   });
   await server.connect(transport);
-  logger.info(
-    { temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue, principal: config.principal },
-    'mcp server ready on stdio',
-  );
+  logger.info({ temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue, principal: config.principal }, 'mcp server ready on stdio');
   const reason = await ended;
   logger.info({ reason }, 'mcp server stopping');
   await server.close();

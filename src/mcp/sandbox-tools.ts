@@ -44,16 +44,16 @@ export const createSandboxInput = agentRequestSchema.extend({
   wait: z
     .enum(['accepted', 'ready'])
     .default('accepted')
-    .describe(
-      "'accepted' (default): return once the request is screened (state PROVISIONING, AWAITING_APPROVAL or READY). 'ready': return once READY, with endpoint and clientConfig.",
-    ),
+    .describe("'accepted' (default): return once the request is screened (state PROVISIONING, AWAITING_APPROVAL or READY). 'ready': return once READY, with endpoint and clientConfig."),
   timeoutSeconds: z
     .number()
     .int('must be whole seconds')
     .positive('must be positive')
     .max(3600, 'must be at most 3600')
     .optional()
-    .describe(`Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the sandbox itself goes on: call create_sandbox again with the same id and request to keep waiting.`),
+    .describe(
+      `Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the sandbox itself goes on: call create_sandbox again with the same id and request to keep waiting.`,
+    ),
 });
 
 export const getSandboxInput = z.object({ id: sandboxIdSchema.describe(ID_DESCRIPTION) }).strict();
@@ -107,7 +107,7 @@ const DESCRIPTIONS = {
     ERRORS,
   ].join(' '),
   extend: [
-    'Move a READY sandbox\'s expiry later by ttlSeconds. Refused with TTL_EXCEEDS_CEILING past the policy\'s max TTL or the maximum lifetime, INVALID_STATE unless READY.',
+    "Move a READY sandbox's expiry later by ttlSeconds. Refused with TTL_EXCEEDS_CEILING past the policy's max TTL or the maximum lifetime, INVALID_STATE unless READY.",
     'Returns the new status (expiresAt, timeLeftSeconds).',
     ERRORS,
   ].join(' '),
@@ -229,7 +229,12 @@ export function registerSandboxTools(server: McpServer, options: SandboxToolsOpt
       inputSchema: publishedOnly(getSandboxInput),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    toolHandler('get_sandbox', getSandboxInput, (args) => args.id, async (args) => statusResult(await (await sandboxes()).status(args.id))),
+    toolHandler(
+      'get_sandbox',
+      getSandboxInput,
+      (args) => args.id,
+      async (args) => statusResult(await (await sandboxes()).status(args.id)),
+    ),
   );
 
   server.registerTool(

@@ -22,11 +22,9 @@ export function schemaVersion(db: SqliteDatabase): number {
 function refuseNewerSchema(db: SqliteDatabase, file: string): void {
   const version = schemaVersion(db);
   if (version > LATEST_SCHEMA_VERSION) {
-    throw new SandboxPlaneError(
-      'STORE_VERSION_TOO_NEW',
-      `${file} has schema version ${version}, but this build of cloud-sandbox-plane knows versions up to ${LATEST_SCHEMA_VERSION}`,
-      { details: { file, version, known: LATEST_SCHEMA_VERSION } },
-    );
+    throw new SandboxPlaneError('STORE_VERSION_TOO_NEW', `${file} has schema version ${version}, but this build of cloud-sandbox-plane knows versions up to ${LATEST_SCHEMA_VERSION}`, {
+      details: { file, version, known: LATEST_SCHEMA_VERSION },
+    });
   }
 }
 

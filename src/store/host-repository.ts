@@ -82,9 +82,8 @@ export class HostRepository {
 
   /** The host a sandbox was placed on, if any. */
   placementOf(sandboxId: string): Placement | undefined {
-    const row = this.db
-      .prepare('SELECT s.host AS hostId, h.task_queue AS taskQueue FROM sandboxes s JOIN hosts h ON h.host_id = s.host WHERE s.id = ?')
-      .get(sandboxId) as Placement | undefined;
+    const row = this.db.prepare('SELECT s.host AS hostId, h.task_queue AS taskQueue FROM sandboxes s JOIN hosts h ON h.host_id = s.host WHERE s.id = ?').get(sandboxId) as
+      Placement | undefined;
     return row;
   }
 

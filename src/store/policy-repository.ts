@@ -99,9 +99,7 @@ export class ApproverRepository {
 
   /** Removes an approver; `undefined` when there was none by that name. */
   remove(name: string): { name: string; addedAt: string } | undefined {
-    const approver = this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as
-      | { name: string; addedAt: string }
-      | undefined;
+    const approver = this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as { name: string; addedAt: string } | undefined;
     if (approver !== undefined) this.db.prepare('DELETE FROM approvers WHERE name = ?').run(name);
     return approver;
   }
@@ -119,8 +117,7 @@ export class ApproverRepository {
    */
   enrol(name: string, recipient: string, newSealedSecret: () => string, now: Date = new Date()): { name: string; addedAt: string; sealedSecret: string } | 'already_enrolled' {
     const existing = this.db.prepare('SELECT totp_secret AS secret, enrolled_for AS recipient FROM approvers WHERE name = ?').get(name) as
-      | { secret: string | null; recipient: string | null }
-      | undefined;
+      { secret: string | null; recipient: string | null } | undefined;
     if (existing?.secret != null && existing.recipient !== recipient) return 'already_enrolled';
     if (existing === undefined) {
       this.db.prepare('INSERT INTO approvers (name, added_at, totp_secret, enrolled_for) VALUES (?, ?, ?, ?)').run(name, now.toISOString(), newSealedSecret(), recipient);
@@ -136,9 +133,8 @@ export class ApproverRepository {
 
   /** What verifying `name`'s code needs; `undefined` when not listed. */
   proofOf(name: string): { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined {
-    return this.db
-      .prepare('SELECT totp_secret AS sealedSecret, last_code_step AS lastCodeStep, last_code_use AS lastCodeUse FROM approvers WHERE name = ?')
-      .get(name) as { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined;
+    return this.db.prepare('SELECT totp_secret AS sealedSecret, last_code_step AS lastCodeStep, last_code_use AS lastCodeUse FROM approvers WHERE name = ?').get(name) as
+      { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined;
   }
 
   /** Marks `step`'s code (and every earlier one) used, by the approval `use`. */

@@ -67,15 +67,11 @@ export class SandboxRepository {
     return this.db
       .transaction(() => {
         const at = now.toISOString();
-        const owner = this.db.prepare('SELECT run_id AS runId FROM sandboxes WHERE id = ?').get(snapshot.id) as
-          | { runId: string | null }
-          | undefined;
+        const owner = this.db.prepare('SELECT run_id AS runId FROM sandboxes WHERE id = ?').get(snapshot.id) as { runId: string | null } | undefined;
         if (owner?.runId != null && owner.runId !== snapshot.runId) {
-          throw new SandboxPlaneError(
-            'IDEMPOTENCY_CONFLICT',
-            `sandbox id ${snapshot.id} already belongs to an earlier sandbox (run ${owner.runId}) whose workflow history is gone`,
-            { details: { sandboxId: snapshot.id } },
-          );
+          throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox id ${snapshot.id} already belongs to an earlier sandbox (run ${owner.runId}) whose workflow history is gone`, {
+            details: { sandboxId: snapshot.id },
+          });
         }
         this.db
           .prepare(
@@ -105,17 +101,13 @@ export class SandboxRepository {
 
   /** The row a run wrote at `step` (`runId` absent: the sweep's). */
   operation(workflowId: string, step: number, runId?: string): StoredOperation | undefined {
-    const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) as
-      | OperationRow
-      | undefined;
+    const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) as OperationRow | undefined;
     return row === undefined ? undefined : toOperation(row);
   }
 
   /** The audit trail of one sandbox, oldest first. */
   audit(sandboxId: string): StoredOperation[] {
-    return (this.db.prepare('SELECT * FROM operations WHERE sandbox_id = ? ORDER BY seq').all(sandboxId) as OperationRow[]).map(
-      toOperation,
-    );
+    return (this.db.prepare('SELECT * FROM operations WHERE sandbox_id = ? ORDER BY seq').all(sandboxId) as OperationRow[]).map(toOperation);
   }
 
   exists(sandboxId: string): boolean {
@@ -130,9 +122,9 @@ export class SandboxRepository {
   /** Screened sandboxes of `principal` that hold or may hold a runtime, `excludingId` aside. */
   countLive(principal: string, excludingId: string): number {
     const placeholders = COUNTED_STATES.map(() => '?').join(', ');
-    const row = this.db
-      .prepare(`SELECT count(*) AS n FROM sandboxes WHERE principal = ? AND id != ? AND state IN (${placeholders})`)
-      .get(principal, excludingId, ...COUNTED_STATES) as { n: number };
+    const row = this.db.prepare(`SELECT count(*) AS n FROM sandboxes WHERE principal = ? AND id != ? AND state IN (${placeholders})`).get(principal, excludingId, ...COUNTED_STATES) as {
+      n: number;
+    };
     return row.n;
   }
 
@@ -154,9 +146,8 @@ export class SandboxRepository {
 
   /** The runtime ids (and engine) of the newest audit row that records them; `undefined` if none does. */
   recordedRuntime(sandboxId: string): RecordedRuntimeIds | undefined {
-    const row = this.db
-      .prepare(`SELECT summary FROM operations WHERE sandbox_id = ? AND json_type(summary, '$.runtimeIds') = 'array' ORDER BY seq DESC LIMIT 1`)
-      .get(sandboxId) as { summary: string } | undefined;
+    const row = this.db.prepare(`SELECT summary FROM operations WHERE sandbox_id = ? AND json_type(summary, '$.runtimeIds') = 'array' ORDER BY seq DESC LIMIT 1`).get(sandboxId) as
+      { summary: string } | undefined;
     if (row === undefined) return undefined;
     const summary = JSON.parse(row.summary) as { runtimeIds: unknown[]; engineId?: unknown };
     const runtimeIds = summary.runtimeIds.filter((id): id is string => typeof id === 'string');
@@ -173,9 +164,7 @@ export class SandboxRepository {
     return this.db
       .transaction(() => {
         const at = now.toISOString();
-        const changed = this.db
-          .prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND state != ? AND ${SWEEPABLE}`)
-          .run(state, at, sandboxId, state, ...TERMINAL).changes;
+        const changed = this.db.prepare(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ? AND state != ? AND ${SWEEPABLE}`).run(state, at, sandboxId, state, ...TERMINAL).changes;
         if (changed === 0) return false;
         this.appendOperation(sandboxId, workflowId, operation, at);
         return true;
@@ -195,18 +184,7 @@ export class SandboxRepository {
         `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(
-        sandboxId,
-        workflowId,
-        operation.runId ?? '',
-        operation.step,
-        operation.action,
-        operation.actor,
-        operation.effect,
-        operation.reason,
-        JSON.stringify(operation.summary),
-        at,
-      );
+      .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
     return result.changes === 1;
   }
 

@@ -105,17 +105,12 @@ export class DevServer {
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
 
     const timeoutMs = options.startTimeoutMs ?? 30_000;
-    const ready = await Promise.race([
-      waitForFrontend(address, options.namespace, Date.now() + timeoutMs, () => server.running),
-      spawnError,
-    ]);
+    const ready = await Promise.race([waitForFrontend(address, options.namespace, Date.now() + timeoutMs, () => server.running), spawnError]);
     if (ready instanceof Error) {
       throw new SandboxPlaneError('DEV_SERVER_FAILED', `cannot run ${options.cliPath}: ${ready.message}`, { cause: ready });
     }
     if (ready === undefined) {
-      const why = server.running
-        ? `did not answer on ${address} within ${Math.round(timeoutMs / 1000)} s`
-        : `exited (${server.exitDescription}) before it answered on ${address}`;
+      const why = server.running ? `did not answer on ${address} within ${Math.round(timeoutMs / 1000)} s` : `exited (${server.exitDescription}) before it answered on ${address}`;
       await server.stop();
       throw new SandboxPlaneError('DEV_SERVER_FAILED', `temporal server start-dev ${why}. Its last output:\n${server.tail()}`, {
         details: { address },

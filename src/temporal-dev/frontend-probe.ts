@@ -21,12 +21,7 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls until the frontend answers and `namespace` is described, or the deadline passes. */
-export async function waitForFrontend(
-  address: string,
-  namespace: string,
-  deadline: number,
-  stillWorthWaiting: () => boolean = () => true,
-): Promise<Connection | undefined> {
+export async function waitForFrontend(address: string, namespace: string, deadline: number, stillWorthWaiting: () => boolean = () => true): Promise<Connection | undefined> {
   while (Date.now() < deadline && stillWorthWaiting()) {
     const connection = await connectIfAnswering(address, Math.min(2_000, Math.max(250, deadline - Date.now())));
     if (connection !== undefined) {

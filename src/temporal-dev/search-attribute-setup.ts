@@ -12,10 +12,7 @@ const INDEXED_TYPE: Readonly<Partial<Record<SearchAttributeType, temporal.api.en
 };
 
 /** What the namespace lacks: our attributes that are absent or registered with another type. */
-export async function missingSearchAttributes(
-  connection: Connection,
-  namespace: string,
-): Promise<{ missing: string[]; wrongType: string[] }> {
+export async function missingSearchAttributes(connection: Connection, namespace: string): Promise<{ missing: string[]; wrongType: string[] }> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing: string[] = [];
   const wrongType: string[] = [];
@@ -31,11 +28,7 @@ export async function missingSearchAttributes(
  * Adds our search attributes named in `names` (all by default) without looking first;
  * for servers that cannot list them (Temporal's time-skipping test server).
  */
-export async function addSearchAttributes(
-  connection: Connection,
-  namespace: string,
-  names: readonly string[] = SEARCH_ATTRIBUTE_KEYS.map((key) => key.name),
-): Promise<void> {
+export async function addSearchAttributes(connection: Connection, namespace: string, names: readonly string[] = SEARCH_ATTRIBUTE_KEYS.map((key) => key.name)): Promise<void> {
   const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
   for (const key of SEARCH_ATTRIBUTE_KEYS) {
     const indexed = INDEXED_TYPE[key.type];

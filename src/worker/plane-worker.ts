@@ -131,7 +131,16 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       const taskQueue = storeQueue(config.taskQueue);
       const storeIdentity = storeWorkerIdentity(store.file);
       await refuseSecondStoreWorker({ service: clientConnection.workflowService, namespace, taskQueue, identity: storeIdentity });
-      const deps = { store, workerIdentity: storeIdentity, flags: config.flags, lifecycle: config.lifecycle, client, hosts, maxSandboxes: config.maxSandboxes, secrets: storeSecrets(config) };
+      const deps = {
+        store,
+        workerIdentity: storeIdentity,
+        flags: config.flags,
+        lifecycle: config.lifecycle,
+        client,
+        hosts,
+        maxSandboxes: config.maxSandboxes,
+        secrets: storeSecrets(config),
+      };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
     }

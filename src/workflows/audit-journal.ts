@@ -24,7 +24,10 @@ const UNRECORDED_LIMIT = 200;
 export class AuditJournal {
   private readonly background: Promise<void>[] = [];
 
-  constructor(private step: number, private unrecorded: readonly OperationRecord[]) {}
+  constructor(
+    private step: number,
+    private unrecorded: readonly OperationRecord[],
+  ) {}
 
   /** What the next run needs to number on without gaps and still write what waits. */
   carried(): { step: number; unrecorded: readonly OperationRecord[] } {

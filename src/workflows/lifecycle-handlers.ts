@@ -1,13 +1,5 @@
 import { CancellationScope, condition, log, setHandler } from '@temporalio/workflow';
-import {
-  awaitStatePayloadSchema,
-  decidePayloadSchema,
-  destroyPayloadSchema,
-  extendPayloadSchema,
-  hasReached,
-  MAX_PAYLOAD_CHARS,
-  payloadChars,
-} from '../domain/lifecycle-messages';
+import { awaitStatePayloadSchema, decidePayloadSchema, destroyPayloadSchema, extendPayloadSchema, hasReached, MAX_PAYLOAD_CHARS, payloadChars } from '../domain/lifecycle-messages';
 import type { Phase } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
 import { checkExtension } from '../domain/ttl';
@@ -15,17 +7,7 @@ import { describeIssues } from '../domain/validation';
 import type { PendingApproval } from './approval-inbox';
 import type { LifecycleContext } from './lifecycle-context';
 import { readyDetails } from './phase-ready';
-import {
-  approveSignal,
-  awaitStateUpdate,
-  checkHealthSignal,
-  decideUpdate,
-  denySignal,
-  destroyUpdate,
-  extendUpdate,
-  resourcesUpdate,
-  statusQuery,
-} from './sandbox-messages';
+import { approveSignal, awaitStateUpdate, checkHealthSignal, decideUpdate, denySignal, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery } from './sandbox-messages';
 import { refusal } from './workflow-failures';
 
 /** Waits that a cancellation of the run must not break: the run still ends, and the caller hears how. */

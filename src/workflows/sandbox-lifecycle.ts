@@ -1,12 +1,4 @@
-import {
-  allHandlersFinished,
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  log,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import { sandboxIdFromWorkflowId, workflowIdFor } from '../domain/contract-names';
 import { lifecycleInputSchema, type SandboxStatus } from '../domain/lifecycle-messages';
 import { stateOf, type Phase, type SandboxRecord } from '../domain/lifecycle-record';
@@ -88,9 +80,7 @@ async function handOver(ctx: LifecycleContext): Promise<never> {
   return continueAsNew<typeof sandboxLifecycle>({ request: ctx.record.request, carried: ctx.carried() });
 }
 
-type Admission =
-  | { ok: true; record: SandboxRecord; carried?: Omit<CarriedLifecycle, 'record'> }
-  | { ok: false; record: SandboxRecord; carried?: undefined };
+type Admission = { ok: true; record: SandboxRecord; carried?: Omit<CarriedLifecycle, 'record'> } | { ok: false; record: SandboxRecord; carried?: undefined };
 
 /**
  * Re-validates the input with the SDK's own schema and checks that the request's id is

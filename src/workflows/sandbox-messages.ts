@@ -1,14 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { LIFECYCLE_MESSAGES } from '../domain/contract-names';
-import type {
-  ApprovalPayload,
-  AwaitStatePayload,
-  DecidePayload,
-  DecideResult,
-  DestroyPayload,
-  ExtendPayload,
-  SandboxStatus,
-} from '../domain/lifecycle-messages';
+import type { ApprovalPayload, AwaitStatePayload, DecidePayload, DecideResult, DestroyPayload, ExtendPayload, SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import type { CarriedLifecycle } from './lifecycle-context';

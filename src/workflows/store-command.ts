@@ -16,9 +16,7 @@ function storeActivities(queue: string, retrySafe: boolean): StoreCommandActivit
     startToCloseTimeout: '10 seconds',
     // Below the caller's 30 s execution timeout, so the caller hears this workflow's verdict.
     scheduleToCloseTimeout: '25 seconds',
-    retry: retrySafe
-      ? { maximumAttempts: 3, initialInterval: '500 milliseconds', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] }
-      : { maximumAttempts: 1 },
+    retry: retrySafe ? { maximumAttempts: 3, initialInterval: '500 milliseconds', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] } : { maximumAttempts: 1 },
   });
 }
 

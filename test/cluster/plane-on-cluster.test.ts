@@ -385,7 +385,10 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     for (const [index, status] of after.entries()) {
       assert.equal(status.expiresAt, others[index]?.expiresAt, `${status.id} keeps its expiry`);
       assert.equal(status.host, others[index]?.host, `${status.id} stays on its host`);
-      const answer = await fetch(status.endpoint!).then((response) => response.status, () => 0);
+      const answer = await fetch(status.endpoint!).then(
+        (response) => response.status,
+        () => 0,
+      );
       assert.notEqual(answer, 0, `${status.id}'s emulator answers at ${status.endpoint}`);
     }
 

@@ -73,7 +73,7 @@ describe('container teardown by recorded runtime ids, on the real engine', () =>
     for (const sandboxId of sandboxIds) await removeSandboxContainers(docker, sandboxId);
   });
 
-  test("provisioning records the engine: its docker info ID, told apart by its name and data root", async () => {
+  test('provisioning records the engine: its docker info ID, told apart by its name and data root', async () => {
     const dockerId = execFileSync('docker', ['info', '--format', '{{.ID}}'], { encoding: 'utf8' }).trim();
     const engineId = await broker.engineId();
     assert.match(engineId, new RegExp(`^${dockerId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/[0-9a-f]{12}$`));

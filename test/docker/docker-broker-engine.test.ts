@@ -12,17 +12,7 @@ import type Docker from 'dockerode';
 import { SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
 import { isSandboxPlaneError, type SandboxPlaneError } from '../../src/domain/errors';
 import { DockerContainerBroker, stopAndRemove, type BrokerLogger, type ContainerSpecInput } from '../../src/docker';
-import {
-  MIB,
-  TEST_IMAGE,
-  engineDocker,
-  httpGet,
-  removeSandboxContainers,
-  requireEngineAndImage,
-  sandboxNetworks,
-  spyOnDocker,
-  uniqueSandboxId,
-} from './docker-test-support';
+import { MIB, TEST_IMAGE, engineDocker, httpGet, removeSandboxContainers, requireEngineAndImage, sandboxNetworks, spyOnDocker, uniqueSandboxId } from './docker-test-support';
 
 interface LogLine {
   readonly level: 'info' | 'warn' | 'debug';
@@ -119,28 +109,37 @@ describe('DockerContainerBroker on a real engine', () => {
     assert.equal(await broker.stop(started.id, { timeoutSeconds: 1 }), 'stopped');
     assert.equal((await broker.inspect(started.id)).state, 'exited');
     assert.equal(await broker.stop(started.id), 'already_stopped');
-    assert.ok(logs.some((line) => line.msg.includes('already stopped') && line.obj.containerId === started.id), 'the absorbed stop is logged');
+    assert.ok(
+      logs.some((line) => line.msg.includes('already stopped') && line.obj.containerId === started.id),
+      'the absorbed stop is logged',
+    );
 
     assert.equal(await broker.remove(started.id), 'removed');
     assert.equal(await broker.remove(started.id), 'already_gone');
-    assert.ok(logs.some((line) => line.msg.includes('already gone') && line.obj.containerId === started.id), 'the absorbed remove is logged');
+    assert.ok(
+      logs.some((line) => line.msg.includes('already gone') && line.obj.containerId === started.id),
+      'the absorbed remove is logged',
+    );
     assert.equal((await rejection(broker.inspect(started.id))).code, 'CONTAINER_NOT_FOUND');
     assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: sandboxId }), []);
 
     for (const operation of ['create', 'start', 'stop', 'remove']) {
-      assert.ok(
-        logs.some((line) => line.msg === `docker ${operation}`) && logs.some((line) => line.msg === `docker ${operation} done`),
-        `${operation} is logged before and after`,
-      );
+      assert.ok(logs.some((line) => line.msg === `docker ${operation}`) && logs.some((line) => line.msg === `docker ${operation} done`), `${operation} is logged before and after`);
     }
-    assert.ok(logs.some((line) => line.msg === 'docker remove' && line.obj.containerId === started.id), 'logs carry the container id');
+    assert.ok(
+      logs.some((line) => line.msg === 'docker remove' && line.obj.containerId === started.id),
+      'logs carry the container id',
+    );
   });
 
   test('engine-assigned ports of two containers do not collide, and both serve', async () => {
     const [first, second] = await Promise.all([broker.run(spec()), broker.run(spec())]);
     assert.ok(first && second);
     const ports = [first.ports[0]?.hostPort, second.ports[0]?.hostPort];
-    assert.ok(ports.every((port) => typeof port === 'number' && port > 0), `ports ${ports.join(', ')}`);
+    assert.ok(
+      ports.every((port) => typeof port === 'number' && port > 0),
+      `ports ${ports.join(', ')}`,
+    );
     assert.notEqual(ports[0], ports[1]);
     for (const port of ports) assert.equal((await httpGet(`http://127.0.0.1:${port}/`)).status, 200);
     await Promise.all([broker.remove(first.id), broker.remove(second.id)]);

@@ -41,9 +41,7 @@ export async function requireEngineAndImage(docker: Docker): Promise<string> {
   try {
     await docker.ping();
   } catch (err) {
-    throw new Error(
-      `No Docker engine at ${process.env.DOCKER_HOST ?? 'the default socket'} (${String(err)}): run \`export "$(bash scripts/docker-engine.sh | tail -n 1)"\``,
-    );
+    throw new Error(`No Docker engine at ${process.env.DOCKER_HOST ?? 'the default socket'} (${String(err)}): run \`export "$(bash scripts/docker-engine.sh | tail -n 1)"\``);
   }
   try {
     const image = (await docker.getImage(TEST_IMAGE).inspect()) as { Id: string };
@@ -69,7 +67,14 @@ export async function sandboxNetworks(docker: Docker, sandboxId: string): Promis
 
 /** Removes the managed networks labelled for `sandboxId`. */
 export async function removeSandboxNetworks(docker: Docker, sandboxId: string): Promise<void> {
-  await Promise.all((await sandboxNetworks(docker, sandboxId)).map((network) => docker.getNetwork(network.Id).remove().catch(() => undefined)));
+  await Promise.all(
+    (await sandboxNetworks(docker, sandboxId)).map((network) =>
+      docker
+        .getNetwork(network.Id)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
 }
 
 export interface EngineSpy {

@@ -73,7 +73,10 @@ describe('verifying an approval (fixed clock)', () => {
     assert.match((verify(null, 'x/1', later) as { why: string }).why, /no code/);
     assert.match((verify('000000' === totpCode(secret, totpStep(later)) ? '111111' : '000000', 'x/2', later) as { why: string }).why, /not alice's current one/);
     assert.match((verify(totpCode(secret, totpStep(later) - 2), 'x/3', later) as { why: string }).why, /not alice's current one/);
-    assert.deepEqual(store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'mallory', code: '123456', use: 'x/4' }, later)), { verdict: 'unlisted' });
+    assert.deepEqual(
+      store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'mallory', code: '123456', use: 'x/4' }, later)),
+      { verdict: 'unlisted' },
+    );
     store.approvers.add('legacy');
     const legacy = store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'legacy', code: '123456', use: 'x/5' }, later));
     assert.match((legacy as { why: string }).why, /no authenticator enrolled.*re-enrol/);

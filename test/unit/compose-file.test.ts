@@ -146,7 +146,12 @@ function imageIsPinned(image: string): boolean {
 describe('docker-compose.yml', () => {
   test('has PostgreSQL, its set-up jobs, the Temporal server as four services, the UI and the plane by role', () => {
     for (const name of ['postgresql', 'temporal-schema', 'temporal-namespace', ...TEMPORAL_SERVICES, 'temporal-ui']) assert.ok(compose.services[name], `service ${name}`);
-    assert.deepEqual(planeServices().map(([, service]) => roleOf(service)).sort(), ['docker', 'docker', 'lifecycle', 'store']);
+    assert.deepEqual(
+      planeServices()
+        .map(([, service]) => roleOf(service))
+        .sort(),
+      ['docker', 'docker', 'lifecycle', 'store'],
+    );
   });
 
   test('pins every image it does not build (a tag with a version, or a digest; never latest)', () => {
@@ -168,7 +173,11 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of services()) {
       const socketMounts = mounts(service).filter((mount) => reachesDockerSocket(mount.source) || reachesDockerSocket(mount.target));
       if (docker.includes(name)) {
-        assert.deepEqual(socketMounts.map((mount) => mount.target), ['/var/run/docker.sock'], `${name} mounts the socket itself, nothing above it`);
+        assert.deepEqual(
+          socketMounts.map((mount) => mount.target),
+          ['/var/run/docker.sock'],
+          `${name} mounts the socket itself, nothing above it`,
+        );
       } else {
         assert.deepEqual(socketMounts, [], `${name} must not reach the Docker socket`);
       }
@@ -183,7 +192,13 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of planeServices()) {
       const store = roleOf(service) === 'store';
       assert.equal('SANDBOXPLANE_DB' in environmentOf(service), store, `${name}: SANDBOXPLANE_DB only for the store role`);
-      assert.deepEqual(mounts(service).map((mount) => mount.target).filter((target) => target === '/data'), store ? ['/data'] : [], `${name}: the /data volume only for the store role`);
+      assert.deepEqual(
+        mounts(service)
+          .map((mount) => mount.target)
+          .filter((target) => target === '/data'),
+        store ? ['/data'] : [],
+        `${name}: the /data volume only for the store role`,
+      );
     }
   });
 
@@ -245,10 +260,7 @@ describe('docker-compose.yml', () => {
       const dependsOn = service.depends_on ?? {};
       assert.ok(!Array.isArray(dependsOn), `${name}: depends_on in the long form, with a condition`);
       for (const [dependency, { condition }] of Object.entries(dependsOn)) {
-        assert.ok(
-          condition === 'service_healthy' || condition === 'service_completed_successfully',
-          `${name} → ${dependency}: condition ${String(condition)}`,
-        );
+        assert.ok(condition === 'service_healthy' || condition === 'service_completed_successfully', `${name} → ${dependency}: condition ${String(condition)}`);
       }
       if (needs[name] !== undefined) assert.equal((dependsOn as Record<string, { condition?: string }>)[needs[name]]?.condition, 'service_healthy', `${name} waits for ${needs[name]}`);
     }
@@ -273,13 +285,25 @@ describe('docker-compose.yml', () => {
     // A worker runs no Temporal CLI, and acts as no principal (that is a caller's identity, DESIGN §12).
     const callerOnly = new Set(['SANDBOXPLANE_TEMPORAL_CLI', 'SANDBOXPLANE_PRINCIPAL']);
     const expected = [...CONFIG_ENV_KEYS.filter((key) => !callerOnly.has(key)), ...flags];
-    assert.deepEqual(expected.filter((key) => !passed.has(key)), [], 'every configuration variable reaches the workers that read it');
+    assert.deepEqual(
+      expected.filter((key) => !passed.has(key)),
+      [],
+      'every configuration variable reaches the workers that read it',
+    );
 
     assert.ok(envExampleText !== '', '.env.example exists');
     const { set, documented } = envExample();
-    assert.deepEqual([...CONFIG_ENV_KEYS, ...flags].filter((key) => !documented.has(key)), [], '.env.example names every variable');
+    assert.deepEqual(
+      [...CONFIG_ENV_KEYS, ...flags].filter((key) => !documented.has(key)),
+      [],
+      '.env.example names every variable',
+    );
     const referenced = [...new Set(resolveDefaults(composeText).variables)];
-    assert.deepEqual(referenced.filter((key) => !documented.has(key)), [], '.env.example names every ${VAR} of the compose file');
+    assert.deepEqual(
+      referenced.filter((key) => !documented.has(key)),
+      [],
+      '.env.example names every ${VAR} of the compose file',
+    );
 
     for (const flag of ['CLOUD_SANDBOX', 'IAC_LOCAL', 'ADAPTER_MOTO'] as const) assert.equal(set.get(flagEnvName(flag)), '1', `${flag} on`);
     for (const flag of ['STAGING_APPLY', 'PRODUCTION_APPLY'] as const) assert.equal(set.get(flagEnvName(flag)), '0', `${flag} off`);
@@ -308,8 +332,14 @@ describe('docker-compose.yml and scripts/cluster.sh describe the same topology',
     const roles = (list: readonly string[]) => [...list].sort();
     assert.deepEqual(roles(composeWorkers.map(({ service }) => roleOf(service) ?? '')), roles(topology.map((worker) => worker.role)));
     assert.deepEqual(
-      composeWorkers.filter(({ service }) => roleOf(service) === 'docker').map(({ env }) => env.SANDBOXPLANE_HOST_ID).sort(),
-      topology.filter((worker) => worker.role === 'docker').map((worker) => worker.hostId).sort(),
+      composeWorkers
+        .filter(({ service }) => roleOf(service) === 'docker')
+        .map(({ env }) => env.SANDBOXPLANE_HOST_ID)
+        .sort(),
+      topology
+        .filter((worker) => worker.role === 'docker')
+        .map((worker) => worker.hostId)
+        .sort(),
     );
   });
 
@@ -321,7 +351,11 @@ describe('docker-compose.yml and scripts/cluster.sh describe the same topology',
   test('every variable the cluster gives a role, compose gives that role; the role-bound ones go to that role only', () => {
     for (const worker of topology) {
       for (const { name, service, env } of composeWorkers.filter(({ service: candidate }) => roleOf(candidate) === worker.role)) {
-        assert.deepEqual(worker.env.filter((key) => !(key in env)), [], `${name} (${roleOf(service)}) lacks what cluster.sh gives ${worker.name}`);
+        assert.deepEqual(
+          worker.env.filter((key) => !(key in env)),
+          [],
+          `${name} (${roleOf(service)}) lacks what cluster.sh gives ${worker.name}`,
+        );
       }
     }
     const boundTo: Record<string, string> = { SANDBOXPLANE_DB: 'store', DOCKER_HOST: 'docker', SANDBOXPLANE_HOST_ID: 'docker' };
@@ -363,7 +397,10 @@ describe('Dockerfile', () => {
   });
 
   test('installs with npm ci and runs as a non-root user', () => {
-    assert.ok(instructions.some((line) => /^RUN\s.*\bnpm ci\b/.test(line)), 'npm ci, from the lock file');
+    assert.ok(
+      instructions.some((line) => /^RUN\s.*\bnpm ci\b/.test(line)),
+      'npm ci, from the lock file',
+    );
     const lastFrom = instructions.map((line) => /^FROM\s/i.test(line)).lastIndexOf(true);
     const users = instructions.slice(lastFrom).filter((line) => /^USER\s/i.test(line));
     const user = users.at(-1)?.split(/\s+/)[1];

@@ -50,7 +50,10 @@ describe('loadConfig', () => {
     const err = configError({ TEMPORAL_ADDRESS: 'nonsense' });
     assert.equal(err.code, 'CONFIG_INVALID');
     assert.equal(err.exitCode, 2);
-    assert.deepEqual(err.issues.map((issue) => issue.key), ['TEMPORAL_ADDRESS']);
+    assert.deepEqual(
+      err.issues.map((issue) => issue.key),
+      ['TEMPORAL_ADDRESS'],
+    );
     assert.match(err.message, /TEMPORAL_ADDRESS: must be host:port .* got 'nonsense'/);
   });
 
@@ -62,7 +65,10 @@ describe('loadConfig', () => {
   });
 
   test('a port out of range is refused', () => {
-    assert.deepEqual(configError({ TEMPORAL_ADDRESS: 'localhost:99999' }).issues.map((i) => i.key), ['TEMPORAL_ADDRESS']);
+    assert.deepEqual(
+      configError({ TEMPORAL_ADDRESS: 'localhost:99999' }).issues.map((i) => i.key),
+      ['TEMPORAL_ADDRESS'],
+    );
   });
 
   test('several bad keys come back in one error naming each', () => {
@@ -75,18 +81,15 @@ describe('loadConfig', () => {
       SANDBOXPLANE_FLAG_CLOUD_SANDBOX: 'maybe',
       SANDBOXPLANE_FLAG_CLOUD_SANDBOXES: '1',
     });
-    assert.deepEqual(
-      err.issues.map((issue) => issue.key).sort(),
-      [
-        'DOCKER_HOST',
-        'SANDBOXPLANE_FLAG_CLOUD_SANDBOX',
-        'SANDBOXPLANE_FLAG_CLOUD_SANDBOXES',
-        'SANDBOXPLANE_LOG_LEVEL',
-        'SANDBOXPLANE_TASK_QUEUE',
-        'TEMPORAL_ADDRESS',
-        'TEMPORAL_NAMESPACE',
-      ],
-    );
+    assert.deepEqual(err.issues.map((issue) => issue.key).sort(), [
+      'DOCKER_HOST',
+      'SANDBOXPLANE_FLAG_CLOUD_SANDBOX',
+      'SANDBOXPLANE_FLAG_CLOUD_SANDBOXES',
+      'SANDBOXPLANE_LOG_LEVEL',
+      'SANDBOXPLANE_TASK_QUEUE',
+      'TEMPORAL_ADDRESS',
+      'TEMPORAL_NAMESPACE',
+    ]);
     for (const issue of err.issues) assert.ok(err.message.includes(`${issue.key}: `), `message names ${issue.key}`);
   });
 
@@ -148,7 +151,10 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
     test(`'${bad.slice(0, 20)}' is CONFIG_INVALID naming the variable`, () => {
       const err = configError({ SANDBOXPLANE_PLANE_ID: bad });
       assert.equal(err.code, 'CONFIG_INVALID');
-      assert.deepEqual(err.issues.map((issue) => issue.key), ['SANDBOXPLANE_PLANE_ID']);
+      assert.deepEqual(
+        err.issues.map((issue) => issue.key),
+        ['SANDBOXPLANE_PLANE_ID'],
+      );
       assert.match(err.message, /SANDBOXPLANE_PLANE_ID: must start with a letter or digit/);
     });
   }

@@ -46,7 +46,10 @@ describe('retiring a docker host', () => {
     await assert.rejects(directory.remove('b'), refusedWith('HOST_IN_USE', /1 sandbox\(es\) placed on docker host b/));
     const removed = await directory.remove('c');
     assert.equal(removed.hostId, 'c');
-    assert.deepEqual((await directory.list()).map((host) => host.hostId), ['a', 'b']);
+    assert.deepEqual(
+      (await directory.list()).map((host) => host.hostId),
+      ['a', 'b'],
+    );
     store.close();
   });
 });

@@ -38,7 +38,10 @@ describe('host placement', () => {
     assert.deepEqual(place('s4'), { refused: 'no live docker host has room for a moto sandbox (a 2/2, b 1/1)' });
     assert.deepEqual(
       store.hosts.list().map((row) => [row.hostId, row.liveSandboxes]),
-      [['a', 2], ['b', 1]],
+      [
+        ['a', 2],
+        ['b', 1],
+      ],
     );
     store.close();
   });
@@ -68,7 +71,11 @@ describe('host placement', () => {
     assert.ok('placement' in place('c1'));
     assert.ok('placement' in place('c2'));
     assert.deepEqual(place('c3'), { refused: "the plane's cap of 4 live sandboxes is reached (2 placed, 2 kept warm; SANDBOXPLANE_MAX_SANDBOXES)" });
-    assert.equal(store.hosts.place({ sandboxId: 'c1', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }).hasOwnProperty('placement'), true, 'a retry of a placed sandbox is not a new one');
+    assert.equal(
+      store.hosts.place({ sandboxId: 'c1', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }).hasOwnProperty('placement'),
+      true,
+      'a retry of a placed sandbox is not a new one',
+    );
     assert.equal(store.hosts.placementOf('c3'), undefined, 'the refused sandbox holds nothing');
     request(store, 'c1', 'DESTROYED', 2);
     assert.ok('placement' in store.hosts.place({ sandboxId: 'c3', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }));

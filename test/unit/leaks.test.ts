@@ -18,9 +18,7 @@ function inventory(parts: Partial<Inventory>): Inventory {
 
 describe('classifyInventory', () => {
   test('a DESTROY_FAILED row whose workflow ended is stranded (retried), and its containers are orphans', () => {
-    const found = classifyInventory(
-      inventory({ containers: [container('c-failed', 'sb-failed', 'exited')], rows: { 'sb-failed': row('DESTROY_FAILED') } }),
-    );
+    const found = classifyInventory(inventory({ containers: [container('c-failed', 'sb-failed', 'exited')], rows: { 'sb-failed': row('DESTROY_FAILED') } }));
     assert.deepEqual(
       found.orphans.map((finding) => [finding.kind, finding.subject]),
       [['orphan_container', 'c-failed']],
@@ -35,7 +33,10 @@ describe('classifyInventory', () => {
 
   test('a DESTROY_FAILED row with nothing left is still stranded, so the sweep can close it', () => {
     const found = classifyInventory(inventory({ rows: { 'sb-failed': row('DESTROY_FAILED') } }));
-    assert.deepEqual(found.stranded.map((finding) => finding.subject), ['sb-failed']);
+    assert.deepEqual(
+      found.stranded.map((finding) => finding.subject),
+      ['sb-failed'],
+    );
     assert.doesNotMatch(found.stranded[0]?.detail ?? '', /orphans/);
   });
 
@@ -45,18 +46,18 @@ describe('classifyInventory', () => {
   });
 
   test('a running workflow protects everything of its sandbox, DESTROY_FAILED row or not', () => {
-    const found = classifyInventory(
-      inventory({ containers: [container('c-1', 'sb-1')], rows: { 'sb-1': row('DESTROY_FAILED') }, running: ['sb-1'] }),
-    );
+    const found = classifyInventory(inventory({ containers: [container('c-1', 'sb-1')], rows: { 'sb-1': row('DESTROY_FAILED') }, running: ['sb-1'] }));
     assert.deepEqual(found.orphans, []);
     assert.deepEqual(found.stranded, []);
-    assert.deepEqual(found.liveMismatches.map((finding) => finding.subject), ['c-1'], 'reported, never removed');
+    assert.deepEqual(
+      found.liveMismatches.map((finding) => finding.subject),
+      ['c-1'],
+      'reported, never removed',
+    );
   });
 
   test('an exited container under a READY sandbox whose workflow runs is a live mismatch, not an orphan', () => {
-    const found = classifyInventory(
-      inventory({ containers: [container('c-dead', 'sb-ready', 'exited')], rows: { 'sb-ready': row('READY') }, running: ['sb-ready'] }),
-    );
+    const found = classifyInventory(inventory({ containers: [container('c-dead', 'sb-ready', 'exited')], rows: { 'sb-ready': row('READY') }, running: ['sb-ready'] }));
     assert.deepEqual(found.orphans, []);
     assert.deepEqual(
       found.liveMismatches.map((finding) => [finding.kind, finding.subject, finding.sandboxId]),
@@ -103,6 +104,9 @@ describe('classifyInventory', () => {
   test('a READY row whose workflow has ended is stranded, not a mismatch', () => {
     const found = classifyInventory(inventory({ rows: { 'sb-gone': row('READY') } }));
     assert.deepEqual(found.liveMismatches, []);
-    assert.deepEqual(found.stranded.map((finding) => finding.subject), ['sb-gone']);
+    assert.deepEqual(
+      found.stranded.map((finding) => finding.subject),
+      ['sb-gone'],
+    );
   });
 });

@@ -64,7 +64,10 @@ describe('AesGcmPayloadCodec', () => {
     const gone = generateCodecKey();
     const kept = generateCodecKey();
     const [encoded] = await new AesGcmPayloadCodec([gone]).encode([payloadOf('x')]);
-    await assert.rejects(new AesGcmPayloadCodec([kept]).decode([encoded!]), rejectsWith('PAYLOAD_UNDECRYPTABLE', new RegExp(`key id ${gone.id}, which is not among this process's keys \\(${kept.id}\\)`)));
+    await assert.rejects(
+      new AesGcmPayloadCodec([kept]).decode([encoded!]),
+      rejectsWith('PAYLOAD_UNDECRYPTABLE', new RegExp(`key id ${gone.id}, which is not among this process's keys \\(${kept.id}\\)`)),
+    );
   });
 
   test('tampered ciphertext, a swapped key id and a truncated payload are refused', async () => {
@@ -96,7 +99,10 @@ describe('codec keys', () => {
     const file = path.join(dir, 'keys');
     fs.writeFileSync(file, `# rotated 2026-12-01\n${keyLine('new')}\n\n${keyLine('old')}\n`);
     const keys = readCodecKeysFile(file);
-    assert.deepEqual(keys.map((key) => key.id), ['new', 'old']);
+    assert.deepEqual(
+      keys.map((key) => key.id),
+      ['new', 'old'],
+    );
     assert.equal(new AesGcmPayloadCodec(keys).currentKeyId, 'new');
   });
 
@@ -107,7 +113,10 @@ describe('codec keys', () => {
     assert.throws(() => parseCodecKeys('k1:not base64!', 'F'), /the key is not base64/);
     assert.throws(() => parseCodecKeys(`${keyLine('a')},${keyLine('a')}`, 'F'), /names key id a twice/);
     assert.throws(() => parseCodecKeys('# nothing\n', 'F'), /F holds no key/);
-    assert.throws(() => parseCodecKeys(short, 'F'), (err: Error) => !err.message.includes(short.slice(3)));
+    assert.throws(
+      () => parseCodecKeys(short, 'F'),
+      (err: Error) => !err.message.includes(short.slice(3)),
+    );
   });
 
   test('the default file is made once, with one key, readable by its owner only; a second call reads the same key', () => {
@@ -135,12 +144,18 @@ describe('codec keys', () => {
   });
 
   test('configuration: SANDBOXPLANE_CODEC_KEYS or _KEYS_FILE; a bad one is one CONFIG error naming the variable', () => {
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_CODEC_KEYS: `${keyLine('a')},${keyLine('b')}` }).codec.keys?.map((key) => key.id), ['a', 'b']);
+    assert.deepEqual(
+      loadConfig({ SANDBOXPLANE_CODEC_KEYS: `${keyLine('a')},${keyLine('b')}` }).codec.keys?.map((key) => key.id),
+      ['a', 'b'],
+    );
     const file = path.join(dir, 'configured');
     fs.writeFileSync(file, `${keyLine('f1')}\n`);
     const fromFile = loadConfig({ SANDBOXPLANE_CODEC_KEYS_FILE: file }).codec;
     assert.equal(fromFile.keysFile, file);
-    assert.deepEqual(fromFile.keys?.map((key) => key.id), ['f1']);
+    assert.deepEqual(
+      fromFile.keys?.map((key) => key.id),
+      ['f1'],
+    );
 
     const issues = (env: Record<string, string>) => {
       try {

@@ -101,7 +101,10 @@ describe('resource listing, service by service', () => {
     await memory.provision(plan);
     const listing = await memory.listResources('mem-1', ['s3', 'lambda']);
     assert.deepEqual(listing.resources, []);
-    assert.deepEqual(listing.unlisted.map(({ service, kind }) => [service, kind]), [['lambda', 'unavailable']]);
+    assert.deepEqual(
+      listing.unlisted.map(({ service, kind }) => [service, kind]),
+      [['lambda', 'unavailable']],
+    );
   });
 });
 
@@ -115,9 +118,6 @@ describe('Floci health keys', () => {
       const presence = FLOCI_SERVICE_PRESENCE[service];
       return presence !== undefined && 'healthKey' in presence ? presence.healthKey : 'probe';
     };
-    assert.deepEqual(
-      ['stepfunctions', 'cloudwatch', 'ses', 'opensearch', 'sts', 's3'].map(keyOf),
-      ['states', 'monitoring', 'email', 'es', 'probe', 's3'],
-    );
+    assert.deepEqual(['stepfunctions', 'cloudwatch', 'ses', 'opensearch', 'sts', 's3'].map(keyOf), ['states', 'monitoring', 'email', 'es', 'probe', 's3']);
   });
 });

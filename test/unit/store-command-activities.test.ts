@@ -76,9 +76,15 @@ describe('runStoreCommand', () => {
       services: string[] | null;
     };
     assert.deepEqual([added.maxTtlSeconds, added.services], [null, ['s3']]);
-    assert.deepEqual(store.policies.list().map((row) => row.id), [added.id]);
+    assert.deepEqual(
+      store.policies.list().map((row) => row.id),
+      [added.id],
+    );
     const listed = (await runStoreCommand({ kind: 'policy.list' })) as { policies: { id: number }[] };
-    assert.deepEqual(listed.policies.map((row) => row.id), [added.id]);
+    assert.deepEqual(
+      listed.policies.map((row) => row.id),
+      [added.id],
+    );
     assert.equal(((await runStoreCommand({ kind: 'policy.remove', id: added.id })) as { id: number }).id, added.id);
     assert.deepEqual(store.policies.list(), []);
   });
@@ -115,7 +121,10 @@ describe('runStoreCommand', () => {
     const registration: HostRegistration = { hostId: 'local', taskQueue: 'tq-docker-local', adapters: ['memory'], capacity: 4, engineId: null, identity: 'w1' };
     assert.equal(((await runStoreCommand({ kind: 'hosts.register', registration })) as HostView).hostId, 'local');
     const { hosts: listed } = (await runStoreCommand({ kind: 'hosts' })) as { hosts: HostView[] };
-    assert.deepEqual(listed.map((host) => [host.hostId, host.capacity]), [['local', 4]]);
+    assert.deepEqual(
+      listed.map((host) => [host.hostId, host.capacity]),
+      [['local', 4]],
+    );
   });
 
   test('a malformed command is INVALID_INPUT naming what to fix, and changes nothing', async () => {
@@ -142,6 +151,18 @@ describe('runStoreCommand', () => {
 
   test('the client and the worker read one schema: every kind the client sends parses', () => {
     const kinds = storeCommandSchema.options.map((option) => option.shape.kind.value);
-    assert.deepEqual(kinds.sort(), ['approvers.add', 'approvers.list', 'approvers.remove', 'audit', 'hosts', 'hosts.register', 'hosts.remove', 'leaks', 'policy.add', 'policy.list', 'policy.remove']);
+    assert.deepEqual(kinds.sort(), [
+      'approvers.add',
+      'approvers.list',
+      'approvers.remove',
+      'audit',
+      'hosts',
+      'hosts.register',
+      'hosts.remove',
+      'leaks',
+      'policy.add',
+      'policy.list',
+      'policy.remove',
+    ]);
   });
 });

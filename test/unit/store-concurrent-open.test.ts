@@ -75,10 +75,16 @@ describe('several processes opening one fresh store file at the same moment', ()
   test('every migrate() succeeds and exactly one process applies the migrations, all of them', async () => {
     const file = path.join(dir, 'migrate', 'plane.sqlite');
     const results = await openAtOnce(file, 'migrate');
-    assert.ok(results.every((result) => result.ok === true), JSON.stringify(results));
+    assert.ok(
+      results.every((result) => result.ok === true),
+      JSON.stringify(results),
+    );
     const appliers = results.filter((result) => result.from !== result.to);
     assert.deepEqual(appliers, [{ ok: true, from: 0, to: LATEST_SCHEMA_VERSION }], JSON.stringify(results));
-    assert.ok(results.every((result) => result.to === LATEST_SCHEMA_VERSION), JSON.stringify(results));
+    assert.ok(
+      results.every((result) => result.to === LATEST_SCHEMA_VERSION),
+      JSON.stringify(results),
+    );
     assertLatestSchema(file);
   });
 });

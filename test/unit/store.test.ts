@@ -15,9 +15,7 @@ let counter = 0;
 const freshFile = () => path.join(dir, `store-${(counter += 1)}`, 'plane.sqlite');
 
 function tables(store: Store): string[] {
-  return (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map(
-    (row) => row.name,
-  );
+  return (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((row) => row.name);
 }
 
 function insertSandbox(store: Store, id: string): void {
@@ -105,7 +103,11 @@ describe('Store', () => {
     const store = Store.open(file);
     try {
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
-      assert.deepEqual(store.sandboxes.audit('old').map((op) => op.step), [1, 2], 'the old rows are kept, in order');
+      assert.deepEqual(
+        store.sandboxes.audit('old').map((op) => op.step),
+        [1, 2],
+        'the old rows are kept, in order',
+      );
       assert.throws(() => store.db.prepare("UPDATE operations SET actor = 'x'").run(), /append-only/);
       assert.throws(() => store.db.prepare('DELETE FROM operations').run(), /append-only/);
       const operation = { step: 2, action: 'ready', actor: 'worker', effect: 'ready', reason: null, summary: {} };
@@ -144,10 +146,7 @@ describe('Store', () => {
     const store = Store.open(freshFile());
     try {
       assert.throws(
-        () =>
-          store.db
-            .prepare("INSERT INTO policies (principal_pattern, capability, effect, created_at) VALUES ('*', 'cloud.sandbox', 'maybe', 'now')")
-            .run(),
+        () => store.db.prepare("INSERT INTO policies (principal_pattern, capability, effect, created_at) VALUES ('*', 'cloud.sandbox', 'maybe', 'now')").run(),
         /CHECK constraint failed/,
       );
     } finally {
@@ -174,12 +173,16 @@ describe('LeakRepository', () => {
     const store = Store.open(freshFile());
     try {
       store.leaks.recordSweep({ outstanding: [finding('a'), finding('b')], removed: [] }, new Date('2026-01-01T00:00:00Z'));
-      assert.deepEqual(store.leaks.outstanding().map((leak) => leak.subject), ['a', 'b']);
+      assert.deepEqual(
+        store.leaks.outstanding().map((leak) => leak.subject),
+        ['a', 'b'],
+      );
 
       store.leaks.recordSweep({ outstanding: [finding('a')], removed: [finding('c')] }, new Date('2026-01-01T00:05:00Z'));
-      assert.deepEqual(store.leaks.outstanding().map((leak) => [leak.subject, leak.firstSeen, leak.lastSeen]), [
-        ['a', '2026-01-01T00:00:00.000Z', '2026-01-01T00:05:00.000Z'],
-      ]);
+      assert.deepEqual(
+        store.leaks.outstanding().map((leak) => [leak.subject, leak.firstSeen, leak.lastSeen]),
+        [['a', '2026-01-01T00:00:00.000Z', '2026-01-01T00:05:00.000Z']],
+      );
       const bySubject = new Map(store.leaks.recent().map((leak) => [leak.subject, leak]));
       assert.equal(bySubject.get('b')?.resolution, 'gone');
       assert.equal(bySubject.get('c')?.resolution, 'removed');
@@ -208,7 +211,10 @@ describe('quota and reconciliation in the projection', () => {
       assert.equal(store.sandboxes.reconcile('q-0', 'DESTROYED', 'sweep-1', op(1, 'reconciled')), true);
       assert.equal(store.sandboxes.state('q-0'), 'DESTROYED');
       assert.equal(store.sandboxes.countLive('agent-q', 'none'), 2);
-      assert.deepEqual(store.sandboxes.audit('q-0').map((row) => row.action), ['requested', 'reconciled']);
+      assert.deepEqual(
+        store.sandboxes.audit('q-0').map((row) => row.action),
+        ['requested', 'reconciled'],
+      );
       assert.equal(store.sandboxes.reconcile('q-3', 'DESTROY_FAILED', 'sweep-1', op(2, 'reconciled')), false, 'a closed row stays as it is');
       assert.equal(store.sandboxes.state('q-3'), 'DESTROYED');
     } finally {
@@ -227,7 +233,10 @@ describe('quota and reconciliation in the projection', () => {
       assert.equal(store.sandboxes.reconcile('r-1', 'DESTROY_FAILED', 'sweep-1', op(1, 'reconciled')), false, 'nothing to write: it stays DESTROY_FAILED');
       assert.equal(store.sandboxes.reconcile('r-1', 'DESTROYED', 'sweep-2', op(1, 'reconciled')), true);
       assert.equal(store.sandboxes.state('r-1'), 'DESTROYED');
-      assert.deepEqual(store.sandboxes.audit('r-1').map((row) => row.action), ['requested', 'reconciled']);
+      assert.deepEqual(
+        store.sandboxes.audit('r-1').map((row) => row.action),
+        ['requested', 'reconciled'],
+      );
       assert.equal(store.sandboxes.reconcile('r-3', 'DESTROYED', 'sweep-2', op(2, 'reconciled')), false, 'FAILED is final');
     } finally {
       store.close();

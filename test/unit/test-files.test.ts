@@ -9,7 +9,15 @@ describe('test file selection (npm test -- FILTER)', () => {
   // A checkout under a folder whose name contains the filter: the case that once ran every test.
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'floci-checkout-'));
   const testDir = path.join(root, 'test');
-  for (const relative of ['floci-adapter.test.ts', 'moto-adapter.test.ts', 'docker/floci-side.test.ts', 'unit/config.test.ts', 'unit/floci-keys.test.ts', 'cluster/floci-cluster.test.ts', 'helpers/floci.ts']) {
+  for (const relative of [
+    'floci-adapter.test.ts',
+    'moto-adapter.test.ts',
+    'docker/floci-side.test.ts',
+    'unit/config.test.ts',
+    'unit/floci-keys.test.ts',
+    'cluster/floci-cluster.test.ts',
+    'helpers/floci.ts',
+  ]) {
     fs.mkdirSync(path.dirname(path.join(testDir, relative)), { recursive: true });
     fs.writeFileSync(path.join(testDir, relative), '');
   }
@@ -19,11 +27,7 @@ describe('test file selection (npm test -- FILTER)', () => {
 
   test('filters match the path under test/, not the folders above it', () => {
     assert.ok(testDir.includes('floci'), 'the checkout folder itself contains the filter');
-    assert.deepEqual(relatives({ unitOnly: false, filters: ['floci'] }), [
-      path.join('docker', 'floci-side.test.ts'),
-      'floci-adapter.test.ts',
-      path.join('unit', 'floci-keys.test.ts'),
-    ]);
+    assert.deepEqual(relatives({ unitOnly: false, filters: ['floci'] }), [path.join('docker', 'floci-side.test.ts'), 'floci-adapter.test.ts', path.join('unit', 'floci-keys.test.ts')]);
     assert.deepEqual(relatives({ unitOnly: false, filters: ['checkout'] }), [], 'a folder above test/ matches nothing');
     assert.deepEqual(relatives({ unitOnly: false, filters: ['floci-adapter'] }), ['floci-adapter.test.ts']);
   });

@@ -59,9 +59,7 @@ export function registerCleanupCommands(program: Command): void {
         const options = parseCliOptions(sweepOptionsSchema, raw);
         const config = loadConfig();
         const { triggerSweep } = await import('../../client/cleanup-schedule.js');
-        const outcome = await withClient(config, (client) =>
-          triggerSweep(client, { wait: options.wait, ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) }),
-        );
+        const outcome = await withClient(config, (client) => triggerSweep(client, { wait: options.wait, ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) }));
         printResult({ json: options.json }, outcome.report ?? { workflowId: outcome.workflowId }, formatReport(outcome.workflowId, outcome.report));
       }),
     );

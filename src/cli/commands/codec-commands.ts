@@ -17,7 +17,13 @@ const originSchema = z.string().refine((text) => {
 }, 'must be an origin such as http://127.0.0.1:8233 (scheme, host and port; no path, no trailing slash)');
 
 function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((item) => item.trim()).filter((item) => item !== '')];
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== ''),
+  ];
 }
 
 export function registerCodecCommands(program: Command): void {

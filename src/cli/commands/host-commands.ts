@@ -17,14 +17,7 @@ function formatHosts(hosts: readonly HostView[]): string {
   if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
   return formatTable(
     ['HOST', 'LIVE', 'SANDBOXES', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
-    hosts.map((host) => [
-      host.hostId,
-      host.live ? 'yes' : 'no',
-      `${host.liveSandboxes}/${host.capacity}`,
-      warmPoolText(host.warmPool),
-      host.adapters.join(','),
-      host.lastSeenAt ?? 'never',
-    ]),
+    hosts.map((host) => [host.hostId, host.live ? 'yes' : 'no', `${host.liveSandboxes}/${host.capacity}`, warmPoolText(host.warmPool), host.adapters.join(','), host.lastSeenAt ?? 'never']),
   );
 }
 

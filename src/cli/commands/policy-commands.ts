@@ -25,9 +25,7 @@ const policyIdSchema = wholeNumberSchema(1);
 
 /** policy add, policy list, policy remove: rows the store role keeps, reached through Temporal. */
 export function registerPolicyCommands(program: Command): void {
-  const policy = program
-    .command('policy')
-    .description('policy rows: who may use which capability, with which effect and limits (no matching row = deny)');
+  const policy = program.command('policy').description('policy rows: who may use which capability, with which effect and limits (no matching row = deny)');
 
   policy
     .command('add')

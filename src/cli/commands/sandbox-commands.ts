@@ -73,7 +73,11 @@ const destroyOptionsSchema = z.object({
 const approvalOptionsSchema = z.object({
   approver: nameSchema,
   reason: reasonSchema.optional(),
-  code: z.string().trim().regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows').optional(),
+  code: z
+    .string()
+    .trim()
+    .regex(/^\d{6}$/, 'must be the 6 digits your authenticator shows')
+    .optional(),
   json: z.boolean().default(false),
 });
 
@@ -132,8 +136,7 @@ export function registerSandboxCommands(program: Command): void {
             { wait: options.wait ? 'ready' : 'accepted', ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) },
           ),
         );
-        const next =
-          status.state === 'PROVISIONING' ? `\n\nNot READY yet: \`sandboxctl status ${status.id}\` shows when it is (or create with --wait).` : '';
+        const next = status.state === 'PROVISIONING' ? `\n\nNot READY yet: \`sandboxctl status ${status.id}\` shows when it is (or create with --wait).` : '';
         printResult({ json: options.json }, status, `${formatStatus(status)}${next}`);
       }),
     );
@@ -160,10 +163,7 @@ export function registerSandboxCommands(program: Command): void {
       action(async (raw, args) => {
         const id = sandboxId(args);
         const { resources, unlisted } = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resourceListing(id));
-        const lines = [
-          ...resources.map((r) => `${r.service}  ${r.type}  ${r.id}`),
-          ...unlisted.map((u) => `${u.service}  (not listed: ${u.reason})`),
-        ];
+        const lines = [...resources.map((r) => `${r.service}  ${r.type}  ${r.id}`), ...unlisted.map((u) => `${u.service}  (not listed: ${u.reason})`)];
         const human = resources.length === 0 && unlisted.length === 0 ? 'nothing yet' : lines.join('\n');
         printResult({ json: raw.json === true }, { sandboxId: id, resources, unlisted, complete: unlisted.length === 0 }, human);
       }),
@@ -203,7 +203,7 @@ export function registerSandboxCommands(program: Command): void {
 
   program
     .command('extend')
-    .description('move a READY sandbox\'s expiry later; refused past now + its max TTL or its maximum lifetime')
+    .description("move a READY sandbox's expiry later; refused past now + its max TTL or its maximum lifetime")
     .argument('<id>', 'sandbox id')
     .option('--ttl <duration>', 'how much to add to the current expiry: 90s, 30m, 2h (required)')
     .option('--reason <text>', 'why, for the audit trail')
@@ -264,9 +264,7 @@ export function registerSandboxCommands(program: Command): void {
             ...(options.reason !== undefined ? { reason: options.reason } : {}),
             ...(options.code !== undefined ? { code: options.code } : {}),
           };
-          const outcome = await withSandboxClient(loadConfig(), (sandboxes) =>
-            signal === 'approve' ? sandboxes.approve(id, payload) : sandboxes.deny(id, payload),
-          );
+          const outcome = await withSandboxClient(loadConfig(), (sandboxes) => (signal === 'approve' ? sandboxes.approve(id, payload) : sandboxes.deny(id, payload)));
           printResult({ json: options.json }, outcome, formatApprovalOutcome(outcome));
         }),
       );

@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import {
-  checkBindSource,
-  classifyHostPath,
-  FORBIDDEN_POSIX_PATHS,
-  FORBIDDEN_WINDOWS_PATHS,
-  formatBind,
-  parseBind,
-  type ParsedBind,
-} from '../../../src/docker';
+import { checkBindSource, classifyHostPath, FORBIDDEN_POSIX_PATHS, FORBIDDEN_WINDOWS_PATHS, formatBind, parseBind, type ParsedBind } from '../../../src/docker';
 
 function parsed(text: string): ParsedBind {
   const result = parseBind(text);

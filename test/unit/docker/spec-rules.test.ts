@@ -6,14 +6,7 @@ import { ADAPTER_LABEL, MANAGED_BY_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabe
 import { ERROR_CODES } from '../../../src/domain/error-codes';
 import { isSandboxPlaneError } from '../../../src/domain/errors';
 import { sandboxIdSchema } from '../../../src/domain/sandbox-request';
-import {
-  FORBIDDEN_POSIX_PATHS,
-  FORBIDDEN_WINDOWS_PATHS,
-  SpecRefusedError,
-  validateContainerSpec,
-  type ContainerSpecInput,
-  type SpecRefusalCode,
-} from '../../../src/docker';
+import { FORBIDDEN_POSIX_PATHS, FORBIDDEN_WINDOWS_PATHS, SpecRefusedError, validateContainerSpec, type ContainerSpecInput, type SpecRefusalCode } from '../../../src/docker';
 import { MIB, PINNED_IMAGE_ID, validSpec } from '../../docker/docker-test-support';
 
 function refusal(spec: unknown, policy = {}): SpecRefusedError {
@@ -39,9 +32,7 @@ function assertRefused(spec: unknown, code: SpecRefusalCode, field: string, mess
 
 describe('validateContainerSpec accepts', () => {
   test('a complete spec, filled in and frozen', () => {
-    const spec = validateContainerSpec(
-      validSpec({ ports: [{ containerPort: 8080 }, { containerPort: 9000, hostPort: 19000, protocol: 'udp' }], binds: ['/srv/x/../data/:/data:ro'] }),
-    );
+    const spec = validateContainerSpec(validSpec({ ports: [{ containerPort: 8080 }, { containerPort: 9000, hostPort: 19000, protocol: 'udp' }], binds: ['/srv/x/../data/:/data:ro'] }));
     assert.deepEqual(spec.ports, [
       { containerPort: 8080, hostPort: 0, hostIp: '127.0.0.1', protocol: 'tcp' },
       { containerPort: 9000, hostPort: 19000, hostIp: '127.0.0.1', protocol: 'udp' },
@@ -115,7 +106,7 @@ describe('validateContainerSpec refuses', () => {
     assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10, nanoCpus: 0 } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', /at least 10000000 .* got 0/);
   });
 
-  test('SPEC_NETWORK_NOT_SEALED: the default bridge, no network, another sandbox\'s network, any shared name', () => {
+  test("SPEC_NETWORK_NOT_SEALED: the default bridge, no network, another sandbox's network, any shared name", () => {
     for (const networkMode of ['bridge', 'none', 'sandboxplane-net-other', 'shared-net']) {
       assertRefused(validSpec({ networkMode }), 'SPEC_NETWORK_NOT_SEALED', 'networkMode', new RegExp(`must be the sandbox's own network sandboxplane-net-sb-test .*got '${networkMode}'`));
     }
@@ -167,22 +158,12 @@ describe('validateContainerSpec refuses', () => {
     assertRefused(validSpec({ ports: [{ containerPort: 0 }] }), 'SPEC_PORT_INVALID', 'ports[0].containerPort', /got 0/);
     assertRefused(validSpec({ ports: [{ containerPort: 80, hostPort: 70000 }] }), 'SPEC_PORT_INVALID', 'ports[0].hostPort', /got 70000/);
     assertRefused(validSpec({ ports: [{ containerPort: 80, hostPort: '8080' }] }), 'SPEC_PORT_INVALID', 'ports[0].hostPort', /got '8080'/);
-    assertRefused(
-      validSpec({ ports: [{ containerPort: 80 }, { containerPort: 80 }] }),
-      'SPEC_PORT_INVALID',
-      'ports[1].containerPort',
-      'ports[1].containerPort 80/tcp is published twice',
-    );
+    assertRefused(validSpec({ ports: [{ containerPort: 80 }, { containerPort: 80 }] }), 'SPEC_PORT_INVALID', 'ports[1].containerPort', 'ports[1].containerPort 80/tcp is published twice');
   });
 
   test('SPEC_PORT_NOT_LOOPBACK', () => {
     for (const hostIp of ['0.0.0.0', '', '::', '192.168.1.10', 'localhost', '127.0.0.2']) {
-      assertRefused(
-        validSpec({ ports: [{ containerPort: 8080, hostIp }] }),
-        'SPEC_PORT_NOT_LOOPBACK',
-        'ports[0].hostIp',
-        `ports[0].hostIp must be 127.0.0.1, got '${hostIp}'`,
-      );
+      assertRefused(validSpec({ ports: [{ containerPort: 8080, hostIp }] }), 'SPEC_PORT_NOT_LOOPBACK', 'ports[0].hostIp', `ports[0].hostIp must be 127.0.0.1, got '${hostIp}'`);
     }
   });
 
@@ -214,9 +195,7 @@ describe('validateContainerSpec refuses', () => {
 
 const forbiddenSource = fc.oneof(
   fc.constantFrom(...FORBIDDEN_POSIX_PATHS, ...FORBIDDEN_WINDOWS_PATHS, '/', 'C:\\', '\\\\.\\pipe\\docker_engine', '//./pipe/docker_engine'),
-  fc
-    .tuple(fc.constantFrom(...FORBIDDEN_POSIX_PATHS.filter((path) => !path.endsWith('.sock'))), fc.stringMatching(/^[a-z0-9_-]{1,8}$/))
-    .map(([root, child]) => `${root}/${child}/`),
+  fc.tuple(fc.constantFrom(...FORBIDDEN_POSIX_PATHS.filter((path) => !path.endsWith('.sock'))), fc.stringMatching(/^[a-z0-9_-]{1,8}$/)).map(([root, child]) => `${root}/${child}/`),
   fc.tuple(fc.constantFrom(...FORBIDDEN_WINDOWS_PATHS), fc.stringMatching(/^[a-z0-9_-]{1,8}$/)).map(([root, child]) => `${root.toLowerCase()}/${child}`),
 );
 const nonLoopbackIp = fc.oneof(fc.ipV4(), fc.ipV6(), fc.constantFrom('', '0.0.0.0', 'localhost')).filter((ip) => ip !== '127.0.0.1');
