@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { ApprovalOutcome, SandboxSummary } from '../src/client/sandbox-client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
-import type { StoredOperation, StoredPolicy } from '../src/store';
+import type { AuditEntry, PolicyRecord } from '../src/domain/store-commands';
 import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
 import { runCli, type CliResult } from './helpers/cli';
 import { authenticatorFor, type TestAuthenticator } from './helpers/approvers';
@@ -49,19 +49,19 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       cli('policy', 'add', '--principal', 'intern-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval', '--max-concurrent', '2', '--json'),
       cli('policy', 'add', '--principal', 'temp', '--capability', 'cloud.iac.local', '--effect', 'deny', '--json'),
     ]);
-    const allowRow = output<StoredPolicy>(allow);
+    const allowRow = output<PolicyRecord>(allow);
     assert.deepEqual(
       { ...allowRow, id: 0, createdAt: '' },
       { id: 0, principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: 3600, services: ['s3', 'sqs'], maxConcurrent: null, createdAt: '' },
     );
-    assert.equal(output<StoredPolicy>(gated).maxConcurrent, 2);
-    const scratchRow = output<StoredPolicy>(scratch);
+    assert.equal(output<PolicyRecord>(gated).maxConcurrent, 2);
+    const scratchRow = output<PolicyRecord>(scratch);
 
-    const removed = output<StoredPolicy>(await cli('policy', 'remove', String(scratchRow.id), '--json'));
+    const removed = output<PolicyRecord>(await cli('policy', 'remove', String(scratchRow.id), '--json'));
     assert.equal(removed.principalPattern, 'temp');
 
     const [list, approverAdded] = await Promise.all([cli('policy', 'list', '--json'), cli('approvers', 'add', 'alice', '--json')]);
-    const { policies } = output<{ policies: StoredPolicy[] }>(list);
+    const { policies } = output<{ policies: PolicyRecord[] }>(list);
     assert.deepEqual(policies.map((p) => [p.principalPattern, p.effect]).sort(), [
       ['agent-*', 'allow'],
       ['intern-*', 'require_approval'],
@@ -123,7 +123,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.equal(destroyed.state, 'DESTROYED');
     assert.equal(destroyed.clientConfig, null);
 
-    const audit = output<{ sandboxId: string; operations: StoredOperation[] }>(await cli('audit', 'cli-ready', '--json'));
+    const audit = output<{ sandboxId: string; operations: AuditEntry[] }>(await cli('audit', 'cli-ready', '--json'));
     assert.equal(audit.sandboxId, 'cli-ready');
     assert.deepEqual(
       audit.operations.map((op) => op.action),
@@ -213,8 +213,8 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
   test('policy add works with no store file where the caller runs, and the change is a storeCommand execution', async () => {
     // The caller's SANDBOXPLANE_DB names nothing: only the store worker holds the file.
     const remote = { ...worker.env, SANDBOXPLANE_DB: '/nonexistent/x.sqlite' };
-    const added = output<StoredPolicy>(await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote));
-    const { policies } = output<{ policies: StoredPolicy[] }>(await runCli(['policy', 'list', '--json'], remote));
+    const added = output<PolicyRecord>(await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote));
+    const { policies } = output<{ policies: PolicyRecord[] }>(await runCli(['policy', 'list', '--json'], remote));
     assert.ok(
       policies.some((row) => row.id === added.id && row.principalPattern === 'remote-*'),
       'the new row is listed',
@@ -230,7 +230,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       for await (const found of worker.client.workflow.list({ query })) {
         if (found.workflowId.startsWith('store-policy-add-') && found.status.name === 'COMPLETED') {
           const result: unknown = await worker.client.workflow.getHandle(found.workflowId, found.runId).result();
-          if ((result as StoredPolicy).id === added.id) return found;
+          if ((result as PolicyRecord).id === added.id) return found;
         }
       }
       return undefined;

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { CAPABILITIES, type Capability } from '../domain/capabilities';
 import { SandboxPlaneError } from '../domain/errors';
-import { POLICY_EFFECTS, type PolicyEffect, type PolicyRow } from '../domain/policy';
+import { POLICY_EFFECTS, type PolicyEffect } from '../domain/policy';
+import type { ApproverRecord, PolicyRecord } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
 /** A policy row as stored: validated on the way out too, so a hand-edited row fails loudly. */
@@ -28,11 +29,7 @@ export interface NewPolicy {
   readonly maxConcurrent?: number | null;
 }
 
-export interface StoredPolicy extends PolicyRow {
-  readonly createdAt: string;
-}
-
-function toPolicy(raw: unknown): StoredPolicy {
+function toPolicy(raw: unknown): PolicyRecord {
   const row = storedPolicySchema.parse(raw);
   return {
     id: row.id,
@@ -49,7 +46,7 @@ function toPolicy(raw: unknown): StoredPolicy {
 export class PolicyRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
-  add(policy: NewPolicy, now: Date = new Date()): StoredPolicy {
+  add(policy: NewPolicy, now: Date = new Date()): PolicyRecord {
     const result = this.db
       .prepare(
         `INSERT INTO policies (principal_pattern, capability, effect, max_ttl_seconds, allowed_services, max_concurrent, created_at)
@@ -67,17 +64,17 @@ export class PolicyRepository {
     return this.get(Number(result.lastInsertRowid));
   }
 
-  get(id: number): StoredPolicy {
+  get(id: number): PolicyRecord {
     const raw = this.db.prepare('SELECT * FROM policies WHERE id = ?').get(id);
     if (raw === undefined) throw new SandboxPlaneError('NOT_FOUND', `no policy row ${id}`, { hint: '`sandboxctl policy list` shows the rows.' });
     return toPolicy(raw);
   }
 
-  list(): StoredPolicy[] {
+  list(): PolicyRecord[] {
     return this.db.prepare('SELECT * FROM policies ORDER BY id').all().map(toPolicy);
   }
 
-  remove(id: number): StoredPolicy {
+  remove(id: number): PolicyRecord {
     const policy = this.get(id);
     this.db.prepare('DELETE FROM policies WHERE id = ?').run(id);
     return policy;
@@ -88,18 +85,18 @@ export class ApproverRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
   /** Adds an approver; adding one twice keeps the first record. */
-  add(name: string, now: Date = new Date()): { name: string; addedAt: string } {
+  add(name: string, now: Date = new Date()): ApproverRecord {
     this.db.prepare('INSERT OR IGNORE INTO approvers (name, added_at) VALUES (?, ?)').run(name, now.toISOString());
-    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as { name: string; addedAt: string };
+    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as ApproverRecord;
   }
 
-  list(): { name: string; addedAt: string }[] {
-    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers ORDER BY name').all() as { name: string; addedAt: string }[];
+  list(): ApproverRecord[] {
+    return this.db.prepare('SELECT name, added_at AS addedAt FROM approvers ORDER BY name').all() as ApproverRecord[];
   }
 
   /** Removes an approver; `undefined` when there was none by that name. */
-  remove(name: string): { name: string; addedAt: string } | undefined {
-    const approver = this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as { name: string; addedAt: string } | undefined;
+  remove(name: string): ApproverRecord | undefined {
+    const approver = this.db.prepare('SELECT name, added_at AS addedAt FROM approvers WHERE name = ?').get(name) as ApproverRecord | undefined;
     if (approver !== undefined) this.db.prepare('DELETE FROM approvers WHERE name = ?').run(name);
     return approver;
   }
@@ -115,7 +112,7 @@ export class ApproverRepository {
    * after `approvers remove`, so nobody re-enrols someone in passing. The same enrolment
    * asked again (a retry) gets the secret it was given.
    */
-  enrol(name: string, recipient: string, newSealedSecret: () => string, now: Date = new Date()): { name: string; addedAt: string; sealedSecret: string } | 'already_enrolled' {
+  enrol(name: string, recipient: string, newSealedSecret: () => string, now: Date = new Date()): (ApproverRecord & { sealedSecret: string }) | 'already_enrolled' {
     const existing = this.db.prepare('SELECT totp_secret AS secret, enrolled_for AS recipient FROM approvers WHERE name = ?').get(name) as
       { secret: string | null; recipient: string | null } | undefined;
     if (existing?.secret != null && existing.recipient !== recipient) return 'already_enrolled';
@@ -124,11 +121,7 @@ export class ApproverRepository {
     } else if (existing.secret == null) {
       this.db.prepare('UPDATE approvers SET totp_secret = ?, enrolled_for = ?, last_code_step = NULL, last_code_use = NULL WHERE name = ?').run(newSealedSecret(), recipient, name);
     }
-    return this.db.prepare('SELECT name, added_at AS addedAt, totp_secret AS sealedSecret FROM approvers WHERE name = ?').get(name) as {
-      name: string;
-      addedAt: string;
-      sealedSecret: string;
-    };
+    return this.db.prepare('SELECT name, added_at AS addedAt, totp_secret AS sealedSecret FROM approvers WHERE name = ?').get(name) as ApproverRecord & { sealedSecret: string };
   }
 
   /** What verifying `name`'s code needs; `undefined` when not listed. */

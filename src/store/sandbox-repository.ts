@@ -2,16 +2,10 @@ import { SandboxPlaneError } from '../domain/errors';
 import { LIVE_STATES, TERMINAL_STATES, type SandboxState } from '../domain/sandbox-states';
 import type { InventoryRow } from '../domain/leaks';
 import type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
+import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
 export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
-
-export interface StoredOperation extends OperationRecord {
-  readonly seq: number;
-  readonly sandboxId: string;
-  readonly workflowId: string;
-  readonly at: string;
-}
 
 interface OperationRow {
   seq: number;
@@ -26,7 +20,7 @@ interface OperationRow {
   at: string;
 }
 
-function toOperation(row: OperationRow): StoredOperation {
+function toOperation(row: OperationRow): AuditEntry {
   return {
     seq: row.seq,
     sandboxId: row.sandbox_id,
@@ -100,13 +94,13 @@ export class SandboxRepository {
   }
 
   /** The row a run wrote at `step` (`runId` absent: the sweep's). */
-  operation(workflowId: string, step: number, runId?: string): StoredOperation | undefined {
+  operation(workflowId: string, step: number, runId?: string): AuditEntry | undefined {
     const row = this.db.prepare('SELECT * FROM operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) as OperationRow | undefined;
     return row === undefined ? undefined : toOperation(row);
   }
 
   /** The audit trail of one sandbox, oldest first. */
-  audit(sandboxId: string): StoredOperation[] {
+  audit(sandboxId: string): AuditEntry[] {
     return (this.db.prepare('SELECT * FROM operations WHERE sandbox_id = ? ORDER BY seq').all(sandboxId) as OperationRow[]).map(toOperation);
   }
 
