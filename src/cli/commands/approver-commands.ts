@@ -5,7 +5,7 @@ import { parseCliArgument } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatApproverList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStoreClient } from '../store-client-session';
+import { withStoreClient } from '../temporal-clients';
 
 /** What a person sees after `approvers add`: the URI, its QR code, and how to approve with the code. */
 async function formatEnrolment(approver: { name: string; otpauthUri: string }): Promise<string> {

@@ -1,26 +1,19 @@
-import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { loadConfig, type Config } from '../../config/config';
+import { loadConfig } from '../../config/config';
 import type { SweepReport } from '../../domain/leaks';
 import type { LeakRecord } from '../../domain/store-commands';
 import { durationSchema, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withStoreClient } from '../store-client-session';
+import { withClient, withStoreClient } from '../temporal-clients';
 
 const sweepOptionsSchema = z.object({
   wait: z.boolean().default(false),
   timeout: durationSchema.optional(),
   json: z.boolean().default(false),
 });
-
-async function withClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
-  const { withTemporalClient } = await import('../../client/temporal-connection.js');
-  const { payloadCodecFor } = await import('../../codec/codec-settings.js');
-  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }, work);
-}
 
 function leakRows(leaks: readonly { kind: string; subject: string; sandboxId: string | null; detail: string }[]): string[][] {
   return leaks.map((leak) => [leak.kind, leak.subject.slice(0, 24), leak.sandboxId ?? '-', leak.detail]);

@@ -10,6 +10,7 @@ import { action, jsonOption } from '../command-action';
 import { parseCliOptions } from '../cli-options';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
+import { withClient } from '../temporal-clients';
 
 const promoteArgumentsSchema = z.object({ buildId: buildIdSchema, force: z.boolean().optional() });
 
@@ -34,10 +35,8 @@ function formatDeployment(report: DeploymentReport): string {
 
 /** Runs `work` with a client on the configured Temporal and the plane's deployment. */
 async function withDeployment<T>(config: Config, work: (client: Client, target: DeploymentTarget) => Promise<T>): Promise<T> {
-  const { withTemporalClient } = await import('../../client/temporal-connection.js');
-  const { payloadCodecFor } = await import('../../codec/codec-settings.js');
   const target = { namespace: config.temporalNamespace, deployment: config.deployment.name, taskQueue: config.taskQueue };
-  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }, (client) => work(client, target));
+  return withClient(config, (client) => work(client, target));
 }
 
 /** `deployment`: the builds of the lifecycle workers, which is current, and what still runs on each (DESIGN §16). */

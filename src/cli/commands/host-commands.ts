@@ -6,7 +6,7 @@ import { parseOrThrow } from '../../domain/validation';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withStoreClient } from '../store-client-session';
+import { withStoreClient } from '../temporal-clients';
 
 function warmPoolText(targets: WarmPoolTargets): string {
   const pools = Object.entries(targets).filter(([, size]) => (size ?? 0) > 0);

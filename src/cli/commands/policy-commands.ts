@@ -8,7 +8,7 @@ import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptio
 import { action, jsonOption } from '../command-action';
 import { formatPolicy, formatPolicyList } from '../format/policy-format';
 import { printResult } from '../output';
-import { withStoreClient } from '../store-client-session';
+import { withStoreClient } from '../temporal-clients';
 
 const policyAddOptionsSchema = z.object({
   principal: principalPatternSchema,

@@ -10,8 +10,7 @@ import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptio
 import { action, jsonOption } from '../command-action';
 import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
 import { printResult } from '../output';
-import { withSandboxClient } from '../sandbox-session';
-import { withStoreClient } from '../store-client-session';
+import { withSandboxClient, withStoreClient } from '../temporal-clients';
 
 const request = sandboxRequestSchema.shape;
 

@@ -1,0 +1,24 @@
+import type { Client } from '@temporalio/client';
+import type { SandboxClient } from '../client/sandbox-client';
+import type { StoreClient } from '../client/store-client';
+import type { Config } from '../config/config';
+
+/** Runs `work` with a client connected to the configured Temporal, and always closes the connection. */
+export async function withClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
+  const { withTemporalClient } = await import('../client/temporal-connection.js');
+  const { payloadCodecFor } = await import('../codec/codec-settings.js');
+  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }, work);
+}
+
+/** Runs `work` with the SDK's sandbox client, acting as SANDBOXPLANE_PRINCIPAL when set. */
+export async function withSandboxClient<T>(config: Config, work: (sandboxes: SandboxClient) => Promise<T>): Promise<T> {
+  const { SandboxClient } = await import('../client/sandbox-client.js');
+  const principal = config.principal !== undefined ? { principal: config.principal } : {};
+  return withClient(config, (client) => work(new SandboxClient({ client, taskQueue: config.taskQueue, ...principal })));
+}
+
+/** Runs `work` with a store client. The CLI never opens SANDBOXPLANE_DB for these commands: the store role does. */
+export async function withStoreClient<T>(config: Config, work: (store: StoreClient) => Promise<T>): Promise<T> {
+  const { StoreClient } = await import('../client/store-client.js');
+  return withClient(config, (client) => work(new StoreClient({ client, taskQueue: config.taskQueue })));
+}
