@@ -1,8 +1,7 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { pinnedOpenRunsQuery, unversionedOpenRunsQuery, type DeploymentBuild, type DeploymentReport } from '../domain/deployment';
 import { SandboxPlaneError } from '../domain/errors';
-import { lastPoll } from './queue-pollers';
+import { lastPoll, queuePollers } from './queue-pollers';
 
 /** Which deployment, and the lifecycle queue its workers poll. */
 export interface DeploymentTarget {
@@ -25,17 +24,10 @@ async function describe(client: Client, target: DeploymentTarget) {
 
 /** Live lifecycle pollers of `<tq>` by build id (Temporal keeps a poller for minutes after it stopped: only recent polls count). */
 async function pollersByBuild(client: Client, target: DeploymentTarget): Promise<Map<string, number>> {
-  const { pollers } = await client.workflowService.describeTaskQueue({
-    namespace: target.namespace,
-    taskQueue: { name: target.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
   const counts = new Map<string, number>();
-  for (const poller of pollers ?? []) {
-    const buildId = poller.deploymentOptions?.buildId;
-    if (!buildId || poller.deploymentOptions?.deploymentName !== target.deployment) continue;
-    const seen = lastPoll([{ identity: poller.identity ?? '', lastAccessTime: poller.lastAccessTime ? new Date(Number(poller.lastAccessTime.seconds ?? 0) * 1000) : null }]);
-    if (seen.live) counts.set(buildId, (counts.get(buildId) ?? 0) + 1);
+  for (const poller of await queuePollers(client.workflowService, target.namespace, target.taskQueue, 'workflow')) {
+    if (poller.build === null || poller.build.deployment !== target.deployment || !lastPoll([poller]).live) continue;
+    counts.set(poller.build.buildId, (counts.get(poller.build.buildId) ?? 0) + 1);
   }
   return counts;
 }

@@ -13,6 +13,8 @@ export const POLLER_SILENCE_LIMIT_MS = 90_000;
 export interface QueuePoller {
   readonly identity: string;
   readonly lastAccessTime: Date | null;
+  /** The Worker Versioning build it polls for (DESIGN §16); `null` for a worker without one. */
+  readonly build: { readonly deployment: string; readonly buildId: string } | null;
 }
 
 /** The pollers Temporal has seen on an activity (or workflow) task queue lately. */
@@ -22,7 +24,11 @@ export async function queuePollers(service: WorkflowService, namespace: string, 
     taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: type === 'activity' ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  return (pollers ?? []).map((poller) => ({ identity: poller.identity ?? '', lastAccessTime: optionalTsToDate(poller.lastAccessTime) ?? null }));
+  return (pollers ?? []).map(({ identity, lastAccessTime, deploymentOptions }) => ({
+    identity: identity ?? '',
+    lastAccessTime: optionalTsToDate(lastAccessTime) ?? null,
+    build: deploymentOptions?.buildId ? { deployment: deploymentOptions.deploymentName ?? '', buildId: deploymentOptions.buildId } : null,
+  }));
 }
 
 /** The most recent poll among `pollers`, and whether it is recent enough to count as live. */
