@@ -83,13 +83,15 @@ export interface Figure {
 export const BENCH_PRINCIPAL = 'bench';
 
 /**
- * The environment every bench worker shares: a plane of its own (so no sweep of one
- * judges another's containers), no scheduled sweep racing the measurements, and room
+ * The environment every bench worker shares: a plane and a deployment of its own (so no
+ * sweep of one judges another's containers), no scheduled sweep racing the measurements, and room
  * on the host for every agent of a burst (admission is not what is measured).
  */
 export function benchWorkerEnv(context: BenchContext, purpose: string): Record<string, string> {
   return {
     SANDBOXPLANE_PLANE_ID: benchPlaneId(context.runId, purpose),
+    // A Worker Versioning deployment of its own too: bench planes of the compiled and the source build share the namespace.
+    SANDBOXPLANE_DEPLOYMENT: benchPlaneId(context.runId, purpose),
     SANDBOXPLANE_SWEEP_INTERVAL: '1d',
     SANDBOXPLANE_HOST_CAPACITY: '10000',
     ...(context.docker.dockerHost === undefined ? {} : { DOCKER_HOST: context.docker.dockerHost }),
