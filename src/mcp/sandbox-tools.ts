@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { toSandboxError } from '../client/client-errors';
 import type { SandboxClient } from '../client/sandbox-client';
@@ -151,7 +151,7 @@ export function errorResult(err: unknown, subject: string): CallToolResult {
 
 /**
  * The schema as tools/list publishes it, but taking any arguments when the MCP SDK checks
- * a call: the tool parses them itself ({@link toolHandler}), so a bad argument is refused
+ * a call: the tool parses them itself ({@link registerTool}), so a bad argument is refused
  * with our INVALID_INPUT document (code, message naming the field, hint) like every other
  * refusal, instead of the SDK's bare "MCP error -32602" text without a code.
  */
@@ -162,14 +162,22 @@ function publishedOnly<S extends z.AnyZodObject>(schema: S): S {
   return published;
 }
 
-/** Parses a call's arguments with the tool's schema, then runs it; every failure is a tool error result. */
-function toolHandler<S extends z.AnyZodObject>(
+/** What tools/list shows of a tool besides its name and input schema. */
+type ToolInfo = { readonly title: string; readonly description: string; readonly annotations: ToolAnnotations };
+
+/**
+ * Registers a tool that publishes `schema`, parses a call's arguments with it, then runs
+ * `work`; every failure is a tool error result.
+ */
+function registerTool<S extends z.AnyZodObject>(
+  server: McpServer,
   name: string,
+  info: ToolInfo,
   schema: S,
   subjectOf: (args: z.output<S>) => string,
   work: (args: z.output<S>) => Promise<CallToolResult>,
-): (raw: unknown) => Promise<CallToolResult> {
-  return async (raw) => {
+): void {
+  server.registerTool(name, { ...info, inputSchema: publishedOnly<z.AnyZodObject>(schema) }, async (raw: unknown) => {
     let subject = '(unnamed)';
     try {
       const args = parseOrThrow(schema, raw, `${name} arguments`);
@@ -178,7 +186,7 @@ function toolHandler<S extends z.AnyZodObject>(
     } catch (err) {
       return errorResult(err, subject);
     }
-  };
+  });
 }
 
 export interface SandboxToolsOptions {
@@ -200,88 +208,65 @@ export interface SandboxToolsOptions {
 export function registerSandboxTools(server: McpServer, options: SandboxToolsOptions): void {
   const { sandboxes, actor } = options;
 
-  server.registerTool(
+  registerTool(
+    server,
     'create_sandbox',
     {
       title: 'Create a sandbox',
       description: DESCRIPTIONS.create,
-      inputSchema: publishedOnly(createSandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    toolHandler(
-      'create_sandbox',
-      createSandboxInput,
-      (args) => args.id ?? '(new)',
-      async (args) => {
-        const { wait, timeoutSeconds, ...request } = args;
-        const client = await sandboxes();
-        const status = await client.create(request, { wait, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
-        return statusResult(status);
-      },
-    ),
+    createSandboxInput,
+    (args) => args.id ?? '(new)',
+    async (args) => {
+      const { wait, timeoutSeconds, ...request } = args;
+      const client = await sandboxes();
+      const status = await client.create(request, { wait, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
+      return statusResult(status);
+    },
   );
 
-  server.registerTool(
+  registerTool(
+    server,
     'get_sandbox',
-    {
-      title: 'Get a sandbox',
-      description: DESCRIPTIONS.get,
-      inputSchema: publishedOnly(getSandboxInput),
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    toolHandler(
-      'get_sandbox',
-      getSandboxInput,
-      (args) => args.id,
-      async (args) => statusResult(await (await sandboxes()).status(args.id)),
-    ),
+    { title: 'Get a sandbox', description: DESCRIPTIONS.get, annotations: { readOnlyHint: true, openWorldHint: false } },
+    getSandboxInput,
+    (args) => args.id,
+    async (args) => statusResult(await (await sandboxes()).status(args.id)),
   );
 
-  server.registerTool(
+  registerTool(
+    server,
     'list_sandboxes',
-    {
-      title: 'List sandboxes',
-      description: DESCRIPTIONS.list,
-      inputSchema: publishedOnly(listSandboxesInput),
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    toolHandler(
-      'list_sandboxes',
-      listSandboxesInput,
-      () => '(list)',
-      async (args) => structured({ sandboxes: await (await sandboxes()).list(args) }),
-    ),
+    { title: 'List sandboxes', description: DESCRIPTIONS.list, annotations: { readOnlyHint: true, openWorldHint: false } },
+    listSandboxesInput,
+    () => '(list)',
+    async (args) => structured({ sandboxes: await (await sandboxes()).list(args) }),
   );
 
-  server.registerTool(
+  registerTool(
+    server,
     'extend_sandbox',
     {
       title: 'Extend a sandbox',
       description: DESCRIPTIONS.extend,
-      inputSchema: publishedOnly(extendSandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    toolHandler(
-      'extend_sandbox',
-      extendSandboxInput,
-      (args) => args.id,
-      async ({ id, ...change }) => statusResult(await (await sandboxes()).extend(id, { ...change, actor: actor() })),
-    ),
+    extendSandboxInput,
+    (args) => args.id,
+    async ({ id, ...change }) => statusResult(await (await sandboxes()).extend(id, { ...change, actor: actor() })),
   );
 
-  server.registerTool(
+  registerTool(
+    server,
     'destroy_sandbox',
     {
       title: 'Destroy a sandbox',
       description: DESCRIPTIONS.destroy,
-      inputSchema: publishedOnly(destroySandboxInput),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
-    toolHandler(
-      'destroy_sandbox',
-      destroySandboxInput,
-      (args) => args.id,
-      async ({ id, ...options }) => statusResult(await (await sandboxes()).destroy(id, { ...options, actor: actor() })),
-    ),
+    destroySandboxInput,
+    (args) => args.id,
+    async ({ id, ...options }) => statusResult(await (await sandboxes()).destroy(id, { ...options, actor: actor() })),
   );
 }
