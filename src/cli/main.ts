@@ -1,7 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { z } from 'zod';
-import { CONFIG_ENV_KEYS, loadConfig, type Config } from '../config/config';
-import { CONFIG_ENV_DESCRIPTIONS } from '../config/env-descriptions';
+import { CONFIG_ENV_DESCRIPTIONS, CONFIG_ENV_KEYS, loadConfig, type Config } from '../config/config';
 import { principalSchema } from '../domain/sandbox-request';
 import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
 import { FEATURE_FLAG_NAMES, FEATURE_FLAGS, flagEnvName } from '../domain/feature-flags';

@@ -190,8 +190,9 @@ const codecEnvShape = {
         return z.NEVER;
       }
     })
-    .optional(),
-  [CODEC_KEYS_FILE_ENV]: nonEmptyPath.optional(),
+    .optional()
+    .describe('payload encryption keys, keyId:base64key, comma-separated, the first encrypts'),
+  [CODEC_KEYS_FILE_ENV]: nonEmptyPath.optional().describe('a file of such keys, one a line (default .data/codec-keys, made by the first npm start or sandboxctl worker)'),
 } as const;
 
 type CodecEnvValues = {
@@ -221,34 +222,34 @@ function resolveCodecSettings(values: CodecEnvValues): { settings?: CodecSetting
 }
 
 const envSchema = z.object({
-  TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: identifier('default').default('default'),
-  SANDBOXPLANE_TASK_QUEUE: identifier('sandboxplane').default('sandboxplane'),
-  SANDBOXPLANE_DB: nonEmptyPath.default(DEFAULT_STORE_PATH),
-  DOCKER_HOST: dockerHost.optional(),
-  SANDBOXPLANE_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  SANDBOXPLANE_TEMPORAL_CLI: nonEmptyPath.optional(),
-  SANDBOXPLANE_DEFAULT_TTL: duration(30 * 60),
-  SANDBOXPLANE_TTL_CEILING: duration(4 * 3600),
-  SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600),
-  SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600),
-  SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60),
-  SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS),
-  SANDBOXPLANE_MOTO_IMAGE: pinnedImage.optional(),
-  SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional(),
-  SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60),
-  SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60),
-  SANDBOXPLANE_PLANE_ID: planeId.optional(),
-  SANDBOXPLANE_WORKER_ROLES: workerRoles,
-  SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID),
-  SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100'),
-  SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)),
-  SANDBOXPLANE_PLACEMENT_WAIT: duration(120),
-  SANDBOXPLANE_WARM_POOL: warmPool,
-  SANDBOXPLANE_PRINCIPAL: principalSchema.optional(),
-  SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional(),
-  SANDBOXPLANE_DEPLOYMENT: deploymentNameSchema.default(DEFAULT_DEPLOYMENT),
-  SANDBOXPLANE_BUILD_ID: buildIdSchema.optional(),
+  TEMPORAL_ADDRESS: hostAndPort.default('127.0.0.1:7233').describe('Temporal frontend host:port (default 127.0.0.1:7233)'),
+  TEMPORAL_NAMESPACE: identifier('default').default('default').describe('Temporal namespace (default "default")'),
+  SANDBOXPLANE_TASK_QUEUE: identifier('sandboxplane').default('sandboxplane').describe('task queue of the workers (default "sandboxplane")'),
+  SANDBOXPLANE_DB: nonEmptyPath.default(DEFAULT_STORE_PATH).describe('SQLite projection file of the store role (default .data/sandboxplane.sqlite)'),
+  DOCKER_HOST: dockerHost.optional().describe("Docker engine of the docker role's sandboxes (default the engine's socket)"),
+  SANDBOXPLANE_LOG_LEVEL: z.enum(LOG_LEVELS).default('info').describe('trace|debug|info|warn|error|fatal|silent (default info)'),
+  SANDBOXPLANE_TEMPORAL_CLI: nonEmptyPath.optional().describe('the Temporal CLI `sandboxctl dev` runs (default .tools/bin/temporal, then PATH)'),
+  SANDBOXPLANE_DEFAULT_TTL: duration(30 * 60).describe('TTL of a request that names none (default 30m; durations such as 90s, 30m, 2h)'),
+  SANDBOXPLANE_TTL_CEILING: duration(4 * 3600).describe('no TTL or extension reaches further than this from now (default 4h)'),
+  SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600).describe('no sandbox lives longer in total (default 24h)'),
+  SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600).describe('how long a sandbox waits for an approver (default 1h)'),
+  SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60).describe("how long before expiry the 'expiring' event is recorded (default 5m)"),
+  SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS).describe("how often the health watch checks a READY sandbox's emulator (default 30s)"),
+  SANDBOXPLANE_MOTO_IMAGE: pinnedImage.optional().describe('moto image id (sha256:...), set by npm start; unset, no moto adapter'),
+  SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional().describe('Floci image by digest (floci/floci@sha256:...); unset, no Floci adapter'),
+  SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60).describe('how long an emulator may take to pass its health check (default 60s)'),
+  SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60).describe('how often the cleanup schedule runs the leak sweep (default 5m)'),
+  SANDBOXPLANE_PLANE_ID: planeId.optional().describe("every container's io.sandboxplane.plane label (default derived from Temporal's cluster and namespace)"),
+  SANDBOXPLANE_WORKER_ROLES: workerRoles.describe('all, or a comma list of lifecycle, store, docker (default all; docs/deploy.md)'),
+  SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID).describe("the docker role's host id; its queue is <task queue>-docker-<id> (default local)"),
+  SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100').describe("how many sandboxes the docker role's host takes at once (default 100)"),
+  SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)).describe('live sandbox containers the whole plane allows, warm pools included (default 500)'),
+  SANDBOXPLANE_PLACEMENT_WAIT: duration(120).describe('how long a sandbox waits for a host with room before NO_CAPACITY (default 2m)'),
+  SANDBOXPLANE_WARM_POOL: warmPool.describe('idle emulator containers each docker host keeps, e.g. moto=2 (default none)'),
+  SANDBOXPLANE_PRINCIPAL: principalSchema.optional().describe('who the CLI and sandboxctl mcp act as (an agent); unset, the CLI acts as an operator'),
+  SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional().describe("the store role's key for approvers' TOTP secrets (default the SQLite file's path + .key)"),
+  SANDBOXPLANE_DEPLOYMENT: deploymentNameSchema.default(DEFAULT_DEPLOYMENT).describe('the Worker Deployment of the lifecycle workers (default sandboxplane)'),
+  SANDBOXPLANE_BUILD_ID: buildIdSchema.optional().describe("the lifecycle workers' build id (default derived from the workflow code)"),
   ...codecEnvShape,
 });
 
@@ -257,6 +258,11 @@ const envSchema = z.object({
  * `SANDBOXPLANE_FLAG_<NAME>`, see `flagEnvName`): what `.env.example` must document.
  */
 export const CONFIG_ENV_KEYS: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
+/** One line on each of {@link CONFIG_ENV_KEYS} (its field's `.describe()`), for `sandboxctl --help`; `.env.example` says more. */
+export const CONFIG_ENV_DESCRIPTIONS: Readonly<Record<string, string>> = Object.freeze(
+  Object.fromEntries(Object.entries(envSchema.shape).map(([key, field]) => [key, field.description ?? ''])),
+);
 
 type Env = Readonly<Record<string, string | undefined>>;
 
