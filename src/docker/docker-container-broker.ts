@@ -222,7 +222,7 @@ export class DockerContainerBroker implements ContainerBroker {
           }
           return first;
         }
-        const created = (await this.call('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
+        const created = (await this.engineCall('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
           this.docker.createNetwork({
             Name: name,
             CheckDuplicate: true,
@@ -233,9 +233,7 @@ export class DockerContainerBroker implements ContainerBroker {
             Options: { ...SEALED_BRIDGE_OPTIONS },
             Labels: labels,
           }),
-        ).catch((err: unknown) => {
-          throw this.mapError(err, 'network create', {});
-        })) as { id?: unknown };
+        )) as { id?: unknown };
         if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
         return created.id;
       });
@@ -249,9 +247,7 @@ export class DockerContainerBroker implements ContainerBroker {
 
   /** Every network with exactly this name, ours or not (the engine's name filter also matches parts of names). */
   private async networksNamed(name: string): Promise<NetworkSummary[]> {
-    const raw: unknown = await this.call('network list', { network: name }, () => this.docker.listNetworks({ filters: { name: [name] } })).catch((err: unknown) => {
-      throw this.mapError(err, 'network list', {});
-    });
+    const raw: unknown = await this.engineCall('network list', { network: name }, () => this.docker.listNetworks({ filters: { name: [name] } }));
     return toNetworkSummaries(raw).filter((network) => network.name === name);
   }
 
@@ -273,9 +269,7 @@ export class DockerContainerBroker implements ContainerBroker {
   async listNetworks(labels: Readonly<Record<string, string>>): Promise<NetworkSummary[]> {
     const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
-    const raw: unknown = await this.call('network list', { labels: filter }, () => this.docker.listNetworks({ filters: { label } })).catch((err: unknown) => {
-      throw this.mapError(err, 'network list', {});
-    });
+    const raw: unknown = await this.engineCall('network list', { labels: filter }, () => this.docker.listNetworks({ filters: { label } }));
     return toNetworkSummaries(raw).filter((network) => isManaged(network.labels));
   }
 
@@ -319,9 +313,7 @@ export class DockerContainerBroker implements ContainerBroker {
   }
 
   async ping(): Promise<EngineIdentity> {
-    const raw: unknown = await this.call('version', {}, () => this.docker.version()).catch((err: unknown) => {
-      throw this.mapError(err, 'version', {});
-    });
+    const raw: unknown = await this.engineCall('version', {}, () => this.docker.version());
     const version = (raw as { Version?: unknown } | null)?.Version;
     return { version: typeof version === 'string' ? version : 'unknown', endpoint: this.endpoint };
   }
@@ -336,9 +328,7 @@ export class DockerContainerBroker implements ContainerBroker {
   }
 
   private async readEngineId(): Promise<string> {
-    const raw: unknown = await this.call('info', {}, () => this.docker.info()).catch((err: unknown) => {
-      throw this.mapError(err, 'info', {});
-    });
+    const raw: unknown = await this.engineCall('info', {}, () => this.docker.info());
     return toEngineId(raw);
   }
 
@@ -355,9 +345,7 @@ export class DockerContainerBroker implements ContainerBroker {
   async list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]> {
     const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
-    const raw: unknown = await this.call('list', { labels: filter }, () => this.docker.listContainers({ all: true, filters: { label } })).catch((err: unknown) => {
-      throw this.mapError(err, 'list', {});
-    });
+    const raw: unknown = await this.engineCall('list', { labels: filter }, () => this.docker.listContainers({ all: true, filters: { label } }));
     return toContainerSummaries(raw);
   }
 
@@ -431,9 +419,7 @@ export class DockerContainerBroker implements ContainerBroker {
   }
 
   private async inspectAny(id: string, harmless: readonly number[] = []): Promise<ContainerInfo> {
-    const raw: unknown = await this.call('inspect', { containerId: id }, () => this.docker.getContainer(id).inspect(), harmless).catch((err: unknown) => {
-      throw this.mapError(err, 'inspect', { containerId: id });
-    });
+    const raw: unknown = await this.engineCall('inspect', { containerId: id }, () => this.docker.getContainer(id).inspect(), harmless);
     return toContainerInfo(raw);
   }
 
@@ -471,6 +457,13 @@ export class DockerContainerBroker implements ContainerBroker {
     } catch (err) {
       this.logger.warn({ containerId: id, err: engineMessage(err) }, 'docker remove after a failed start failed; the sweep will find the container');
     }
+  }
+
+  /** {@link call}, its failure mapped to the taxonomy (naming the context's container id, when it has one). */
+  private async engineCall<T>(operation: string, context: { containerId?: string; [key: string]: unknown }, fn: () => Promise<T>, harmless: readonly number[] = []): Promise<T> {
+    return this.call(operation, context, fn, harmless).catch((err: unknown) => {
+      throw this.mapError(err, operation, context);
+    });
   }
 
   private mapError(err: unknown, operation: string, context: { containerId?: string; image?: string }): SandboxPlaneError {
