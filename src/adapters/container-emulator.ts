@@ -128,18 +128,19 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   }
 
   launchPlan(request: ProvisionRequest): LaunchPlan {
-    const labels = {
-      ...Object.fromEntries(Object.entries(request.labels).map(([key, value]) => [`${USER_LABEL_PREFIX}${key}`, value])),
-      ...this.options.extraLabels,
-      ...sandboxContainerLabels(request.sandboxId, this.name),
-    };
+    const requestLabels = Object.fromEntries(Object.entries(request.labels).map(([key, value]) => [`${USER_LABEL_PREFIX}${key}`, value]));
+    return this.planFor(request.sandboxId, [...request.services], { ...requestLabels, ...this.options.extraLabels, ...sandboxContainerLabels(request.sandboxId, this.name) });
+  }
+
+  /** The plan of a container for `sandboxId` (a sandbox, or a warm pool slot) carrying `labels`. */
+  private planFor(sandboxId: string, services: string[], labels: Record<string, string>): LaunchPlan {
     return {
       adapter: this.name,
-      sandboxId: request.sandboxId,
-      services: [...request.services],
+      sandboxId,
+      services,
       region: this.options.region,
       image: this.options.image,
-      environment: this.options.environment({ sandboxId: request.sandboxId, labels }),
+      environment: this.options.environment({ sandboxId, labels }),
       labels,
     };
   }
@@ -244,17 +245,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
    * healthy is removed before this throws.
    */
   async startIdle(slotId: string, pool: Readonly<Record<string, string>>, context: AdapterContext): Promise<IdleContainer> {
-    const labels = { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool };
-    const plan: LaunchPlan = {
-      adapter: this.name,
-      sandboxId: slotId,
-      services: [],
-      region: this.options.region,
-      image: this.options.image,
-      environment: this.options.environment({ sandboxId: slotId, labels }),
-      labels,
-    };
-    const info = await this.start(plan);
+    const info = await this.start(this.planFor(slotId, [], { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool }));
     const endpoint = publishedEndpoint(info, this.options.containerPort);
     const operator = operatorEndpoint(info, this.options.containerPort);
     try {
