@@ -2,5 +2,5 @@ export { Store } from './store';
 export { openDatabase, migrate, schemaVersion, type SqliteDatabase, type OpenDatabaseOptions } from './database';
 export { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations';
 export { SandboxRepository, type SandboxSnapshot, type OperationRecord } from './sandbox-repository';
-export { PolicyRepository, ApproverRepository, type NewPolicy } from './policy-repository';
+export { PolicyRepository, ApproverRepository } from './policy-repository';
 export { LeakRepository } from './leak-repository';

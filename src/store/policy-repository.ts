@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { CAPABILITIES, type Capability } from '../domain/capabilities';
+import { CAPABILITIES } from '../domain/capabilities';
 import { SandboxPlaneError } from '../domain/errors';
-import { POLICY_EFFECTS, type PolicyEffect } from '../domain/policy';
-import type { ApproverRecord, PolicyRecord } from '../domain/store-commands';
+import { POLICY_EFFECTS } from '../domain/policy';
+import type { ApproverRecord, NewPolicyInput, PolicyRecord } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
 /** A policy row as stored: validated on the way out too, so a hand-edited row fails loudly. */
@@ -19,15 +19,6 @@ const storedPolicySchema = z.object({
   max_concurrent: z.number().int().nonnegative().nullable(),
   created_at: z.string(),
 });
-
-export interface NewPolicy {
-  readonly principalPattern: string;
-  readonly capability: Capability;
-  readonly effect: PolicyEffect;
-  readonly maxTtlSeconds?: number | null;
-  readonly services?: readonly string[] | null;
-  readonly maxConcurrent?: number | null;
-}
 
 function toPolicy(raw: unknown): PolicyRecord {
   const row = storedPolicySchema.parse(raw);
@@ -46,7 +37,7 @@ function toPolicy(raw: unknown): PolicyRecord {
 export class PolicyRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
-  add(policy: NewPolicy, now: Date = new Date()): PolicyRecord {
+  add(policy: NewPolicyInput, now: Date = new Date()): PolicyRecord {
     const result = this.db
       .prepare(
         `INSERT INTO policies (principal_pattern, capability, effect, max_ttl_seconds, allowed_services, max_concurrent, created_at)
