@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
 import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
-import type { LeakKind } from './leaks';
+import type { LeakFinding } from './leaks';
 import { approvalPayloadSchema } from './lifecycle-messages';
 import type { OperationRecord } from './lifecycle-record';
 import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
@@ -86,12 +86,8 @@ export interface AuditEntry extends OperationRecord {
 }
 
 /** A leak the cleanup sweep found, with when it was first and last seen. */
-export interface LeakRecord {
+export interface LeakRecord extends LeakFinding {
   readonly id: number;
-  readonly kind: LeakKind;
-  readonly subject: string;
-  readonly sandboxId: string | null;
-  readonly detail: string;
   readonly firstSeen: string;
   readonly lastSeen: string;
   /** `null` while outstanding; `removed` by a sweep; `gone` when no longer observed. */
