@@ -49,6 +49,8 @@ function skipped(name: string, because: string): CheckResult {
 
 async function temporalChecks(config: Config, connection: Connection, roundTrip: boolean): Promise<CheckResult[]> {
   const namespace = config.temporalNamespace;
+  // Made inside each check that needs it: keys that cannot be read fail that check, not the doctor.
+  const client = () => new Client({ connection, namespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
   const results: CheckResult[] = [];
   results.push(
     await check('namespace', true, `Create it: temporal operator namespace create --namespace ${namespace}`, async () => {
@@ -85,8 +87,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
           return { ok: true, detail: `${(pollers ?? []).length} poller(s) on task queue ${config.taskQueue} (no round trip: --quick)` };
         }
         const started = Date.now();
-        const client = new Client({ connection, namespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
-        const result = await runRoundTrip(client, {
+        const result = await runRoundTrip(client(), {
           taskQueue: config.taskQueue,
           requestedBy: 'doctor',
           timeoutMs: ROUND_TRIP_TIMEOUT_MS,
@@ -99,9 +100,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
     ),
   );
   results.push(await storeWorkerCheck(config, connection));
-  results.push(
-    results.find((result) => result.name === 'worker')?.status === 'ok' ? await dockerHostsCheck(config, connection) : skipped('docker hosts', 'no worker answered the round trip'),
-  );
+  results.push(results.find((result) => result.name === 'worker')?.status === 'ok' ? await dockerHostsCheck(config, client) : skipped('docker hosts', 'no worker answered the round trip'));
   return results;
 }
 
@@ -118,10 +117,9 @@ function storeWorkerCheck(config: Config, connection: Connection): Promise<Check
 }
 
 /** The registered docker hosts, through the store role: at least one must be live for a sandbox to be placed. */
-function dockerHostsCheck(config: Config, connection: Connection): Promise<CheckResult> {
+function dockerHostsCheck(config: Config, client: () => Client): Promise<CheckResult> {
   return check('docker hosts', true, 'Start a docker worker: `sandboxctl worker` (all roles) or `sandboxctl worker --role docker --host-id NAME` beside each Docker engine.', async () => {
-    const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
-    const store = new StoreClient({ client, taskQueue: config.taskQueue });
+    const store = new StoreClient({ client: client(), taskQueue: config.taskQueue });
     const hosts = await store.hosts();
     const describe = (host: HostView) =>
       `${host.hostId} ${host.live ? `live, ${host.liveSandboxes}/${host.capacity} (${host.adapters.join(', ')})` : `not live (last poll ${host.lastSeenAt ?? 'never'})`}`;
@@ -159,15 +157,9 @@ export async function runDoctorChecks(config: Config, options: { roundTrip: bool
   const results: CheckResult[] = [];
   const connection = await connectIfAnswering(config.temporalAddress, 3_000);
   results.push(
-    connection !== undefined
-      ? { name: 'temporal', required: true, status: 'ok', detail: `frontend answers at ${config.temporalAddress}` }
-      : {
-          name: 'temporal',
-          required: true,
-          status: 'fail',
-          detail: `nothing answers at ${config.temporalAddress}`,
-          hint: ERROR_CODES.TEMPORAL_UNREACHABLE.hint,
-        },
+    await check('temporal', true, ERROR_CODES.TEMPORAL_UNREACHABLE.hint, async () =>
+      connection !== undefined ? { ok: true, detail: `frontend answers at ${config.temporalAddress}` } : { ok: false, detail: `nothing answers at ${config.temporalAddress}` },
+    ),
   );
   if (connection === undefined) {
     results.push(...['namespace', 'search attributes', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'Temporal is unreachable')));
