@@ -6,10 +6,11 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { runRoundTrip } from '../src/client/round-trip';
-import { loadConfig, overrideConfig } from '../src/config/config';
+import { loadConfig } from '../src/config/config';
 import { createLogger } from '../src/logging/logger';
 import { LATEST_SCHEMA_VERSION, Store } from '../src/store';
 import { createPlaneWorker } from '../src/worker/plane-worker';
+import { planeDeployment } from './helpers/cli';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { testDataConverter } from './helpers/test-worker';
 import { testWorkflowBundle } from './helpers/workflow-bundle';
@@ -33,7 +34,7 @@ describe('worker bootstrap', () => {
     const logger = createLogger('info', { write: (line: string) => void lines.push(line) });
     const store = Store.open(path.join(dir, 'plane.sqlite'));
     const taskQueue = `test-round-trip-${randomUUID()}`;
-    const config = overrideConfig(loadConfig({ TEMPORAL_ADDRESS: address }), { taskQueue });
+    const config = loadConfig({ TEMPORAL_ADDRESS: address, SANDBOXPLANE_TASK_QUEUE: taskQueue, ...planeDeployment({ SANDBOXPLANE_TASK_QUEUE: taskQueue }) });
     const plane = await createPlaneWorker({ config, store, logger, workflowBundle: await testWorkflowBundle() });
     try {
       const result = await plane.worker.runUntil(runRoundTrip(new Client({ connection, dataConverter: testDataConverter() }), { taskQueue, requestedBy: 'test' }));

@@ -10,13 +10,27 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Env for a CLI child: ours minus anything that would point it at the developer's setup. */
+/**
+ * Env for a CLI child: ours minus anything that would point it at the developer's setup.
+ * A plane of its own task queue is a Worker Versioning deployment of its own too, as
+ * {@link planeDeployment} says.
+ */
 export function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const key of Object.keys(base)) {
     if (key.startsWith('SANDBOXPLANE_') || key.startsWith('TEMPORAL_')) delete base[key];
   }
-  return { ...base, SANDBOXPLANE_LOG_LEVEL: 'warn', ...env };
+  return { ...base, SANDBOXPLANE_LOG_LEVEL: 'warn', ...planeDeployment(env), ...env };
+}
+
+/**
+ * `SANDBOXPLANE_DEPLOYMENT` named after the plane's task queue, when it has one of its
+ * own: test planes built from the sources and from dist/ (two builds) share the dev
+ * server's namespaces, and a deployment's current build is current on all its queues.
+ */
+export function planeDeployment(env: Record<string, string | undefined>): { SANDBOXPLANE_DEPLOYMENT?: string } {
+  const taskQueue = env.SANDBOXPLANE_TASK_QUEUE;
+  return taskQueue === undefined ? {} : { SANDBOXPLANE_DEPLOYMENT: taskQueue };
 }
 
 /** Starts `sandboxctl` from the sources (through tsx), as a user would run it. */

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from '../../src/logging/logger';
 import { Store } from '../../src/store';
 import { buildAdapterRegistry } from '../../src/worker/adapter-registry';
 import { createPlaneWorker, type PlaneWorker } from '../../src/worker/plane-worker';
+import { planeDeployment } from './cli';
 import { testWorkflowBundle } from './workflow-bundle';
 
 export interface TestWorker {
@@ -62,12 +63,11 @@ export const LOCAL_FLAGS = {
  */
 export async function startTestWorker(address: string, options: TestWorkerOptions = {}): Promise<TestWorker> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-worker-'));
-  const taskQueue = `test-${randomUUID()}`;
+  const taskQueue = options.env?.SANDBOXPLANE_TASK_QUEUE ?? `test-${randomUUID()}`;
   const env: Record<string, string> = {
     TEMPORAL_ADDRESS: address,
     SANDBOXPLANE_TASK_QUEUE: taskQueue,
-    // A deployment of its own: test planes of other builds share the namespace (DESIGN §16).
-    SANDBOXPLANE_DEPLOYMENT: taskQueue,
+    ...planeDeployment({ SANDBOXPLANE_TASK_QUEUE: taskQueue }),
     SANDBOXPLANE_DB: path.join(dir, 'plane.sqlite'),
     ...LOCAL_FLAGS,
     ...(process.env.DOCKER_HOST !== undefined ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
