@@ -77,6 +77,11 @@ describe('sandboxctl doctor', () => {
     assert.equal(worker.status, 'fail');
     assert.match(worker.detail, /no worker polls task queue nobody-/);
     assert.match(worker.hint ?? '', /sandboxctl worker/);
+    // Nothing would take a new sandbox: the deployment has no current build.
+    const deployment = checkNamed(report, 'deployment');
+    assert.equal(deployment.status, 'fail');
+    assert.match(deployment.detail, /^nobody-\S+ has no current build$/);
+    assert.match(deployment.hint ?? '', /sandboxctl worker/);
   });
 
   test('a store written by a newer version fails the store check with the reason', async () => {
@@ -132,6 +137,7 @@ describe('sandboxctl doctor', () => {
       const result = await runCli(['doctor', '--json'], env);
       assert.equal(result.code, 0, result.stdout + result.stderr);
       assert.equal(parseReport(result.stdout).ok, true);
+      assert.match(checkNamed(parseReport(result.stdout), 'deployment').detail, /: current build wf-[0-9a-f]{16} \(1 poller\(s\)\)$/);
       assert.equal(checkNamed(parseReport(result.stdout), 'docker').status, 'ok', 'the test run provides an engine');
       assert.match(checkNamed(parseReport(result.stdout), 'worker').detail, /round trip through/);
       assert.match(checkNamed(parseReport(result.stdout), 'store worker').detail, /^sandboxplane-store@.* polls doctor-.*-store$/);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { Client, type Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config/config';
+import { describeDeployment } from '../client/deployment-client';
 import { runRoundTrip } from '../client/round-trip';
 import { StoreClient } from '../client/store-client';
 import { dataConverterFor } from '../client/temporal-connection';
@@ -58,7 +59,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
       return { ok: true, detail: `${namespace} exists` };
     }),
   );
-  if (results[0]?.status !== 'ok') return [...results, ...['search attributes', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'no namespace'))];
+  if (results[0]?.status !== 'ok') return [...results, ...['search attributes', 'deployment', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'no namespace'))];
 
   results.push(
     await check('search attributes', true, 'Run `sandboxctl dev` once against this server; it registers them.', async () => {
@@ -71,6 +72,7 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
     }),
   );
 
+  results.push(await deploymentCheck(config, client));
   results.push(
     await check(
       'worker',
@@ -102,6 +104,30 @@ async function temporalChecks(config: Config, connection: Connection, roundTrip:
   results.push(await storeWorkerCheck(config, connection));
   results.push(results.find((result) => result.name === 'worker')?.status === 'ok' ? await dockerHostsCheck(config, client) : skipped('docker hosts', 'no worker answered the round trip'));
   return results;
+}
+
+/**
+ * New sandboxes, sweeps and round trips go to the deployment's current build (DESIGN §16):
+ * without one, or with no worker of it polling, they wait.
+ */
+function deploymentCheck(config: Config, client: () => Client): Promise<CheckResult> {
+  const name = config.deployment.name;
+  return check('deployment', true, `Start a lifecycle worker (\`sandboxctl worker\`); \`sandboxctl deployment\` lists the builds of ${name}.`, async () => {
+    const report = await describeDeployment(client(), { namespace: config.temporalNamespace, deployment: name, taskQueue: config.taskQueue });
+    const current = report.builds.find((build) => build.current);
+    if (current === undefined) {
+      const polling = report.builds.filter((build) => build.pollers > 0).map((build) => build.buildId);
+      return {
+        ok: false,
+        detail: `${name} has no current build${polling.length > 0 ? ` (polling: ${polling.join(', ')})` : ''}`,
+        hint: polling.length > 0 ? `Make one current: \`sandboxctl deployment promote ${polling[0]}\` (docs/deploy.md#rolling-out-a-new-build).` : undefined,
+      };
+    }
+    const pinned = report.builds.filter((build) => !build.current && build.openRuns > 0).map((build) => `${build.buildId}: ${build.openRuns} pinned`);
+    const detail = `${name}: current build ${current.buildId} (${current.pollers} poller(s))${pinned.length > 0 ? `; draining ${pinned.join(', ')}` : ''}`;
+    if (current.pollers === 0) return { ok: false, detail, hint: `Start a lifecycle worker of build ${current.buildId}, or promote a build that polls (\`sandboxctl deployment\`).` };
+    return { ok: true, detail };
+  });
 }
 
 /** Exactly one store worker may poll `<tq>-store`: it is the projection's single writer. */
@@ -162,7 +188,7 @@ export async function runDoctorChecks(config: Config, options: { roundTrip: bool
     ),
   );
   if (connection === undefined) {
-    results.push(...['namespace', 'search attributes', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'Temporal is unreachable')));
+    results.push(...['namespace', 'search attributes', 'deployment', 'worker', 'store worker', 'docker hosts'].map((name) => skipped(name, 'Temporal is unreachable')));
   } else {
     try {
       results.push(...(await temporalChecks(config, connection, options.roundTrip)));
