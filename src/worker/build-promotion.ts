@@ -4,7 +4,7 @@ import { describeDeployment, promoteBuild, type DeploymentTarget } from '../clie
 import type { Logger } from '../logging/logger';
 
 /** When a lifecycle worker makes its own build current (DESIGN §16). */
-export type PromotionPolicy = 'if-none' | 'always' | 'never';
+export type PromotionPolicy = 'if-none' | 'always';
 
 /** How long a worker looks for its build to show up in the deployment before it gives up (it says so). */
 const REGISTRATION_WAIT_MS = 60_000;
@@ -26,7 +26,6 @@ export async function promoteOncePolling(input: {
   running: () => boolean;
 }): Promise<void> {
   const { client, target, buildId, policy, logger } = input;
-  if (policy === 'never') return;
   try {
     const deadline = Date.now() + REGISTRATION_WAIT_MS;
     let report = await describeDeployment(client, target);
