@@ -737,7 +737,7 @@ worker_env() {
   case "$name" in
     # An old build's worker keeps its id; the current ones take the id `rollout` was given, if any.
     drain-*) echo "SANDBOXPLANE_BUILD_ID=$(cat "$RUN_DIR/$name.build")" ;;
-    lifecycle-*) [[ -s "$RUN_DIR/lifecycle.build-id" ]] && echo "SANDBOXPLANE_BUILD_ID=$(cat "$RUN_DIR/lifecycle.build-id")" ;;
+    lifecycle-*) echo "SANDBOXPLANE_BUILD_ID=$(current_build)" ;;
   esac
   case "$role" in
     store) echo "SANDBOXPLANE_DB=$PLANE_DIR/sandboxplane.sqlite" ;;
@@ -769,7 +769,12 @@ WORKER_MARK="SANDBOXPLANE_CLUSTER_DIR=$DATA"
 start_worker() {
   local name="$1" pid log cli="$root/bin/sandboxctl.js"
   # An old build's worker runs the copy of its build that `rollout` kept.
-  [[ "$name" == drain-* ]] && cli="$(build_dir "$(cat "$RUN_DIR/$name.build")")/bin/sandboxctl.js"
+  # Lifecycle workers run a kept copy of their build, never the checkout's dist/: a rebuild
+  # must not move them to other workflow code under their pinned sandboxes (only `rollout` does).
+  case "$name" in
+    lifecycle-*) cli="$(build_dir "$(current_build)")/bin/sandboxctl.js" ;;
+    drain-*) cli="$(build_dir "$(cat "$RUN_DIR/$name.build")")/bin/sandboxctl.js" ;;
+  esac
   pid="$(pid_of "$name")"; log="$LOG_DIR/$name.log"
   if alive_as "$pid" node; then
     say "$name already runs (pid $pid)"
@@ -806,6 +811,8 @@ start_workers() {
   # makes. Only when a worker is to start: a rebuild removes dist/ under running ones.
   ((missing)) && bash "$root/scripts/setup.sh" >&2
   mkdir -p "$PLANE_DIR"
+  # The first start adopts the checkout's build for the lifecycle workers; later ones keep theirs.
+  [[ -n "$(current_build)" ]] || adopt_build "$(checkout_build)"
   # With the old builds still draining (`rollout`): their pinned sandboxes need them too.
   for name in "${WORKERS[@]}" $(draining); do start_worker "$name"; done
   for name in "${WORKERS[@]}" $(draining); do wait_for_worker "$name"; done
@@ -921,22 +928,38 @@ plane_cli() {
   env "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT" "TEMPORAL_NAMESPACE=$NAMESPACE" "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE" node "$root/bin/sandboxctl.js" "$@"
 }
 
-# Where `rollout` keeps a copy of an old build (bin/, dist/, package.json; node_modules linked), so
-# its workers can start again (after `down`, `up`) until they have drained.
+# Where a lifecycle build's code is kept (bin/, dist/, package.json; node_modules linked), so
+# its workers start the same code after any rebuild of the checkout, until it has drained.
 build_dir() { echo "$DATA/builds/$1"; }
+
+# The build the lifecycle workers run (`up` adopts the checkout's the first time; `rollout` moves it).
+current_build() { cat "$DATA/builds/current" 2>/dev/null || true; }
+
+# The build id of the checkout's dist/: SANDBOXPLANE_BUILD_ID, or what the worker derives
+# (wf- and the first 16 hex digits of the workflow bundle's sha256, src/worker/workflow-code.ts).
+checkout_build() {
+  if [[ -n "${SANDBOXPLANE_BUILD_ID:-}" ]]; then echo "$SANDBOXPLANE_BUILD_ID"; return; fi
+  echo "wf-$(sha256sum "$root/dist/workflow-bundle.js" | cut -c1-16)"
+}
+
+# Keeps a copy of the checkout's build as build $1 and makes it the lifecycle workers' build.
+adopt_build() {
+  local id="$1"
+  [[ -n "$id" ]] || fail "no build id"
+  if [[ ! -d "$(build_dir "$id")" ]]; then
+    say "keeping build $id in $(build_dir "$id") for the lifecycle workers"
+    mkdir -p "$(build_dir "$id")"
+    cp -a "$root/bin" "$root/dist" "$root/package.json" "$(build_dir "$id")/"
+    ln -sfn "$root/node_modules" "$(build_dir "$id")/node_modules"
+  fi
+  echo "$id" >"$DATA/builds/current"
+}
 
 # The old-build lifecycle workers still draining: drain-<build>-lifecycle-N.
 draining() {
   local f
   for f in "$RUN_DIR"/drain-*.build; do [[ -e "$f" ]] && basename "$f" .build; done
   return 0
-}
-
-# The build id a worker declared in its `worker ready` log line (its latest start).
-worker_build() {
-  local from
-  from="$(cat "$RUN_DIR/$1.logstart" 2>/dev/null || echo 0)"
-  tail -c "+$((from + 1))" "$LOG_DIR/$1.log" | grep -F '"msg":"worker ready"' | tail -n 1 | sed -n 's/.*"buildId":"\([^"]*\)".*/\1/p'
 }
 
 # The number of sandboxes pinned to build $1 (`sandboxctl deployment --json`), or "current".
@@ -947,30 +970,25 @@ pinned_runs() {
     console.log(build === undefined ? 0 : build.current ? "current" : build.openRuns);' "$1"
 }
 
-# `rollout`: the lifecycle workers of the build in the checkout now (`npm run build`), or of
-# SANDBOXPLANE_BUILD_ID, start beside the old ones, become current, and the old ones drain:
-# every sandbox they started stays pinned to them until it ends (DESIGN §16). Store and docker
-# workers stay as they are (their activities change only additively). `drain` (or the next
-# rollout) stops the old ones once nothing is pinned to them.
+# `rollout`: the lifecycle workers of the checkout's build (`npm run build`; its id is
+# SANDBOXPLANE_BUILD_ID or derived from its workflow code) start beside the old ones, become
+# current, and the old ones drain: every sandbox they started stays pinned to them until it
+# ends (DESIGN §16). Store and docker workers stay as they are (their activities change only
+# additively; `restart` them). `drain` (or the next rollout) stops the old ones once nothing
+# is pinned to them.
 cmd_rollout() {
   need_root rollout
-  local name old="" new
-  for name in "${LIFECYCLE_WORKERS[@]}"; do
-    alive_as "$(pid_of "$name")" node || continue
-    old="$(worker_build "$name")"
-    [[ -n "$old" ]] || fail "cannot tell the build of $name from its log ($LOG_DIR/$name.log)"
-  done
-  # The old build's code, kept before the build below replaces dist/.
-  if [[ -n "$old" && ! -d "$(build_dir "$old")" ]]; then
-    say "keeping build $old in $(build_dir "$old") while it drains"
-    mkdir -p "$(build_dir "$old")"
-    cp -a "$root/bin" "$root/dist" "$root/package.json" "$(build_dir "$old")/"
-    ln -sfn "$root/node_modules" "$(build_dir "$old")/node_modules"
-  fi
+  local name old new
   bash "$root/scripts/setup.sh" >&2
-  if [[ -n "${SANDBOXPLANE_BUILD_ID:-}" ]]; then echo "$SANDBOXPLANE_BUILD_ID" >"$RUN_DIR/lifecycle.build-id"; else rm -f "$RUN_DIR/lifecycle.build-id"; fi
+  old="$(current_build)"
+  new="$(checkout_build)"
+  if [[ "$new" == "$old" ]]; then
+    say "the checkout's lifecycle build is $new already: nothing to roll out (\`restart lifecycle-1\` restarts a worker)"
+    return 0
+  fi
+  adopt_build "$new"
   for name in "${LIFECYCLE_WORKERS[@]}"; do
-    alive_as "$(pid_of "$name")" node || continue
+    [[ -n "$old" ]] && alive_as "$(pid_of "$name")" node || continue
     # Same process, new name: it goes on serving its pinned runs, logging to the same file.
     echo "$old" >"$RUN_DIR/drain-$old-$name.build"
     mv "$RUN_DIR/$name.pid" "$RUN_DIR/drain-$old-$name.pid"
@@ -979,8 +997,6 @@ cmd_rollout() {
   done
   for name in "${LIFECYCLE_WORKERS[@]}"; do start_worker "$name"; done
   for name in "${LIFECYCLE_WORKERS[@]}"; do wait_for_worker "$name"; done
-  new="$(worker_build lifecycle-1)"
-  [[ -n "$new" ]] || fail "cannot tell the new build from $LOG_DIR/lifecycle-1.log"
   say "promoting build $new (was ${old:-none})"
   plane_cli deployment promote "$new" >&2 || fail "sandboxctl deployment promote $new failed (above)"
   cmd_drain
@@ -1004,8 +1020,12 @@ cmd_drain() {
       say "$name still serves $runs sandbox(es) pinned to build $build; \`cluster.sh drain\` stops it once they end"
     fi
   done
-  for build in $(ls "$DATA/builds" 2>/dev/null); do
-    ls "$RUN_DIR"/drain-"$build"-*.build >/dev/null 2>&1 || rm -rf "$(build_dir "$build")"
+  local dir
+  for dir in "$DATA"/builds/*/; do
+    [[ -d "$dir" ]] || continue
+    build="$(basename "$dir")"
+    [[ "$build" == "$(current_build)" ]] && continue
+    ls "$RUN_DIR"/drain-"$build"-*.build >/dev/null 2>&1 || rm -rf "$dir"
   done
 }
 
