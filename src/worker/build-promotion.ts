@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { describeDeployment, promoteBuild, type DeploymentTarget } from '../client/deployment-client';
+import { pinnedOpenRunsQuery } from '../domain/deployment';
 import type { Logger } from '../logging/logger';
 
 /** When a lifecycle worker makes its own build current (DESIGN §16). */
@@ -50,9 +51,11 @@ export async function promoteOncePolling(input: {
     const stranded = promoted.builds.filter((build) => !build.current && build.openRuns > 0 && build.pollers === 0);
     logger.info({ deployment: target.deployment, buildId, was: report.current }, `build ${buildId} is current: new sandboxes start on it`);
     for (const build of stranded) {
+      const query = pinnedOpenRunsQuery(target.deployment, build.buildId);
       logger.warn(
         { buildId: build.buildId, openRuns: build.openRuns },
-        `${build.openRuns} sandbox(es) stay pinned to build ${build.buildId}, which no worker serves: run a worker of that build until they end, or end them (docs/deploy.md, "Rolling out")`,
+        `${build.openRuns} sandbox(es) stay pinned to build ${build.buildId}, which no worker serves: run a worker of that build until they end, ` +
+          `or end them (\`temporal workflow terminate --query "${query}"\`; the cleanup sweep then removes their containers)`,
       );
     }
   } catch (err) {
