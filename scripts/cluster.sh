@@ -928,7 +928,7 @@ plane_cli() {
   env "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT" "TEMPORAL_NAMESPACE=$NAMESPACE" "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE" node "$root/bin/sandboxctl.js" "$@"
 }
 
-# Where a lifecycle build's code is kept (bin/, dist/, package.json; node_modules linked), so
+# Where a lifecycle build's code is kept (bin/, dist/, package.json; node_modules, .data and .tools linked), so
 # its workers start the same code after any rebuild of the checkout, until it has drained.
 build_dir() { echo "$DATA/builds/$1"; }
 
@@ -950,8 +950,10 @@ adopt_build() {
     say "keeping build $id in $(build_dir "$id") for the lifecycle workers"
     mkdir -p "$(build_dir "$id")"
     cp -a "$root/bin" "$root/dist" "$root/package.json" "$(build_dir "$id")/"
-    ln -sfn "$root/node_modules" "$(build_dir "$id")/node_modules"
   fi
+  # The checkout's packages, and its .data and .tools: the same codec keys and defaults as every other worker.
+  local shared
+  for shared in node_modules .data .tools; do ln -sfn "$root/$shared" "$(build_dir "$id")/$shared"; done
   echo "$id" >"$DATA/builds/current"
 }
 
