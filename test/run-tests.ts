@@ -33,6 +33,7 @@ interface StoppedFile {
  * that test, within its file's bound. The cluster file's tests allow 20 + 15 + 10 minutes.
  */
 const FILE_TIMEOUT_MS = { default: 30 * 60_000, cluster: 60 * 60_000 } as const;
+
 /** What a test file needs running before it starts. */
 interface Needs {
   readonly docker: boolean;
