@@ -32,6 +32,8 @@ const SETTINGS: LifecycleSettings = {
   maxLifetimeSeconds: 24 * HOUR,
   approvalTimeoutSeconds: 1 * HOUR,
   expiryWarningSeconds: 5 * 60,
+  healthCheckIntervalSeconds: 30,
+  placementWaitSeconds: 120,
 };
 
 describe('lifecycle timers on the time-skipping test server', () => {

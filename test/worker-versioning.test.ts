@@ -27,17 +27,20 @@ async function pinOf(client: Client, sandboxId: string): Promise<{ buildId: stri
 
 const PINNED = 1; // temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
 
+/** `sandboxctl deployment --json`, as an operator reads it. */
+async function deploymentReport(env: Record<string, string>): Promise<DeploymentReport> {
+  const result = await runCli(['deployment', '--json'], env);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout) as DeploymentReport;
+}
+
 describe('rolling out a new lifecycle build with Worker Versioning', () => {
   let a: TestWorker;
   let b: PlaneWorker | undefined;
   let bRunning: Promise<void> | undefined;
   let cliEnv: Record<string, string>;
 
-  const deployment = async (): Promise<DeploymentReport> => {
-    const result = await runCli(['deployment', '--json'], cliEnv);
-    assert.equal(result.code, 0, result.stderr);
-    return JSON.parse(result.stdout) as DeploymentReport;
-  };
+  const deployment = () => deploymentReport(cliEnv);
   const buildOf = (report: DeploymentReport, buildId: string) => report.builds.find((build) => build.buildId === buildId);
 
   before(async () => {
@@ -147,7 +150,7 @@ describe('the first versioned build and runs of a release before Worker Versioni
     await roles?.stop();
   });
 
-  test('a first build does not take over their runs; promote refuses (exit 3) until --force', async () => {
+  test('a first build does not take over their runs; promote refuses (exit 3) until they have ended', async () => {
     const old = await roles.sandboxes.create({ id: 'old-release', principal: 'agent-1', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
     assert.equal(old.state, 'READY');
 
@@ -155,8 +158,7 @@ describe('the first versioned build and runs of a release before Worker Versioni
     lifecycle = await createPlaneWorker({ config, logger: createLogger('error'), workflowBundle: await testWorkflowBundle() });
     lifecycleRunning = lifecycle.worker.run();
     const report = await eventually('first-build to poll and the old run to be counted', async () => {
-      const result = await runCli(['deployment', '--json'], cliEnv);
-      const seen = JSON.parse(result.stdout) as DeploymentReport;
+      const seen = await deploymentReport(cliEnv);
       return seen.builds.some((build) => build.buildId === 'first-build' && build.pollers > 0) && seen.unversionedOpenRuns === 1 ? seen : undefined;
     });
     assert.equal(report.current, null, 'the worker did not make itself current over an open run of the earlier release');
@@ -167,10 +169,7 @@ describe('the first versioned build and runs of a release before Worker Versioni
 
     // The earlier release's run ends on the earlier release's worker.
     assert.equal((await roles.sandboxes.destroy('old-release')).state, 'DESTROYED');
-    await eventually('no run of the earlier release to be open', async () => {
-      const result = await runCli(['deployment', '--json'], cliEnv);
-      return (JSON.parse(result.stdout) as DeploymentReport).unversionedOpenRuns === 0 ? true : undefined;
-    });
+    await eventually('no run of the earlier release to be open', async () => ((await deploymentReport(cliEnv)).unversionedOpenRuns === 0 ? true : undefined));
     const promoted = await runCli(['deployment', 'promote', 'first-build', '--json'], cliEnv);
     assert.equal(promoted.code, 0, promoted.stderr);
     assert.equal((JSON.parse(promoted.stdout) as DeploymentReport).current, 'first-build');

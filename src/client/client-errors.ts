@@ -6,7 +6,7 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 /** gRPC status codes the client turns into taxonomy codes. */
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
-const GRPC_NOT_FOUND = 5;
+export const GRPC_NOT_FOUND = 5;
 
 /**
  * The one error-translation path: whatever the Temporal client (or anything else)

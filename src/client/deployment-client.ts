@@ -1,6 +1,7 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { pinnedOpenRunsQuery, unversionedOpenRunsQuery, type DeploymentBuild, type DeploymentReport } from '../domain/deployment';
 import { SandboxPlaneError } from '../domain/errors';
+import { GRPC_NOT_FOUND } from './client-errors';
 import { lastPoll, queuePollers } from './queue-pollers';
 
 /** Which deployment, and the lifecycle queue its workers poll. */
@@ -10,16 +11,22 @@ export interface DeploymentTarget {
   readonly taskQueue: string;
 }
 
-const GRPC_NOT_FOUND = 5;
-
-/** The deployment as Temporal describes it; `undefined` before any versioned worker polled. */
-async function describe(client: Client, target: DeploymentTarget) {
+/**
+ * The builds Temporal knows in the deployment (a build is known once one of its workers
+ * polled) and the current one (`null`: none yet). One call, no visibility query.
+ */
+export async function deploymentBuilds(client: Client, target: DeploymentTarget): Promise<{ current: string | null; buildIds: string[] }> {
+  let info;
   try {
-    return await client.workflowService.describeWorkerDeployment({ namespace: target.namespace, deploymentName: target.deployment });
+    ({ workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace: target.namespace, deploymentName: target.deployment }));
   } catch (err) {
-    if (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND) return undefined;
+    if (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND) return { current: null, buildIds: [] };
     throw err;
   }
+  return {
+    current: info?.routingConfig?.currentDeploymentVersion?.buildId || null,
+    buildIds: (info?.versionSummaries ?? []).map((summary) => summary.deploymentVersion?.buildId ?? '').filter((id) => id !== ''),
+  };
 }
 
 /** Live lifecycle pollers of `<tq>` by build id (Temporal keeps a poller for minutes after it stopped: only recent polls count). */
@@ -41,14 +48,11 @@ async function countRuns(client: Client, query: string): Promise<number> {
  * knows its live pollers and the sandbox lifecycles still pinned to it (DESIGN §16).
  */
 export async function describeDeployment(client: Client, target: DeploymentTarget): Promise<DeploymentReport> {
-  const [description, pollers, unversionedOpenRuns] = await Promise.all([
-    describe(client, target),
+  const [{ current, buildIds }, pollers, unversionedOpenRuns] = await Promise.all([
+    deploymentBuilds(client, target),
     pollersByBuild(client, target),
     countRuns(client, unversionedOpenRunsQuery(target.taskQueue)),
   ]);
-  const info = description?.workerDeploymentInfo;
-  const current = info?.routingConfig?.currentDeploymentVersion?.buildId || null;
-  const buildIds = (info?.versionSummaries ?? []).map((summary) => summary.deploymentVersion?.buildId ?? '').filter((id) => id !== '');
   const builds: DeploymentBuild[] = await Promise.all(
     buildIds.map(async (buildId) => ({
       buildId,

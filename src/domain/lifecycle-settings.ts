@@ -6,18 +6,10 @@ export interface LifecycleSettings extends TtlSettings {
   readonly approvalTimeoutSeconds: number;
   /** How long before expiry the "expiring" event is recorded. */
   readonly expiryWarningSeconds: number;
-  /**
-   * How often the health watch looks at a READY sandbox's emulator. Absent in screening
-   * results recorded before the watch existed: {@link DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS} then.
-   */
-  readonly healthCheckIntervalSeconds?: number;
-  /**
-   * How long a screened sandbox waits for a docker host with room before it is refused
-   * (NO_CAPACITY). Absent in screening results recorded before placement existed.
-   */
-  readonly placementWaitSeconds?: number;
+  /** How often the health watch looks at a READY sandbox's emulator. */
+  readonly healthCheckIntervalSeconds: number;
+  /** How long a screened sandbox waits for a docker host with room before it is refused (NO_CAPACITY). */
+  readonly placementWaitSeconds: number;
 }
-
-export const DEFAULT_PLACEMENT_WAIT_SECONDS = 120;
 
 export const DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS = 30;

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { describeDeployment, promoteBuild, type DeploymentTarget } from '../client/deployment-client';
+import { deploymentBuilds, promoteBuild, type DeploymentTarget } from '../client/deployment-client';
 import { pinnedOpenRunsQuery } from '../domain/deployment';
 import type { Logger } from '../logging/logger';
 
@@ -28,28 +28,29 @@ export async function promoteOncePolling(input: {
 }): Promise<void> {
   const { client, target, buildId, policy, logger } = input;
   try {
+    // Looked for with one cheap call a time: the counts of describeDeployment are visibility queries.
     const deadline = Date.now() + REGISTRATION_WAIT_MS;
-    let report = await describeDeployment(client, target);
-    while (!report.builds.some((build) => build.buildId === buildId)) {
+    let known = await deploymentBuilds(client, target);
+    while (!known.buildIds.includes(buildId)) {
       if (!input.running()) return;
       if (Date.now() > deadline) {
         logger.warn({ deployment: target.deployment, buildId }, 'the build did not appear in the deployment; `sandboxctl deployment` shows what Temporal knows');
         return;
       }
       await sleep(LOOK_INTERVAL_MS);
-      report = await describeDeployment(client, target);
+      known = await deploymentBuilds(client, target);
     }
-    if (report.current === buildId) return;
-    if (policy === 'if-none' && report.current !== null) {
+    if (known.current === buildId) return;
+    if (policy === 'if-none' && known.current !== null) {
       logger.info(
-        { deployment: target.deployment, buildId, current: report.current },
+        { deployment: target.deployment, buildId, current: known.current },
         `build ${buildId} serves the runs pinned to it; \`sandboxctl deployment promote ${buildId}\` makes it current`,
       );
       return;
     }
     const promoted = await promoteBuild(client, target, buildId, { identity: input.identity, force: policy === 'always' });
     const stranded = promoted.builds.filter((build) => !build.current && build.openRuns > 0 && build.pollers === 0);
-    logger.info({ deployment: target.deployment, buildId, was: report.current }, `build ${buildId} is current: new sandboxes start on it`);
+    logger.info({ deployment: target.deployment, buildId, was: known.current }, `build ${buildId} is current: new sandboxes start on it`);
     for (const build of stranded) {
       const query = pinnedOpenRunsQuery(target.deployment, build.buildId);
       logger.warn(

@@ -124,6 +124,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     const adapters = has('docker') ? (options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId)) : undefined;
     const workers: Worker[] = [];
     let buildId: string | undefined;
+    /** The lifecycle role's self-promotion, started once its worker polls. */
+    let whileRunning: ((running: () => boolean) => Promise<void>) | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
     const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec) } as const;
 
@@ -159,7 +161,18 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
     if (has('lifecycle')) {
       const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));
-      buildId = config.deployment.buildId ?? buildIdOf(workflowBundle);
+      const build = config.deployment.buildId ?? buildIdOf(workflowBundle);
+      buildId = build;
+      whileRunning = (running) =>
+        promoteOncePolling({
+          client,
+          target: { namespace, deployment: config.deployment.name, taskQueue: config.taskQueue },
+          buildId: build,
+          policy: options.promote ?? 'if-none',
+          identity,
+          logger,
+          running,
+        });
       workers.unshift(
         await Worker.create({
           ...common,
@@ -169,7 +182,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
           workerDeploymentOptions: {
             useWorkerVersioning: true,
-            version: { deploymentName: config.deployment.name, buildId },
+            version: { deploymentName: config.deployment.name, buildId: build },
             defaultVersioningBehavior: 'AUTO_UPGRADE',
           },
         }),
@@ -192,20 +205,6 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
     logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId }, 'worker ready');
-    const lifecycleBuild = buildId;
-    const whileRunning =
-      lifecycleBuild === undefined
-        ? undefined
-        : (running: () => boolean) =>
-            promoteOncePolling({
-              client,
-              target: { namespace, deployment: config.deployment.name, taskQueue: config.taskQueue },
-              buildId: lifecycleBuild,
-              policy: options.promote ?? 'if-none',
-              identity,
-              logger,
-              running,
-            });
     return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
   } catch (err) {
     await close();

@@ -2,7 +2,6 @@ import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import type { Placement } from '../domain/hosts';
 import { snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
-import { DEFAULT_PLACEMENT_WAIT_SECONDS } from '../domain/lifecycle-settings';
 import type { AdapterName } from '../domain/service-catalog';
 import type { Operation } from './audit-journal';
 import { iso } from './iso-time';
@@ -80,7 +79,7 @@ const PLACEMENT_RETRY_MS = 5_000;
  */
 async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise<Placement | LifecycleError | { withdrawn: DestroyRequest }> {
   const { request } = ctx.record;
-  const waitSeconds = screening.settings.placementWaitSeconds ?? DEFAULT_PLACEMENT_WAIT_SECONDS;
+  const waitSeconds = screening.settings.placementWaitSeconds;
   const deadlineMs = Date.now() + waitSeconds * 1000;
   // One audit step for the placement, however often it is asked for.
   const operation = ctx.journal.numbered(placedOperation(request.adapter));

@@ -1,6 +1,5 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import type { HealthWatch, LifecycleError, Phase, PhaseNamed, RuntimeHandle, Screening } from '../domain/lifecycle-record';
-import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS } from '../domain/lifecycle-settings';
 import { iso } from './iso-time';
 import type { LifecycleContext } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
@@ -20,7 +19,7 @@ export function readyDetails(phase: PhaseNamed<'ready'>): string {
 }
 
 function healthIntervalMs(screening: Screening): number {
-  return (screening.settings.healthCheckIntervalSeconds ?? DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS) * 1000;
+  return screening.settings.healthCheckIntervalSeconds * 1000;
 }
 
 /** The watch of a sandbox that has just become READY (again, after a restart). */
