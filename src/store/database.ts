@@ -45,6 +45,21 @@ export function migrate(db: SqliteDatabase): { from: number; to: number } {
 }
 
 /**
+ * The switch to WAL needs the file to itself: while another connection creates a fresh
+ * file, SQLite answers SQLITE_BUSY at once, without the busy handler, so try again (every
+ * 20 ms) until the busy timeout has passed.
+ */
+function enableWal(db: SqliteDatabase, deadline = Date.now() + BUSY_TIMEOUT_MS): void {
+  try {
+    db.pragma('journal_mode = WAL');
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    enableWal(db, deadline);
+  }
+}
+
+/**
  * Opens the projection database with the settings every connection needs: WAL so
  * readers never block the writer, foreign keys on (SQLite defaults them off), and a
  * busy timeout so a second process waits instead of failing.
@@ -63,7 +78,7 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): S
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
-    if (!options.readonly) db.pragma('journal_mode = WAL');
+    if (!options.readonly) enableWal(db);
     refuseNewerSchema(db, file);
     if (options.migrate ?? true) migrate(db);
     return db;
