@@ -115,6 +115,12 @@ export const ERROR_CODES = {
     '`sandboxctl deployment` lists the builds with their pollers and open runs: start a lifecycle worker of the build first (`sandboxctl worker --role lifecycle --build-id B`), and let runs of a release before Worker Versioning end (docs/deploy.md, "Rolling out").',
   ),
 
+  PLAN_STALE: spec(
+    'refused',
+    false,
+    'The approval or apply names another plan than the one the run holds: read the plan again (`sandboxctl iac status RUN_ID`) and approve its digest, or plan the changed template anew.',
+  ),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 
