@@ -78,7 +78,7 @@ const restrictedPaths = (zones) => ['error', { basePath: import.meta.dirname, zo
 const typeOnlyImports = (patterns, message) => ['error', { paths: [], patterns: [{ group: patterns, allowTypeImports: true, message }] }];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'test-results/', 'bin/'] },
+  { ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'test-results/', 'bin/', 'test/fixtures/'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -16,7 +16,10 @@
 set -euo pipefail
 
 MOTO_VERSION=5.2.5
-TAG="${SANDBOXPLANE_MOTO_IMAGE:-local/sandboxplane-moto:$MOTO_VERSION}"
+# Bumped whenever the image's recipe changes (r2: the CloudFormation types label), so an
+# engine holding the older image builds the new one instead of reusing it.
+IMAGE_REVISION=r2
+TAG="${SANDBOXPLANE_MOTO_IMAGE:-local/sandboxplane-moto:$MOTO_VERSION-$IMAGE_REVISION}"
 # `--tag`: print the tag this script builds, and do nothing else.
 if [[ "${1:-}" == --tag ]]; then echo "$TAG"; exit 0; fi
 SUITE=bookworm
@@ -226,6 +229,19 @@ for name in ("s3", "sqs", "sns", "dynamodb", "iam", "sts", "kms", "secretsmanage
 assert moto.__version__ == "'"$MOTO_VERSION"'", moto.__version__
 '
 
+# The resource types moto's CloudFormation creates, read from the moto just installed (its
+# model map), not written by hand: an IaC plan names every other type as unsupported. A
+# label, so a worker reads it from the container it plans against, with no extra call.
+cfn_types="$(in_root /opt/moto/bin/python -B -c '
+import re
+from moto.cloudformation.parsing import get_model_map
+# The map also holds its base classes placeholders ("?", AWS::SERVICE::RESOURCE).
+types = sorted(t for t in get_model_map() if re.fullmatch(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+", t) and t != "AWS::SERVICE::RESOURCE")
+assert "AWS::S3::Bucket" in types and "AWS::SQS::Queue" in types, types
+print(",".join(types))
+')" || fail "listing moto's CloudFormation resource types failed"
+say "moto's CloudFormation creates $(tr ',' '\n' <<<"$cfn_types" | wc -l) resource types"
+
 say "importing into the engine"
 tar --numeric-owner --one-file-system -C "$root" \
   --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' --exclude='./run/*' -c . |
@@ -240,6 +256,7 @@ tar --numeric-owner --one-file-system -C "$root" \
     --change "ENV MOTO_PORT=$MOTO_PORT" \
     --change "EXPOSE $MOTO_PORT/tcp" \
     --change "LABEL io.sandboxplane.moto.version=$MOTO_VERSION" \
+    --change "LABEL io.sandboxplane.cloudformation.types=$cfn_types" \
     --change "CMD [\"/opt/moto/bin/moto_server\", \"-H\", \"0.0.0.0\", \"-p\", \"$MOTO_PORT\"]" \
     --message "cloud-sandbox-plane moto $MOTO_VERSION (debian $SUITE minbase)" \
     - "$TAG" >/dev/null

@@ -462,7 +462,7 @@ start_server() {
 }
 
 # Namespace and the search attributes of DESIGN §11.
-SEARCH_ATTRIBUTES=(SandboxState:Keyword SandboxPrincipal:Keyword SandboxCapability:Keyword SandboxExpiresAt:Datetime SandboxHost:Keyword)
+SEARCH_ATTRIBUTES=(SandboxState:Keyword SandboxPrincipal:Keyword SandboxCapability:Keyword SandboxExpiresAt:Datetime SandboxHost:Keyword IacState:Keyword IacTarget:Keyword)
 
 register_namespace() {
   local deadline=$((SECONDS + WAIT_SECONDS)) out

@@ -7,6 +7,8 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
+import { createIacActivities } from './iac-activities';
+import { createIacStoreActivities } from './iac-store-activities';
 import { createStoreCommandActivities } from './store-command-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
@@ -38,6 +40,8 @@ export interface DockerRoleDeps {
   readonly warmPools?: WarmPoolReporter;
 }
 
+export type { AppliedChange, PlannedChange } from './iac-activities';
+
 /** The store role's activities, on `<tq>-store`. */
 export function createStoreActivities(deps: StoreRoleDeps) {
   return {
@@ -45,12 +49,13 @@ export function createStoreActivities(deps: StoreRoleDeps) {
     ...createProjectionActivities({ ...deps, liveHostIds: () => deps.hosts.liveHostIds() }),
     ...createProjectionSweepActivities(deps),
     ...createStoreCommandActivities(deps),
+    ...createIacStoreActivities(deps),
   };
 }
 
 /** A docker role's activities, on `<tq>-docker-<hostId>`. */
 export function createDockerActivities(deps: DockerRoleDeps) {
-  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps) };
+  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps), ...createIacActivities(deps) };
 }
 
 /** The store role's activities, as workflows schedule them on `<tq>-store`. */

@@ -1,7 +1,8 @@
 import { Context, log, sleep } from '@temporalio/activity';
 import type { AdapterContext, AdapterRegistry, CloudEmulatorAdapter, DestroyReport, ResourceRef } from '../adapters/cloud-emulator-adapter';
-import { SandboxPlaneError } from '../domain/errors';
-import { completeResources } from '../domain/resources';
+import { CloudFormationStacks } from '../adapters/cloudformation-stacks';
+import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
+import { completeResources, withStackResources, type StackResourceRow } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
 import { DEFAULT_MAX_SANDBOXES, type Placement } from '../domain/hosts';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
@@ -65,6 +66,25 @@ export interface HealthCheck {
 function adapterContext(): AdapterContext {
   const context = Context.current();
   return { heartbeat: (details) => context.heartbeat(details), cancelled: context.cancellationSignal };
+}
+
+/** The resources of the sandbox's CloudFormation stacks, when its emulator has CloudFormation; none otherwise. */
+async function stackResourcesOf(adapter: CloudEmulatorAdapter, sandboxId: string, runtime: RuntimeHandle | null | undefined): Promise<StackResourceRow[]> {
+  if (adapter.iacAccess === undefined) return [];
+  let access;
+  try {
+    access = await adapter.iacAccess(sandboxId, runtime);
+  } catch (err) {
+    // An emulator image that cannot say which types it creates still lists its resources.
+    if (isSandboxPlaneError(err) && err.code === 'ADAPTER_UNAVAILABLE') return [];
+    throw err;
+  }
+  const stacks = new CloudFormationStacks(access);
+  try {
+    return await stacks.allStackResources();
+  } finally {
+    stacks.close();
+  }
 }
 
 function adapterFor(adapters: AdapterRegistry, name: AdapterName): CloudEmulatorAdapter {
@@ -234,7 +254,12 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
      * when an API call failed, never for a service that cannot be listed at all.
      */
     async listSandboxResources(input: { sandboxId: string; adapter: AdapterName; services: readonly string[]; runtime?: RuntimeHandle | null }): Promise<ResourceRef[]> {
-      return withTaxonomy(async () => completeResources(await adapterFor(deps.adapters, input.adapter).listResources(input.sandboxId, input.services, input.runtime)));
+      return withTaxonomy(async () => {
+        const adapter = adapterFor(deps.adapters, input.adapter);
+        const listing = await adapter.listResources(input.sandboxId, input.services, input.runtime);
+        const stacks = await stackResourcesOf(adapter, input.sandboxId, input.runtime);
+        return completeResources({ ...listing, resources: withStackResources(listing.resources, stacks) });
+      });
     },
 
     /** Tears down everything of the sandbox and reports what, if anything, remained. */

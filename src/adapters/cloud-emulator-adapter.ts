@@ -53,6 +53,20 @@ export interface AdapterContext {
   readonly cancelled?: AbortSignal;
 }
 
+/**
+ * How the plane reaches a sandbox's emulator as itself, for infrastructure as code
+ * (DESIGN §14): plans, applies and their checks. Never leaves the activity that asked:
+ * `headers` hold the container's operator token.
+ */
+export interface IacAccess {
+  readonly endpoint: string;
+  readonly region: string;
+  /** Headers that make each call the plane's own rather than the agent's. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The CloudFormation resource types this emulator really creates; every other type is `unsupported` in a plan. */
+  readonly supportedTypes: ReadonlySet<string>;
+}
+
 /** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */
 export interface CloudEmulatorAdapter {
   readonly name: AdapterName;
@@ -77,6 +91,11 @@ export interface CloudEmulatorAdapter {
    * adapter cannot reach is an error, never "nothing found".
    */
   destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport>;
+  /**
+   * Where the plane plans and applies CloudFormation in the sandbox; absent on an adapter
+   * whose emulator has none. Throws RESOURCE_DISCOVERY_FAILED when no emulator runs.
+   */
+  iacAccess?(sandboxId: string, recorded?: RecordedRuntime | null): Promise<IacAccess>;
 }
 
 export type AdapterRegistry = Readonly<Partial<Record<AdapterName, CloudEmulatorAdapter>>>;

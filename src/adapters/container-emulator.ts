@@ -7,7 +7,7 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
-import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing } from './cloud-emulator-adapter';
+import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, IacAccess, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
@@ -73,6 +73,15 @@ export interface ContainerEmulatorOptions {
    * handed to a sandbox (DESIGN §13). Without it the adapter cannot be pooled.
    */
   readonly reset?: (endpoint: string, signal: AbortSignal) => Promise<void>;
+  /**
+   * The emulator's CloudFormation, for IaC (DESIGN §14): the types it creates, read from
+   * its container's labels (the image's own), and the header that carries the operator
+   * token on the plane's own AWS calls, when the emulator checks credentials.
+   */
+  readonly cloudFormation?: {
+    readonly supportedTypes: (labels: Readonly<Record<string, string>>) => ReadonlySet<string>;
+    readonly operatorHeader?: string;
+  };
 }
 
 /** An idle warm pool container, started and healthy. */
@@ -329,6 +338,17 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to ask`);
     }
     return this.options.listResources(publishedEndpoint(container, this.options.containerPort), services, recorded?.credentials);
+  }
+
+  async iacAccess(sandboxId: string, recorded?: RecordedRuntime | null): Promise<IacAccess> {
+    const { cloudFormation } = this.options;
+    if (cloudFormation === undefined) throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `the ${this.name} adapter has no CloudFormation to plan or apply with`);
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
+    if (container === undefined) throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to plan or apply with`);
+    const token = container.labels[OPERATOR_TOKEN_LABEL];
+    const headers = cloudFormation.operatorHeader === undefined || token === undefined ? {} : { [cloudFormation.operatorHeader]: token };
+    return { endpoint: publishedEndpoint(container, this.options.containerPort), region: this.options.region, headers, supportedTypes: cloudFormation.supportedTypes(container.labels) };
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { clientConfigFor, type SandboxCredentials } from '../domain/client-config';
+import { SandboxPlaneError } from '../domain/errors';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
@@ -112,31 +113,70 @@ export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: 
 /** The environment variable that gives a moto container its operator token. */
 const OPERATOR_TOKEN_ENV = 'SANDBOXPLANE_MOTO_API_TOKEN';
 
+/** The header that makes an AWS call the plane's own (IaC plans, applies and checks): its value is the operator token. */
+export const OPERATOR_HEADER = 'x-sandboxplane-operator';
+
 /**
  * moto's server behind a guard: moto's own API (`/moto-api/...`: reset, reset-auth,
  * data.json, which lists every access key with its secret) is served only under
  * `/_sandboxplane/<token>` and answered 403 anywhere else, so whoever reaches the port
- * cannot turn authentication off, wipe the sandbox or read its keys. Everything else goes
- * to moto unchanged; moto's own `main` runs the server (signals, request handler).
+ * cannot turn authentication off, wipe the sandbox or read its keys. An AWS call that
+ * carries the token in {@link OPERATOR_HEADER} skips moto's IAM checks: the plane applies
+ * an agent's approved template through it, whatever the sandbox's own key may do, and a
+ * wrong token is 403. Everything else goes to moto unchanged; moto's own `main` runs the
+ * server (signals, request handler).
  */
 const MOTO_GUARD_SCRIPT = [
-  'import hmac, os',
+  'import contextvars, hmac, os',
   'from urllib.parse import unquote',
   'import moto.server as server',
+  'from moto.core import authorization',
   `token = os.environ.pop("${OPERATOR_TOKEN_ENV}", "")`,
   'prefix = "/_sandboxplane/" + token',
+  'operator_call = contextvars.ContextVar("sandboxplane_operator_call", default=False)',
+  'checked = authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action',
+  'def authenticate(self, *args, **kwargs):',
+  '    return None if operator_call.get() else checked(self, *args, **kwargs)',
+  'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
+  'FORBIDDEN = [b\'{"error": "the emulator API is reserved for the sandbox plane"}\']',
   'class Guarded(server.DomainDispatcherApplication):',
   '    def __call__(self, environ, start_response):',
   '        path = environ.get("PATH_INFO", "")',
+  `        given = environ.pop("HTTP_${OPERATOR_HEADER.toUpperCase().replaceAll('-', '_')}", None)`,
+  '        if given is not None:',
+  '            if not (token and hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("latin-1"))):',
+  '                start_response("403 Forbidden", [("Content-Type", "application/json")])',
+  '                return FORBIDDEN',
+  '            marker = operator_call.set(True)',
+  '            try:',
+  '                return super().__call__(environ, start_response)',
+  '            finally:',
+  '                operator_call.reset(marker)',
   '        if token and hmac.compare_digest(path[: len(prefix)].encode("latin-1"), prefix.encode("latin-1")) and path[len(prefix) : len(prefix) + 1] in ("", "/"):',
   '            environ["PATH_INFO"] = path[len(prefix) :] or "/"',
   '        elif "moto-api" in unquote(path).lower() or path.startswith("/_sandboxplane"):',
   '            start_response("403 Forbidden", [("Content-Type", "application/json")])',
-  '            return [b\'{"error": "the emulator API is reserved for the sandbox plane"}\']',
+  '            return FORBIDDEN',
   '        return super().__call__(environ, start_response)',
   'server.DomainDispatcherApplication = Guarded',
   `server.main(["-H", "0.0.0.0", "-p", "${MOTO_PORT}"])`,
 ].join('\n');
+
+/** The label scripts/build-moto-image.sh gives the image: the resource types its moto's CloudFormation creates. */
+export const CLOUDFORMATION_TYPES_LABEL = 'io.sandboxplane.cloudformation.types';
+
+/** The types a moto container's image says its CloudFormation creates (containers carry their image's labels). */
+export function motoCloudFormationTypes(labels: Readonly<Record<string, string>>): ReadonlySet<string> {
+  const listed = labels[CLOUDFORMATION_TYPES_LABEL];
+  if (listed === undefined || listed === '') {
+    throw new SandboxPlaneError(
+      'ADAPTER_UNAVAILABLE',
+      `this moto container's image has no ${CLOUDFORMATION_TYPES_LABEL} label, so what its CloudFormation creates is unknown`,
+      { hint: 'Rebuild the image with scripts/build-moto-image.sh (its tag moved on) and point SANDBOXPLANE_MOTO_IMAGE at the id it prints.' },
+    );
+  }
+  return new Set(listed.split(','));
+}
 
 export interface MotoAdapterOptions {
   readonly broker: ContainerBroker;
@@ -173,5 +213,6 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
+    cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER },
   });
 }

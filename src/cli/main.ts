@@ -13,6 +13,7 @@ import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
 import { registerDeploymentCommands } from './commands/deployment-commands';
 import { registerHostCommands } from './commands/host-commands';
+import { registerIacCommands } from './commands/iac-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { printResult, reportError } from './output';
@@ -142,6 +143,7 @@ export function buildProgram(): Command {
   registerHostCommands(program);
   registerCodecCommands(program);
   registerDeploymentCommands(program);
+  registerIacCommands(program);
 
   return program;
 }

@@ -22,6 +22,7 @@ import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState 
 import { parseOrThrow } from '../domain/validation';
 import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
+import { IacClient } from './iac-client';
 import { connectTemporal } from './temporal-connection';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
@@ -173,6 +174,11 @@ export class SandboxClient {
     const sandboxes = new SandboxClient({ client, taskQueue: options.taskQueue, ...(options.principal !== undefined ? { principal: options.principal } : {}) });
     sandboxes.ownConnection = connection;
     return sandboxes;
+  }
+
+  /** Infrastructure as code in this client's sandboxes (plans, applies, approvals), as the same caller. */
+  get iac(): IacClient {
+    return new IacClient(this.client, this.taskQueue, this.principal);
   }
 
   /** Closes the connection opened by {@link connect}; a no-op for an injected client. */

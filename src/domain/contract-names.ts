@@ -45,6 +45,32 @@ export const LIFECYCLE_MESSAGES = {
   statusQuery: 'status',
 } as const;
 
+/** Workflow type of one infrastructure-as-code change (DESIGN §14), id `iac-<runId>`. */
+export const IAC_RUN_WORKFLOW = 'iacRun';
+export const IAC_WORKFLOW_ID_PREFIX = 'iac-';
+
+/** Message names of an IaC run, and those it exchanges with its sandbox's lifecycle for the stack's turn. */
+export const IAC_MESSAGES = {
+  /** Signals, for people in the Temporal UI: `{"approver", "reason", "code", "planDigest"}`. */
+  approveSignal: 'approve',
+  denySignal: 'deny',
+  /** Update-with-start target of `iac plan|apply`: returns once planned, or once ended. */
+  awaitUpdate: 'awaitIac',
+  /** Approve/deny for programs, the verdict returned. */
+  decideUpdate: 'decide',
+  statusQuery: 'status',
+  /** Run → lifecycle: may this run change the stack now? */
+  claimStackSignal: 'iacClaimStack',
+  /** Run → lifecycle: the run is done with the stack. */
+  releaseStackSignal: 'iacReleaseStack',
+  /** Lifecycle → run: granted, queued behind another run, or refused. */
+  stackAnswerSignal: 'iacStackAnswer',
+} as const;
+
+export function iacWorkflowIdFor(runId: string): string {
+  return `${IAC_WORKFLOW_ID_PREFIX}${runId}`;
+}
+
 export function workflowIdFor(sandboxId: string): string {
   return `${SANDBOX_WORKFLOW_ID_PREFIX}${sandboxId}`;
 }

@@ -6,6 +6,48 @@ export interface ResourceRef {
   readonly service: string;
   readonly type: string;
   readonly id: string;
+  /** The CloudFormation stack that holds it, and its logical id there (DESIGN §14: inventory from IaC state). */
+  readonly stack?: string;
+  readonly logicalId?: string;
+}
+
+/** A stack's resource, as the emulator's CloudFormation lists it. */
+export interface StackResourceRow {
+  readonly stack: string;
+  readonly logicalId: string;
+  readonly type: string;
+  readonly physicalId: string | null;
+}
+
+/** `AWS::SQS::Queue` → `{service: 'sqs', type: 'queue'}`: a stack resource in the listing's own terms. */
+function refTypeOf(type: string): { service: string; type: string } {
+  const [, service = '', thing = ''] = type.split('::');
+  return { service: service.toLowerCase(), type: thing.toLowerCase() };
+}
+
+/** Whether a listed resource is a stack resource: the same service and type, and its id is the physical id (or its last part: a queue's URL, a topic's ARN). */
+function sameResource(ref: ResourceRef, row: StackResourceRow): boolean {
+  const kind = refTypeOf(row.type);
+  if (row.physicalId === null || ref.service !== kind.service || ref.type !== kind.type) return false;
+  return ref.id === row.physicalId || row.physicalId.endsWith(`/${ref.id}`) || row.physicalId.endsWith(`:${ref.id}`);
+}
+
+/**
+ * The emulator's listing with each stack resource named by its stack and logical id;
+ * a stack resource of a service the listing did not cover is added as a row of its own.
+ */
+export function withStackResources(resources: readonly ResourceRef[], rows: readonly StackResourceRow[]): ResourceRef[] {
+  const annotated = resources.map((ref) => {
+    const row = rows.find((candidate) => sameResource(ref, candidate));
+    return row === undefined ? ref : { ...ref, stack: row.stack, logicalId: row.logicalId };
+  });
+  for (const row of rows) {
+    if (annotated.some((ref) => ref.stack === row.stack && ref.logicalId === row.logicalId)) continue;
+    const kind = refTypeOf(row.type);
+    if (resources.some((ref) => ref.service === kind.service)) continue;
+    annotated.push({ ...kind, id: row.physicalId ?? row.logicalId, stack: row.stack, logicalId: row.logicalId });
+  }
+  return annotated;
 }
 
 /**
@@ -32,7 +74,7 @@ export interface ResourceListing {
 }
 
 const resourceListingSchema = z.object({
-  resources: z.array(z.object({ service: z.string(), type: z.string(), id: z.string() })),
+  resources: z.array(z.object({ service: z.string(), type: z.string(), id: z.string(), stack: z.string().optional(), logicalId: z.string().optional() })),
   unlisted: z.array(z.object({ service: z.string(), kind: z.enum(['unavailable', 'not_listable', 'failed']), reason: z.string() })),
 });
 

@@ -9,4 +9,8 @@ export const SandboxExpiresAt = defineSearchAttributeKey('SandboxExpiresAt', Sea
 /** The docker host a sandbox was placed on (DESIGN §10). */
 export const SandboxHost = defineSearchAttributeKey('SandboxHost', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTE_KEYS = Object.freeze([SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt, SandboxHost]);
+/** An IaC run's state, and what it changes: `sandbox:<id>` (or `target:<name>`) — how the UI finds a sandbox's runs (DESIGN §14). */
+export const IacState = defineSearchAttributeKey('IacState', SearchAttributeType.KEYWORD);
+export const IacTarget = defineSearchAttributeKey('IacTarget', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTE_KEYS = Object.freeze([SandboxState, SandboxPrincipal, SandboxCapability, SandboxExpiresAt, SandboxHost, IacState, IacTarget]);

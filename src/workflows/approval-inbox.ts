@@ -61,15 +61,14 @@ export class ApprovalInbox {
 
   /** Answers every request still waiting once the sandbox (now `state`) no longer awaits approval. */
   close(state: SandboxState): void {
+    this.closeWith(`the sandbox is ${state}, no longer awaiting approval`);
+  }
+
+  /** Answers every request still waiting with `reason`: what it waited for is over. */
+  closeWith(reason: string): void {
     for (const pending of this.waiting.splice(0)) {
       pending.tooLate = true;
-      pending.verdict = {
-        signal: pending.signal,
-        approver: null,
-        verdict: 'ignored',
-        reason: `the sandbox is ${state}, no longer awaiting approval`,
-        at: new Date().toISOString(),
-      };
+      pending.verdict = { signal: pending.signal, approver: null, verdict: 'ignored', reason, at: new Date().toISOString() };
     }
   }
 

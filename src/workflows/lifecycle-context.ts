@@ -6,6 +6,7 @@ import { hostActivities, storeActivities } from './activity-routes';
 import { ApprovalInbox, type CarriedApproval } from './approval-inbox';
 import { AuditJournal, type Operation } from './audit-journal';
 import { ExtendRateLimit } from './extend-rate-limit';
+import { IacStackLocks, type CarriedIacLocks } from './iac-stack-locks';
 import { showPlacement, showRecord } from './lifecycle-display';
 
 /** Who asked for the sandbox to end early, and why. */
@@ -33,6 +34,8 @@ export interface CarriedLifecycle {
   readonly destroyRequest: DestroyRequest | null;
   /** Signals still to be judged (their payloads); waiting `decide` updates are asked to send again instead. */
   readonly inbox: readonly CarriedApproval[];
+  /** The stacks IaC runs hold or wait for. */
+  readonly iacLocks: CarriedIacLocks;
 }
 
 /**
@@ -47,6 +50,7 @@ export class LifecycleContext {
   readonly journal: AuditJournal;
   readonly inbox: ApprovalInbox;
   readonly extendLimit: ExtendRateLimit;
+  readonly iacLocks: IacStackLocks;
   destroyRequest: DestroyRequest | undefined;
   /** Set once the run is handing over to a new run: waiting updates are told to ask again. */
   continuing = false;
@@ -56,6 +60,7 @@ export class LifecycleContext {
     this.journal = new AuditJournal(carried?.step ?? 0, carried?.unrecorded ?? []);
     this.inbox = new ApprovalInbox(carried?.inbox ?? []);
     this.extendLimit = new ExtendRateLimit(carried?.extendTimesMs ?? []);
+    this.iacLocks = new IacStackLocks(carried?.iacLocks ?? []);
     this.destroyRequest = carried?.destroyRequest ?? undefined;
   }
 
@@ -67,6 +72,7 @@ export class LifecycleContext {
       extendTimesMs: this.extendLimit.carried(),
       destroyRequest: this.destroyRequest ?? null,
       inbox: this.inbox.carried(),
+      iacLocks: this.iacLocks.carried(),
     };
   }
 

@@ -5,6 +5,7 @@ import { stateOf, type Phase, type SandboxRecord } from '../domain/lifecycle-rec
 import { requestDigestOf, type IdentifiedRequest } from '../domain/sandbox-request';
 import { describeIssues } from '../domain/validation';
 import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
+import { endIacTurns, registerIacTurns } from './lifecycle-iac-turns';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
 import { showRequester } from './lifecycle-display';
 import { awaitingApproval } from './phase-awaiting-approval';
@@ -25,6 +26,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   const admitted = admit(input);
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
   registerLifecycleHandlers(ctx);
+  registerIacTurns(ctx);
   ctx.showInitial();
   if (admitted.ok) showRequester(admitted.record.request);
 
@@ -45,6 +47,8 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
           break;
         case 'ready':
           phase = await ready(ctx);
+          // IaC runs change a READY sandbox only: those holding or waiting for a stack hear it is ending.
+          if (phase.name !== 'ready') endIacTurns(ctx);
           break;
         case 'ending':
           phase = await ending(ctx, phase);
@@ -57,6 +61,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
     await CancellationScope.nonCancellable(() => cancelled(ctx));
   }
   ctx.inbox.close(stateOf(ctx.phase));
+  endIacTurns(ctx);
   await CancellationScope.nonCancellable(async () => {
     await ctx.journal.settleBackground();
     await ctx.journal.flush(ctx.record);

@@ -1,0 +1,303 @@
+import { randomBytes } from 'node:crypto';
+import { type Client, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { z } from 'zod';
+import { IAC_RUN_WORKFLOW, IAC_WORKFLOW_ID_PREFIX, iacWorkflowIdFor } from '../domain/contract-names';
+import { isErrorCode } from '../domain/error-codes';
+import { SandboxPlaneError } from '../domain/errors';
+import {
+  iacHasReached,
+  iacRequestDigest,
+  iacRunIdSchema,
+  iacRunInputSchema,
+  iacTargetOfSandbox,
+  type AdmittedIacRun,
+  type IacAwaitTarget,
+  type IacState,
+  type IacStatus,
+} from '../domain/iac/iac-run';
+import { defaultStackName, validateTemplate, type CfnTemplate } from '../domain/iac/template';
+import { readTemplateText } from '../domain/iac/template-yaml';
+import { sandboxIdSchema } from '../domain/sandbox-id';
+import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
+import { parseOrThrow } from '../domain/validation';
+import { iacAwaitUpdate, iacDecideUpdate, iacStatusQuery } from '../workflows/iac-messages';
+import { toSandboxError } from './client-errors';
+import { synthesizeCdkApp } from './cdk-synth';
+
+/**
+ * What to plan or apply: a template (its text, JSON or YAML, or the parsed object) or a
+ * CDK app directory the caller's side synthesizes (`cdk synth` with the app's own
+ * aws-cdk-lib; workers never run an agent's code).
+ */
+export interface IacRequest {
+  readonly sandboxId: string;
+  /** The template's text (JSON or YAML with CloudFormation's short tags) or its parsed JSON form. */
+  readonly template?: string | Record<string, unknown>;
+  /** Where the template came from, for reviewers and the default stack name (e.g. `stack.yaml`). */
+  readonly templateName?: string;
+  /** A CDK v2 app directory (with its cdk.json), instead of `template`. */
+  readonly cdkApp?: string;
+  /** The stack to change; by default derived from the template's file name (or the CDK stack's). */
+  readonly stack?: string;
+  readonly parameters?: Readonly<Record<string, string>>;
+  /** Whose change it is; a principal-bound client fills in its own and refuses another. */
+  readonly principal?: string;
+  /** The run's id, the idempotency key (`iac-<runId>`); a fresh one when left out. */
+  readonly runId?: string;
+}
+
+export interface IacWaitOptions {
+  /** `planned` (default for apply): return once the plan is shown (and approval asked for, if needed). `ended`: once applied, refused or failed. */
+  readonly wait?: IacAwaitTarget;
+  /** Give up waiting after this long with WAIT_TIMEOUT; the run itself goes on. Default 10 minutes. */
+  readonly timeoutMs?: number;
+}
+
+/** One row of `list`: what the search attributes say. */
+export interface IacRunSummary {
+  readonly runId: string;
+  readonly workflowId: string;
+  readonly state: IacState | null;
+  readonly principal: string | null;
+  readonly target: string | null;
+  readonly startedAt: string;
+  readonly workflowStatus: string;
+}
+
+const waitOptionsSchema = z
+  .object({
+    wait: z.enum(['planned', 'ended']).default('planned'),
+    timeoutMs: z.number().positive('must be positive').max(86_400_000, 'must be at most a day (86400000)').default(10 * 60_000),
+  })
+  .strict();
+
+/** A fresh run id for a request that names none. */
+export function generateIacRunId(): string {
+  return `run-${randomBytes(6).toString('hex')}`;
+}
+
+/** States after which a run is over without having done what was asked. */
+const UNSUCCESSFUL: ReadonlySet<IacState> = new Set(['FAILED', 'DENIED', 'EXPIRED']);
+
+/** Temporal keeps a run's workflow this long at most: well past any approval timeout and apply. */
+const RUN_EXECUTION_TIMEOUT = '3 days';
+
+function quoted(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/**
+ * Infrastructure as code in a sandbox (DESIGN §14): plans, applies, approvals and their
+ * status, as `sandboxctl iac …`, the MCP tools and agents' programs use them. Every
+ * method throws a {@link SandboxPlaneError} with a taxonomy code; bad input (a malformed
+ * template, an unknown intrinsic, an undeclared parameter, a bad stack name, over 1 MB)
+ * is INVALID_INPUT before anything is started.
+ *
+ * @example
+ * const run = await sandboxes.iac.plan({ sandboxId: 'sbx-1', template: readFileSync('stack.yaml', 'utf8'), templateName: 'stack.yaml' });
+ * console.log(run.plan?.changes);
+ */
+export class IacClient {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+    /** The principal a bound caller acts as (see SandboxClientOptions.principal). */
+    private readonly principal: string | undefined,
+  ) {}
+
+  /** Plans a change: the run ends PLANNED, with nothing changed in the sandbox. */
+  async plan(request: IacRequest, options: Omit<IacWaitOptions, 'wait'> = {}): Promise<IacStatus> {
+    return this.start('plan', request, { ...options, wait: 'ended' });
+  }
+
+  /**
+   * Plans and applies a change, through approval when policy asks for one. Returns once
+   * the plan is shown (`wait: 'planned'`), or once the run ended (`wait: 'ended'`); a run
+   * that ends FAILED, DENIED or EXPIRED throws its code, its status in `details.status`.
+   */
+  async apply(request: IacRequest, options: IacWaitOptions = {}): Promise<IacStatus> {
+    return this.start('apply', request, options);
+  }
+
+  /** A run's status (the workflow's `status` query); NOT_FOUND when there is none, or it is another principal's. */
+  async status(runId: string): Promise<IacStatus> {
+    const id = parseOrThrow(iacRunIdSchema, runId, 'IaC run id');
+    let status: IacStatus;
+    try {
+      status = await this.client.workflow.getHandle(iacWorkflowIdFor(id)).query(iacStatusQuery);
+    } catch (err) {
+      throw notFoundAsRun(err, id);
+    }
+    return this.seenBy(status);
+  }
+
+  /** Runs by search attributes, newest first: all, or those of one sandbox. */
+  async list(filter: { sandboxId?: string; limit?: number } = {}): Promise<IacRunSummary[]> {
+    const clauses = [`WorkflowType = ${quoted(IAC_RUN_WORKFLOW)}`];
+    if (filter.sandboxId !== undefined) clauses.push(`IacTarget = ${quoted(iacTargetOfSandbox(parseOrThrow(sandboxIdSchema, filter.sandboxId, 'sandbox id')))}`);
+    if (this.principal !== undefined) clauses.push(`SandboxPrincipal = ${quoted(this.principal)}`);
+    const rows: IacRunSummary[] = [];
+    try {
+      for await (const execution of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+        const attributes = execution.typedSearchAttributes;
+        rows.push({
+          runId: execution.workflowId.slice(IAC_WORKFLOW_ID_PREFIX.length),
+          workflowId: execution.workflowId,
+          state: (attributes.get(IacStateKey) as IacState | undefined) ?? null,
+          principal: attributes.get(SandboxPrincipal) ?? null,
+          target: attributes.get(IacTarget) ?? null,
+          startedAt: execution.startTime.toISOString(),
+          workflowStatus: execution.status.name,
+        });
+        if (rows.length >= (filter.limit ?? 100)) break;
+      }
+    } catch (err) {
+      throw toSandboxError(err, '(iac list)');
+    }
+    return rows;
+  }
+
+  /**
+   * Approves a run AWAITING_APPROVAL: `planDigest` is the plan the approver read (by
+   * default the one the run shows now); another is PLAN_STALE. `code` is the approver's
+   * current TOTP code (APPROVAL_UNVERIFIED without a valid, unused one).
+   */
+  async approve(runId: string, approval: { approver: string; code?: string; reason?: string; planDigest?: string }): Promise<IacStatus> {
+    return this.decide(runId, 'approve', approval);
+  }
+
+  /** Denies a run AWAITING_APPROVAL (it ends DENIED, nothing applied); see {@link approve}. */
+  async deny(runId: string, denial: { approver: string; code?: string; reason?: string; planDigest?: string }): Promise<IacStatus> {
+    return this.decide(runId, 'deny', denial);
+  }
+
+  private async decide(runId: string, decision: 'approve' | 'deny', payload: { approver: string; code?: string; reason?: string; planDigest?: string }): Promise<IacStatus> {
+    const current = await this.status(runId);
+    const planDigest = payload.planDigest ?? current.plan?.digest;
+    if (planDigest === undefined) throw new SandboxPlaneError('INVALID_STATE', `IaC run ${current.runId} is ${current.state} and has no plan to ${decision} yet`);
+    try {
+      const status = await this.client.workflow.getHandle(current.workflowId).executeUpdate(iacDecideUpdate, {
+        args: [{ decision, approver: payload.approver, reason: payload.reason ?? '', planDigest, ...(payload.code !== undefined ? { code: payload.code } : {}) }],
+      });
+      return this.seenBy(status);
+    } catch (err) {
+      const mapped = notFoundAsRun(err, current.runId);
+      if (mapped.code === 'NOT_FOUND' || mapped.code === 'INTERNAL') {
+        const after = await this.status(runId).catch(() => undefined);
+        if (after !== undefined && after.state !== 'AWAITING_APPROVAL') throw new SandboxPlaneError('INVALID_STATE', `IaC run ${after.runId} is ${after.state}, not AWAITING_APPROVAL`, { details: { status: after } });
+      }
+      throw mapped;
+    }
+  }
+
+  /** The run's input, checked here as the workflow checks it again: bad input never starts a run. */
+  private async prepare(mode: 'plan' | 'apply', request: IacRequest): Promise<AdmittedIacRun> {
+    const principal = this.asCaller(request.principal);
+    let template: CfnTemplate;
+    let source: { kind: 'template' | 'cdk'; name: string };
+    let stack = request.stack;
+    if ((request.template === undefined) === (request.cdkApp === undefined)) {
+      throw new SandboxPlaneError('INVALID_INPUT', 'give exactly one of template (a template file) and cdkApp (a CDK app directory)');
+    }
+    if (request.cdkApp !== undefined) {
+      const synthesized = await synthesizeCdkApp(request.cdkApp, stack === undefined ? {} : { stack });
+      template = synthesized.template as CfnTemplate;
+      source = { kind: 'cdk', name: `${request.cdkApp} (${synthesized.stackName})` };
+      stack ??= defaultStackName(synthesized.stackName);
+    } else {
+      const name = request.templateName ?? 'template';
+      template = (typeof request.template === 'string' ? readTemplateText(request.template, name) : request.template) as CfnTemplate;
+      source = { kind: 'template', name };
+      stack ??= defaultStackName(name);
+    }
+    const parameters = { ...(request.parameters ?? {}) };
+    validateTemplate(template, parameters);
+    return parseOrThrow(
+      iacRunInputSchema,
+      { runId: request.runId ?? generateIacRunId(), mode, sandboxId: request.sandboxId, principal, stack, template, parameters, source },
+      'IaC request',
+    );
+  }
+
+  private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {
+    const { wait, timeoutMs } = parseOrThrow(waitOptionsSchema, options, 'IaC wait options');
+    const run = await this.prepare(mode, request);
+    const digest = iacRequestDigest(run);
+    const workflowId = iacWorkflowIdFor(run.runId);
+    const startOperation = new WithStartWorkflowOperation(IAC_RUN_WORKFLOW, {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [run],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowExecutionTimeout: RUN_EXECUTION_TIMEOUT,
+      typedSearchAttributes: [
+        { key: IacStateKey, value: 'PLANNING' },
+        { key: SandboxPrincipal, value: run.principal },
+        { key: SandboxCapability, value: 'cloud.iac.local' },
+        { key: IacTarget, value: iacTargetOfSandbox(run.sandboxId) },
+      ],
+      staticSummary: `IaC ${mode} of stack ${run.stack} in sandbox ${run.sandboxId} for ${run.principal}`,
+    });
+    let status: IacStatus;
+    try {
+      // One call: starts the run (or joins it) and waits inside it.
+      status = await this.client.workflow.executeUpdateWithStart(iacAwaitUpdate, {
+        args: [{ until: wait, requestDigest: digest, timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)) }],
+        startWorkflowOperation: startOperation,
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw notFoundAsRun(err, run.runId);
+      status = await this.finalStatus(run.runId);
+      if (status.requestDigest !== digest) {
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `IaC run ${run.runId} exists for a different request`, { hint: 'Choose another run id, or leave it out.' });
+      }
+    }
+    return this.settle(status, wait, timeoutMs);
+  }
+
+  private async finalStatus(runId: string): Promise<IacStatus> {
+    try {
+      return await this.client.workflow.getHandle(iacWorkflowIdFor(runId)).result();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw notFoundAsRun(err, runId);
+      return this.status(runId);
+    }
+  }
+
+  private settle(status: IacStatus, until: IacAwaitTarget, timeoutMs: number): IacStatus {
+    const seen = this.seenBy(status);
+    if (UNSUCCESSFUL.has(seen.state)) {
+      const code = isErrorCode(seen.error?.code) ? seen.error.code : 'INTERNAL';
+      throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { details: { status: seen } });
+    }
+    if (!iacHasReached(until, seen.state)) {
+      throw new SandboxPlaneError('WAIT_TIMEOUT', `IaC run ${seen.runId} is still ${seen.state} after ${Math.round(timeoutMs / 1000)} s: ${seen.waitingFor}`, { details: { status: seen } });
+    }
+    return seen;
+  }
+
+  private asCaller(asked: string | undefined): string {
+    if (this.principal === undefined) {
+      if (asked === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'name the principal whose change this is (--principal P, or SANDBOXPLANE_PRINCIPAL)');
+      return asked;
+    }
+    if (asked !== undefined && asked !== this.principal) {
+      throw new SandboxPlaneError('PRINCIPAL_MISMATCH', `this client acts as ${this.principal} and cannot change infrastructure as ${asked}`, {
+        hint: `Leave the principal out (it is ${this.principal}), or use a client started for that principal.`,
+      });
+    }
+    return this.principal;
+  }
+
+  /** A bound caller sees only its own runs; another principal's is NOT_FOUND, as if it did not exist. */
+  private seenBy(status: IacStatus): IacStatus {
+    if (this.principal !== undefined && status.principal !== this.principal) throw new SandboxPlaneError('NOT_FOUND', `no IaC run ${status.runId}`);
+    return status;
+  }
+}
+
+function notFoundAsRun(err: unknown, runId: string): SandboxPlaneError {
+  const mapped = toSandboxError(err, runId);
+  return mapped.code === 'NOT_FOUND' ? new SandboxPlaneError('NOT_FOUND', `no IaC run ${runId}`, { details: { runId } }) : mapped;
+}

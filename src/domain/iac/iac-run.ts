@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { approvalPayloadSchema } from '../lifecycle-messages';
+import { cleanDisplayText } from '../display-text';
+import type { ErrorCode } from '../error-codes';
+import { sandboxIdSchema } from '../sandbox-id';
+import type { IacPlan } from './plan';
+import { sha256Hex } from '../sha256';
+import { canonicalJson, stackNameSchema } from './template';
+
+/**
+ * One IaC change (DESIGN §14): its states, input, status and messages — what the `iacRun`
+ * workflow, its activities and every caller share.
+ */
+
+/** Every state of an IaC run; the terminal ones end it (DESIGN §11, "IaC"). */
+export const IAC_STATES = ['PLANNING', 'PLANNED', 'AWAITING_APPROVAL', 'APPLYING', 'APPLIED', 'FAILED', 'DENIED', 'EXPIRED'] as const;
+export type IacState = (typeof IAC_STATES)[number];
+
+const TERMINAL: ReadonlySet<IacState> = new Set(['PLANNED', 'APPLIED', 'FAILED', 'DENIED', 'EXPIRED']);
+
+export function isIacTerminal(state: IacState): boolean {
+  return TERMINAL.has(state);
+}
+
+/**
+ * What became of each resource of the applied template, checked through the service's
+ * own API where the plane has a check for its type:
+ * - `VERIFIED`: the stack lists it and the service answers for it;
+ * - `UNVERIFIED`: the stack lists it, but the plane has no check of its own for the type;
+ * - `NOT_CREATED`: the emulator does not implement the type (the plan said so);
+ * - `MISSING`: the emulator implements the type, yet neither the stack nor the service has it;
+ * - `ORPHANED`: the service has it, but the stack does not list it (a failed apply left it);
+ * - `REMOVED` / `STILL_PRESENT`: a resource the change removes is gone, or is not.
+ */
+export const IAC_RESOURCE_STATUSES = ['VERIFIED', 'UNVERIFIED', 'NOT_CREATED', 'MISSING', 'ORPHANED', 'REMOVED', 'STILL_PRESENT'] as const;
+export type IacResourceStatus = (typeof IAC_RESOURCE_STATUSES)[number];
+
+/** Statuses that make an apply FAILED: the stack does not hold what the plan said it would. */
+export const FAILING_RESOURCE_STATUSES: ReadonlySet<IacResourceStatus> = new Set(['MISSING', 'ORPHANED', 'STILL_PRESENT']);
+
+export interface IacResourceRow {
+  readonly logicalId: string;
+  readonly type: string;
+  readonly physicalId: string | null;
+  readonly status: IacResourceStatus;
+  /** Why, when the status alone does not say (the stack's reason, the service's answer). */
+  readonly detail?: string;
+}
+
+/** A run's id: its workflow is `iac-<runId>`; it also names the run's change sets. */
+export const IAC_RUN_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const iacRunIdSchema = z.string().regex(IAC_RUN_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');
+
+export const IAC_MODES = ['plan', 'apply'] as const;
+export type IacMode = (typeof IAC_MODES)[number];
+
+/** Where the template came from: shown to reviewers, never interpreted. */
+export const iacSourceSchema = z.object({
+  kind: z.enum(['template', 'cdk']),
+  name: z.string().max(300).transform(cleanDisplayText),
+});
+export type IacSource = z.infer<typeof iacSourceSchema>;
+
+/**
+ * The input of an `iacRun`, as a caller sends it. The template itself is checked by
+ * validateTemplate (template.ts), the one home of its rules.
+ */
+export const iacRunInputSchema = z.object({
+  runId: iacRunIdSchema,
+  mode: z.enum(IAC_MODES),
+  sandboxId: sandboxIdSchema,
+  principal: z.string().trim().min(1, 'name the principal').max(200),
+  stack: stackNameSchema,
+  template: z.record(z.string(), z.unknown()),
+  parameters: z.record(z.string(), z.string().max(4096)).default({}),
+  source: iacSourceSchema,
+});
+export type IacRunInput = z.input<typeof iacRunInputSchema>;
+export type AdmittedIacRun = z.output<typeof iacRunInputSchema>;
+
+/** The plan as a run shows it: the plane's verdict, and where the emulator's own change set disagreed. */
+export interface ShownPlan extends IacPlan {
+  /** Differences between the plane's diff and the emulator's change set, in words; empty when they agree. */
+  readonly crossCheck: readonly string[];
+}
+
+/** An approval or denial that counted. */
+export interface IacApproval {
+  readonly approver: string;
+  readonly reason: string;
+  readonly at: string;
+}
+
+/** What `iac status`, the `status` query and every update answer (DESIGN §11, "IaC"). */
+export interface IacStatus {
+  readonly runId: string;
+  readonly workflowId: string;
+  /** The digest of the request (see iacRequestDigest): the same run id sent again must repeat it. */
+  readonly requestDigest: string;
+  readonly state: IacState;
+  readonly mode: IacMode;
+  readonly sandboxId: string;
+  readonly principal: string;
+  readonly stack: string;
+  readonly source: IacSource;
+  readonly plan: ShownPlan | null;
+  /** The policy's word on applying (`null` for a plan-only run). */
+  readonly decision: { readonly effect: string; readonly reasons: readonly string[] } | null;
+  readonly approvals: readonly IacApproval[];
+  readonly resources: readonly IacResourceRow[];
+  /** The latest stack events the apply saw, newest last. */
+  readonly events: readonly string[];
+  readonly waitingFor: string;
+  readonly error: { readonly code: ErrorCode; readonly message: string } | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** How far a caller waits: `planned` returns once the plan is shown (or the run ended), `ended` once it ended. */
+export const IAC_AWAIT_TARGETS = ['planned', 'ended'] as const;
+export type IacAwaitTarget = (typeof IAC_AWAIT_TARGETS)[number];
+
+export const iacAwaitPayloadSchema = z.object({
+  until: z.enum(IAC_AWAIT_TARGETS),
+  /** The digest of the request the caller sent: a different request under the same run id is refused. */
+  requestDigest: z.string().max(64).optional(),
+  /** Answer by then at the latest, with the status as it is (the caller says WAIT_TIMEOUT). */
+  timeoutSeconds: z.number().int().positive().max(86_400).optional(),
+});
+export type IacAwaitPayload = z.input<typeof iacAwaitPayloadSchema>;
+
+export function iacHasReached(until: IacAwaitTarget, state: IacState): boolean {
+  if (isIacTerminal(state)) return true;
+  return until === 'planned' && state !== 'PLANNING';
+}
+
+/** The `approve`/`deny` payload of an IaC run: a sandbox approval that also names the plan it approves. */
+export const iacApprovalPayloadSchema = approvalPayloadSchema.extend({
+  planDigest: z
+    .string()
+    .trim()
+    .regex(/^[0-9a-f]{64}$/, 'must be the plan digest the run shows (64 hex digits)'),
+});
+export type IacApprovalPayload = z.input<typeof iacApprovalPayloadSchema>;
+
+/** Approve or deny from a program (`decide` update), judged like the signals. */
+export const iacDecidePayloadSchema = iacApprovalPayloadSchema.extend({ decision: z.enum(['approve', 'deny']) });
+export type IacDecidePayload = z.input<typeof iacDecidePayloadSchema>;
+
+/** The stack lock's key within one sandbox. */
+export interface IacStackClaim {
+  readonly runId: string;
+  readonly stack: string;
+  readonly principal: string;
+  /** When the run's workflow times out at the latest: the lock is not held past it. */
+  readonly leaseUntilMs: number;
+}
+
+export const iacStackClaimSchema = z.object({
+  runId: iacRunIdSchema,
+  stack: stackNameSchema,
+  principal: z.string().max(200),
+  leaseUntilMs: z.number().int().nonnegative(),
+});
+
+/** The lifecycle's answer to a claim: the run holds the stack now, waits behind another, or is refused. */
+export type IacClaimAnswer =
+  | { readonly answer: 'granted'; readonly adapter: string; readonly placement: { readonly hostId: string; readonly taskQueue: string }; readonly runtime: IacRuntimeRef }
+  | { readonly answer: 'queued'; readonly behind: string; readonly leaseUntilMs: number }
+  | { readonly answer: 'refused'; readonly code: ErrorCode; readonly message: string };
+
+/** Which containers the sandbox runs in and where: enough for a docker activity to find them, no credentials. */
+export interface IacRuntimeRef {
+  readonly runtimeIds: readonly string[];
+  readonly engineId?: string;
+}
+
+/** The sandbox's search in the UI: `IacTarget` holds `sandbox:<id>` (or `target:<name>` for promotion). */
+export function iacTargetOfSandbox(sandboxId: string): string {
+  return `sandbox:${sandboxId}`;
+}
+
+/** The digest of a run's request: the same run id sent again with anything else is IDEMPOTENCY_CONFLICT. */
+export function iacRequestDigest(input: AdmittedIacRun): string {
+  return sha256Hex(canonicalJson(input));
+}

@@ -1,0 +1,81 @@
+import { getExternalWorkflowHandle, log, setHandler } from '@temporalio/workflow';
+import { iacWorkflowIdFor } from '../domain/contract-names';
+import { iacStackClaimSchema, type IacClaimAnswer, type IacStackClaim } from '../domain/iac/iac-run';
+import { stateOf } from '../domain/lifecycle-record';
+import { claimStackSignal, releaseStackSignal, stackAnswerSignal } from './iac-messages';
+import type { LifecycleContext } from './lifecycle-context';
+
+/**
+ * The lifecycle's side of IaC runs (DESIGN §14): it is the authority on its sandbox, so
+ * it says whether the caller may change it at all (same principal, READY) and whose turn
+ * each stack is. Answers go back to the run as a signal; a run that is gone when told
+ * it holds the stack gives its turn straight on.
+ */
+export function registerIacTurns(ctx: LifecycleContext): void {
+  setHandler(claimStackSignal, (payload) => {
+    const parsed = iacStackClaimSchema.safeParse(payload);
+    if (!parsed.success) {
+      log.warn('malformed stack claim ignored');
+      return;
+    }
+    const claim = parsed.data;
+    const { request } = ctx.record;
+    // Another principal's run hears what it would of a sandbox that does not exist.
+    if (claim.principal !== request.principal) return answer(claim, { answer: 'refused', code: 'NOT_FOUND', message: `no sandbox ${request.id}` });
+    const phase = ctx.judgedPhase;
+    if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
+      return answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox` });
+    }
+    const outcome = ctx.iacLocks.claim(claim, Date.now());
+    if ('full' in outcome) return answer(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for sandbox ${request.id}; try again once some have ended` });
+    if (outcome.granted) return grant(ctx, claim);
+    return answer(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
+  });
+
+  setHandler(releaseStackSignal, (payload) => {
+    const { runId, stack } = payload ?? ({} as { runId?: unknown; stack?: unknown });
+    if (typeof runId !== 'string' || typeof stack !== 'string') return;
+    const next = ctx.iacLocks.release(runId, stack, Date.now());
+    if (next !== undefined) grant(ctx, next);
+  });
+}
+
+/** Tells every run that holds or waits for a stack that the sandbox is no longer READY. */
+export function endIacTurns(ctx: LifecycleContext): void {
+  for (const claim of ctx.iacLocks.drain()) {
+    answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}; the change was not made` });
+  }
+}
+
+function grant(ctx: LifecycleContext, claim: IacStackClaim): void {
+  const { record } = ctx;
+  const phase = record.phase;
+  const host = record.host;
+  if (phase.name !== 'ready' || host === undefined || host === null) {
+    answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${record.request.id} is ${stateOf(phase)}` });
+    return;
+  }
+  const { runtimeIds, engineId } = phase.runtime;
+  answer(
+    claim,
+    {
+      answer: 'granted',
+      adapter: record.request.adapter,
+      placement: { hostId: host.hostId, taskQueue: host.taskQueue },
+      runtime: { runtimeIds: [...runtimeIds], ...(engineId === undefined ? {} : { engineId }) },
+    },
+    () => {
+      // The run is gone (terminated, timed out): its turn passes on rather than waiting for its lease.
+      const next = ctx.iacLocks.release(claim.runId, claim.stack, Date.now());
+      if (next !== undefined) grant(ctx, next);
+    },
+  );
+}
+
+function answer(claim: IacStackClaim, message: IacClaimAnswer, onGone?: () => void): void {
+  const handle = getExternalWorkflowHandle(iacWorkflowIdFor(claim.runId));
+  handle.signal(stackAnswerSignal, message).catch((err: unknown) => {
+    log.info('IaC run not told: it has ended', { runId: claim.runId, answer: message.answer, error: String(err) });
+    onGone?.();
+  });
+}

@@ -1,0 +1,282 @@
+/**
+ * Infrastructure as code in a sandbox (issue 25, DESIGN §14) on a real dev server, a real
+ * engine and real moto, through the CLI, and checked with the AWS CLI against the
+ * sandbox's endpoint and its own credentials: an honest plan (the subscription moto
+ * skips named unsupported, an untouched topic not called Modify), nothing made by a plan,
+ * an apply checked through the services' own APIs, a failing apply that ends FAILED with
+ * what is really there, approvals bound to the plan's digest, one run per stack at a
+ * time, a CDK app, and refusals for another principal and bad input.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import type { ClientConfig } from '../src/domain/client-config';
+import { PLANE_LABEL } from '../src/domain/docker-labels';
+import type { IacStatus } from '../src/domain/iac/iac-run';
+import { DockerContainerBroker } from '../src/docker';
+import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
+import { REPO_ROOT, runCli, type CliResult } from './helpers/cli';
+import { eventually } from './helpers/eventually';
+import { createTestNamespace } from './helpers/test-namespace';
+import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+
+const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
+const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
+
+const FIRST = `
+AWSTemplateFormatVersion: 2010-09-09
+Description: a bucket, a queue, a table, a topic and a subscription
+Resources:
+  Bucket:
+    Type: AWS::S3::Bucket
+    Properties:
+      BucketName: iac-test-bucket
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: iac-test-queue
+      VisibilityTimeout: 30
+  Table:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      TableName: iac-test-table
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{ AttributeName: pk, AttributeType: S }]
+      KeySchema: [{ AttributeName: pk, KeyType: HASH }]
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties:
+      TopicName: iac-test-topic
+  Subscription:
+    Type: AWS::SNS::Subscription
+    Properties:
+      TopicArn: !Ref Topic
+      Protocol: sqs
+      Endpoint: !GetAtt Queue.Arn
+`;
+
+const SECOND = FIRST.replace('VisibilityTimeout: 30', 'VisibilityTimeout: 60').replace(/ {2}Subscription:[\s\S]*$/, '');
+
+const TAKEN = `
+Resources:
+  Early:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: iac-made-before-the-failure
+  Clash:
+    Type: AWS::S3::Bucket
+    Properties:
+      BucketName: iac-test-bucket
+`;
+
+const QUEUE_ONLY = (name: string) => `{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "${name}"}}}}`;
+
+function output<T>(result: CliResult): T {
+  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+function failure(result: CliResult, exit: number, code: string): string {
+  assert.equal(result.code, exit, `exit ${result.code}, expected ${exit}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
+  assert.equal(error.code, code, error.message);
+  return error.message;
+}
+
+/** `aws <args>` with the sandbox's own key and endpoint, and nothing of this machine's AWS set-up. */
+async function aws(config: ClientConfig, args: string[]): Promise<string> {
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    AWS_ACCESS_KEY_ID: config.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
+    AWS_DEFAULT_REGION: config.region,
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_MAX_ATTEMPTS: '1',
+  };
+  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env, timeout: 60_000 });
+  return stdout;
+}
+
+describe('infrastructure as code in a moto sandbox (real dev server, engine, moto and AWS CLI)', { skip }, () => {
+  const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-iac-'));
+  const file = (name: string, text: string) => {
+    const at = path.join(dir, name);
+    fs.writeFileSync(at, text);
+    return at;
+  };
+  let worker: TestWorker;
+  let plane: string;
+  let config: ClientConfig;
+  let alice: TestAuthenticator;
+  const sandboxId = 'iac-main';
+  const asAgent = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-iac' });
+
+  before(async () => {
+    const address = await testTemporalAddress();
+    const namespace = await createTestNamespace(address, 'iac');
+    worker = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage as string } });
+    plane = worker.plane.planeId;
+    worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    worker.store.policies.add({ principalPattern: 'agent-iac', capability: 'cloud.iac.local', effect: 'allow' });
+    worker.store.policies.add({ principalPattern: 'agent-reviewed', capability: 'cloud.iac.local', effect: 'require_approval' });
+    alice = await enrolApprover(worker, 'alice');
+    const services = ['s3', 'sqs', 'dynamodb', 'sns', 'cloudformation'];
+    const [sandbox] = await Promise.all([
+      worker.sandboxes.create({ id: sandboxId, principal: 'agent-iac', adapter: 'moto', services }, { wait: 'ready' }),
+      worker.sandboxes.create({ id: 'iac-reviewed', principal: 'agent-reviewed', adapter: 'moto', services }, { wait: 'ready' }),
+    ]);
+    assert.ok(sandbox.clientConfig !== null);
+    config = sandbox.clientConfig;
+  });
+
+  after(async () => {
+    await worker?.stop();
+    for (const container of await broker.list({ [PLANE_LABEL]: plane })) await broker.remove(container.id, { force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a plan names five Adds and the subscription moto skips as unsupported, and makes nothing', async () => {
+    const planned = output<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app'));
+    assert.equal(planned.state, 'PLANNED');
+    assert.equal(planned.stack, 'app');
+    assert.ok(planned.plan !== null);
+    assert.deepEqual(
+      planned.plan.changes.map((change) => [change.action, change.logicalId]),
+      [
+        ['Add', 'Bucket'],
+        ['Add', 'Queue'],
+        ['Add', 'Subscription'],
+        ['Add', 'Table'],
+        ['Add', 'Topic'],
+      ],
+    );
+    assert.deepEqual(planned.plan.unsupported, [{ logicalId: 'Subscription', type: 'AWS::SNS::Subscription' }]);
+    assert.match(planned.plan.digest, /^[0-9a-f]{64}$/);
+    assert.deepEqual(JSON.parse(await aws(config, ['s3api', 'list-buckets'])).Buckets, []);
+    assert.deepEqual(JSON.parse((await aws(config, ['sqs', 'list-queues'])) || '{}').QueueUrls ?? [], []);
+    assert.deepEqual(JSON.parse(await aws(config, ['cloudformation', 'list-stacks'])).StackSummaries, []);
+  });
+
+  test('apply makes the bucket, queue and table (seen by the AWS CLI) and does not report the subscription created', async () => {
+    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app', '--wait'));
+    assert.equal(applied.state, 'APPLIED', applied.waitingFor);
+    const status = Object.fromEntries(applied.resources.map((row) => [row.logicalId, row.status]));
+    assert.deepEqual(status, { Bucket: 'VERIFIED', Queue: 'VERIFIED', Table: 'VERIFIED', Topic: 'VERIFIED', Subscription: 'NOT_CREATED' });
+    assert.deepEqual(
+      JSON.parse(await aws(config, ['s3api', 'list-buckets'])).Buckets.map((bucket: { Name: string }) => bucket.Name),
+      ['iac-test-bucket'],
+    );
+    assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-test-queue']), /iac-test-queue/);
+    assert.equal(JSON.parse(await aws(config, ['dynamodb', 'describe-table', '--table-name', 'iac-test-table'])).Table.TableStatus, 'ACTIVE');
+  });
+
+  test('a changed VisibilityTimeout and a dropped subscription plan exactly that, and apply', async () => {
+    const template = file('second.yaml', SECOND);
+    const planned = output<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', template, '--stack', 'app'));
+    assert.deepEqual(planned.plan?.changes, [
+      { action: 'Modify', logicalId: 'Queue', type: 'AWS::SQS::Queue', properties: [{ path: 'Properties.VisibilityTimeout', before: 30, after: 60 }] },
+      planned.plan?.changes.find((change) => change.logicalId === 'Subscription'),
+    ]);
+    assert.equal(planned.plan?.changes[1]?.action, 'Remove');
+    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', template, '--stack', 'app', '--wait'));
+    assert.equal(applied.state, 'APPLIED', applied.waitingFor);
+    const url = JSON.parse(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-test-queue'])).QueueUrl as string;
+    const attributes = JSON.parse(await aws(config, ['sqs', 'get-queue-attributes', '--queue-url', url, '--attribute-names', 'VisibilityTimeout'])).Attributes;
+    assert.equal(attributes.VisibilityTimeout, '60');
+  });
+
+  test('resources lists the stack resources beside what the emulator lists', async () => {
+    const listing = output<{ resources: { service: string; id: string; stack?: string; logicalId?: string }[] }>(await asAgent('resources', sandboxId));
+    const bucket = listing.resources.find((row) => row.service === 's3' && row.id === 'iac-test-bucket');
+    assert.deepEqual([bucket?.stack, bucket?.logicalId], ['app', 'Bucket']);
+    const queue = listing.resources.find((row) => row.service === 'sqs' && row.id === 'iac-test-queue');
+    assert.deepEqual([queue?.stack, queue?.logicalId], ['app', 'Queue']);
+  });
+
+  test('a bucket name that is taken ends FAILED within seconds, listing what is really there', async () => {
+    const started = Date.now();
+    const message = failure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'PROVISION_FAILED');
+    assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
+    assert.match(message, /BucketAlreadyExists/);
+    const runs = output<{ runs: { runId: string; state: string }[] }>(await asAgent('iac', 'list', '--sandbox', sandboxId));
+    const failed = runs.runs.find((run) => run.state === 'FAILED');
+    assert.ok(failed !== undefined, JSON.stringify(runs));
+    const status = output<IacStatus>(await asAgent('iac', 'status', failed.runId));
+    const rows = Object.fromEntries(status.resources.map((row) => [row.logicalId, row.status]));
+    assert.equal(rows.Early, 'ORPHANED', 'the queue made before the failure is listed as there');
+    assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-made-before-the-failure']), /iac-made-before-the-failure/);
+  });
+
+  test('under require_approval the run waits; a wrong code and a stale digest are refused; the right code for the shown digest applies', async () => {
+    const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('reviewed.json', QUEUE_ONLY('reviewed-queue'))));
+    assert.equal(waiting.state, 'AWAITING_APPROVAL');
+    const digest = waiting.plan?.digest as string;
+    const operator = (...args: string[]) => runCli([...args, '--json'], worker.env);
+    failure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', '000000', '--plan-digest', digest), 3, 'APPROVAL_UNVERIFIED');
+    failure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', 'f'.repeat(64)), 3, 'PLAN_STALE');
+    const approved = output<IacStatus>(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', digest));
+    assert.deepEqual(
+      approved.approvals.map((approval) => approval.approver),
+      ['alice'],
+    );
+    const done = await eventually('the approved run applied', async () => {
+      const status = output<IacStatus>(await operator('iac', 'status', waiting.runId));
+      return status.state === 'APPLIED' || status.state === 'FAILED' ? status : undefined;
+    });
+    assert.equal(done.state, 'APPLIED', done.waitingFor);
+  });
+
+  test('one run at a time changes a stack: the next waits its turn and goes on once the first ends', async () => {
+    const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    const first = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('turn-1.json', QUEUE_ONLY('turn-1')), '--stack', 'turns'));
+    assert.equal(first.state, 'AWAITING_APPROVAL');
+    const second = await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('turn-2.json', QUEUE_ONLY('turn-2')), '--stack', 'turns', '--timeout', '3s');
+    failure(second, 1, 'WAIT_TIMEOUT');
+    const waited = JSON.parse(second.stderr) as { error: { message: string } };
+    assert.match(waited.error.message, /Waiting for stack turns: run .* changes it now/);
+    output<IacStatus>(await runCli(['iac', 'deny', first.runId, '--approver', 'alice', '--code', await alice.code(), '--json'], worker.env));
+    const runId = /IaC run (\S+) is still/.exec(waited.error.message)?.[1] as string;
+    const planned = await eventually('the waiting plan ran', async () => {
+      const status = output<IacStatus>(await asReviewed('iac', 'status', runId));
+      return status.state === 'PLANNED' ? status : undefined;
+    });
+    assert.deepEqual(
+      planned.plan?.changes.map((change) => change.logicalId),
+      ['Q'],
+    );
+  });
+
+  test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
+    const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    failure(result, 4, 'NOT_FOUND');
+  });
+
+  test('bad input is INVALID_INPUT before anything starts', async () => {
+    const before = output<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length;
+    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('broken.yaml', 'Resources:\n  A: [unclosed\n')), 2, 'INVALID_INPUT');
+    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('bogus.json', '{"Resources": {"A": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": {"Fn::Bogus": "x"}}}}}')), 2, 'INVALID_INPUT');
+    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--parameter', 'Nope=1'), 2, 'INVALID_INPUT');
+    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--stack', '1-not-a-stack'), 2, 'INVALID_INPUT');
+    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('huge.json', `{"Resources": {}, "Description": "${'x'.repeat(1_100_000)}"}`)), 2, 'INVALID_INPUT');
+    assert.equal(output<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length, before, 'no run was started');
+  });
+
+  test('a CDK app made with aws-cdk-lib (a bucket and a queue) applies', async () => {
+    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--cdk-app', path.join(REPO_ROOT, 'test', 'fixtures', 'cdk-app'), '--wait'));
+    assert.equal(applied.state, 'APPLIED', applied.waitingFor);
+    const types = applied.resources.filter((row) => row.status === 'VERIFIED').map((row) => row.type);
+    assert.deepEqual(types.sort(), ['AWS::S3::Bucket', 'AWS::SQS::Queue']);
+    const buckets = JSON.parse(await aws(config, ['s3api', 'list-buckets'])).Buckets.map((bucket: { Name: string }) => bucket.Name);
+    const bucket = applied.resources.find((row) => row.type === 'AWS::S3::Bucket')?.physicalId;
+    assert.ok(bucket !== null && bucket !== undefined && buckets.includes(bucket), `${bucket} in ${buckets.join(', ')}`);
+  });
+});
