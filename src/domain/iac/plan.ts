@@ -1,0 +1,543 @@
+/**
+ * The plane's own plan of an IaC change (DESIGN §14): what each resource gains, loses or
+ * changes, what the emulator cannot create and what touches security, bound by one
+ * digest. Its JSON shape is a contract (DESIGN §11). Pure: the IaC workflow computes it.
+ */
+import { z } from 'zod';
+import { sha256Hex } from '../sha256';
+import { canonicalJson, cloneJson, isJsonObject, SUB_REFERENCE, type CfnTemplate } from './template';
+
+/** What a plan does to one resource. */
+export type PlanAction = 'Add' | 'Modify' | 'Remove';
+
+/** One changed leaf of a resource: `before` is null for what is added, `after` null for what is removed. */
+export interface PropertyChange {
+  path: string;
+  before: unknown;
+  after: unknown;
+}
+
+/** One resource the plan adds, modifies or removes, with every changed property. */
+export interface PlanChange {
+  action: PlanAction;
+  logicalId: string;
+  type: string;
+  properties: PropertyChange[];
+}
+
+/** A resource whose type the target's emulator does not implement: it will not be created. */
+export interface UnsupportedResource {
+  logicalId: string;
+  type: string;
+}
+
+/** A change a reviewer should look at twice (IAM, resource policies, public access, security groups), and why. */
+export interface SecurityFinding {
+  logicalId: string;
+  type: string;
+  reason: string;
+}
+
+/** The plan a person approves: its digest names exactly this plan of exactly this template. */
+export interface IacPlan {
+  digest: string;
+  changes: PlanChange[];
+  unsupported: UnsupportedResource[];
+  security: SecurityFinding[];
+}
+
+/** A template with the parameter values given for it. */
+export interface TemplateWithParameters {
+  readonly template: CfnTemplate;
+  readonly parameters: Readonly<Record<string, string>>;
+}
+
+/** A plan's digest: SHA-256, lowercase hex. */
+export const planDigestSchema = z.string().regex(/^[0-9a-f]{64}$/, 'must be a plan digest: 64 lowercase hex digits');
+
+/** One changed property; a missing `before` or `after` reads as null. */
+export const propertyChangeSchema = z
+  .object({ path: z.string().min(1), before: z.unknown(), after: z.unknown() })
+  .transform((change): PropertyChange => ({ path: change.path, before: change.before ?? null, after: change.after ?? null }));
+
+export const planChangeSchema = z.object({
+  action: z.enum(['Add', 'Modify', 'Remove']),
+  logicalId: z.string().min(1),
+  type: z.string(),
+  properties: z.array(propertyChangeSchema),
+});
+
+export const unsupportedResourceSchema = z.object({ logicalId: z.string().min(1), type: z.string() });
+
+export const securityFindingSchema = z.object({ logicalId: z.string().min(1), type: z.string(), reason: z.string().min(1) });
+
+/** The §11 contract shape of a plan, as `iac plan --json` prints it and the workflow keeps it. */
+export const iacPlanSchema: z.ZodType<IacPlan, z.ZodTypeDef, unknown> = z.object({
+  digest: planDigestSchema,
+  changes: z.array(planChangeSchema),
+  unsupported: z.array(unsupportedResourceSchema),
+  security: z.array(securityFindingSchema),
+});
+
+/** Resource attributes whose change is a change of the resource; `Metadata` is not one. */
+const DIFFED_ATTRIBUTES = ['Condition', 'CreationPolicy', 'DeletionPolicy', 'DependsOn', 'UpdatePolicy', 'UpdateReplacePolicy'] as const;
+
+/** What a NoEcho parameter shows as: the plan is read in the UI and kept in history. */
+const NO_ECHO_MASK = '****';
+const NO_ECHO_CHANGED_MASK = '**** (changed)';
+
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+type Segment = string | number;
+
+interface Leaf {
+  readonly segments: readonly Segment[];
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+/** A parameter's value as a `Ref` gives it: text, or a list for list types. */
+type ParameterValue = string | readonly string[];
+
+const resourcesOf = (template: CfnTemplate | null | undefined): Readonly<Record<string, unknown>> => (template && isJsonObject(template.Resources) ? template.Resources : {});
+const typeOf = (resource: unknown): string => (isJsonObject(resource) && typeof resource.Type === 'string' ? resource.Type : '');
+
+/** An intrinsic function object (`{"Ref": …}`, `{"Fn::…": …}`): one value, compared whole, never walked into. */
+function isIntrinsic(value: unknown): boolean {
+  if (!isJsonObject(value)) return false;
+  const keys = Object.keys(value);
+  return keys.length === 1 && (keys[0] === 'Ref' || (keys[0] ?? '').startsWith('Fn::'));
+}
+
+/**
+ * The plane's own diff of `next` against `base` (null: nothing applied yet), resource by
+ * resource, sorted by logical id, each with its changed leaves sorted by path. What a
+ * side's parameters decide is resolved first (`Ref` to a parameter, `Fn::Sub` and
+ * `Fn::Join` over known text); every other intrinsic stays as its JSON object.
+ */
+export function diffTemplates(base: TemplateWithParameters | null, next: TemplateWithParameters): PlanChange[] {
+  const baseValues = base === null ? new Map<string, ParameterValue>() : parameterValues(base, null);
+  const nextValues = parameterValues(next, base);
+  const baseResources = resourcesOf(base?.template);
+  const nextResources = resourcesOf(next.template);
+  const logicalIds = [...new Set([...Object.keys(baseResources), ...Object.keys(nextResources)])].sort(compareText);
+  const changes: PlanChange[] = [];
+  for (const logicalId of logicalIds) {
+    const before = Object.hasOwn(baseResources, logicalId) ? comparableResource(baseResources[logicalId], baseValues) : undefined;
+    const after = Object.hasOwn(nextResources, logicalId) ? comparableResource(nextResources[logicalId], nextValues) : undefined;
+    if (before === undefined && after !== undefined) {
+      changes.push({ action: 'Add', logicalId, type: typeOf(nextResources[logicalId]), properties: diffResource({}, withoutType(after)) });
+    } else if (before !== undefined && after === undefined) {
+      changes.push({ action: 'Remove', logicalId, type: typeOf(baseResources[logicalId]), properties: diffResource(withoutType(before), {}) });
+    } else if (before !== undefined && after !== undefined) {
+      const properties = diffResource(before, after);
+      if (properties.length > 0) changes.push({ action: 'Modify', logicalId, type: typeOf(nextResources[logicalId]), properties });
+    }
+  }
+  return changes;
+}
+
+/**
+ * What each declared parameter's `Ref` gives on one side: the given value, else the
+ * Default. Left out (so kept symbolic): parameters with neither, and SSM parameter types,
+ * whose value CloudFormation reads at deploy time. NoEcho values are masked, marked as
+ * changed when they differ from `base`'s.
+ */
+function parameterValues(side: TemplateWithParameters, base: TemplateWithParameters | null): Map<string, ParameterValue> {
+  const declarations = isJsonObject(side.template.Parameters) ? side.template.Parameters : {};
+  const values = new Map<string, ParameterValue>();
+  for (const [name, declaration] of Object.entries(declarations)) {
+    const raw = rawParameterValue(side, name);
+    if (raw === undefined || !isJsonObject(declaration)) continue;
+    const type = typeof declaration.Type === 'string' ? declaration.Type : 'String';
+    if (type.startsWith('AWS::SSM::Parameter::Value<')) continue;
+    if (String(declaration.NoEcho).toLowerCase() === 'true') {
+      values.set(name, base === null || rawParameterValue(base, name) === raw ? NO_ECHO_MASK : NO_ECHO_CHANGED_MASK);
+    } else if (type === 'CommaDelimitedList' || type.startsWith('List<')) {
+      values.set(
+        name,
+        raw.split(',').map((item) => item.trim()),
+      );
+    } else values.set(name, raw);
+  }
+  return values;
+}
+
+function rawParameterValue(side: TemplateWithParameters, name: string): string | undefined {
+  if (Object.hasOwn(side.parameters, name)) return side.parameters[name];
+  const declaration = isJsonObject(side.template.Parameters) ? side.template.Parameters[name] : undefined;
+  const fallback = isJsonObject(declaration) ? declaration.Default : undefined;
+  if (typeof fallback === 'string') return fallback;
+  if (typeof fallback === 'number' || typeof fallback === 'boolean') return String(fallback);
+  if (Array.isArray(fallback)) return fallback.map(String).join(',');
+  return undefined;
+}
+
+/** The parts of a resource a diff compares, with what the parameters decide resolved. */
+function comparableResource(resource: unknown, values: ReadonlyMap<string, ParameterValue>): Record<string, unknown> {
+  if (!isJsonObject(resource)) return {};
+  const entries: [string, unknown][] = [['Type', resource.Type]];
+  for (const attribute of DIFFED_ATTRIBUTES) {
+    if (resource[attribute] === undefined) continue;
+    // Order and repetition in DependsOn mean nothing; `A` and `[A]` are the same dependency.
+    const value = attribute === 'DependsOn' ? [...new Set([resource.DependsOn].flat().map(String))].sort(compareText) : resolveValue(resource[attribute], values);
+    entries.push([attribute, value]);
+  }
+  if (resource.Properties !== undefined) entries.push(['Properties', resolveValue(resource.Properties, values)]);
+  return Object.fromEntries(entries);
+}
+
+function diffResource(before: Record<string, unknown>, after: Record<string, unknown>): PropertyChange[] {
+  const leaves: Leaf[] = [];
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) diffValue(before[key], after[key], [key], leaves);
+  return propertyChanges(leaves);
+}
+
+function withoutType(view: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(view).filter(([key]) => key !== 'Type'));
+}
+
+function resolveValue(value: unknown, values: ReadonlyMap<string, ParameterValue>): unknown {
+  if (Array.isArray(value)) return value.map((item: unknown) => resolveValue(item, values));
+  if (!isJsonObject(value)) return value;
+  const keys = Object.keys(value);
+  if (keys.length === 1) {
+    const argument = value[keys[0] as string];
+    if (keys[0] === 'Ref' && typeof argument === 'string' && values.has(argument)) return values.get(argument);
+    if (keys[0] === 'Fn::Sub') return resolveSub(resolveValue(argument, values), values);
+    if (keys[0] === 'Fn::Join') return resolveJoin(resolveValue(argument, values));
+  }
+  return Object.fromEntries(keys.map((key) => [key, resolveValue(value[key], values)]));
+}
+
+/**
+ * `Fn::Sub` with what parameters (and resolved variables) decide put in: a string when
+ * nothing else is referenced; else still a Sub, with the known parts put in (escaped, so
+ * a value's `${` stays text) and the rest left for CloudFormation.
+ */
+function resolveSub(argument: unknown, values: ReadonlyMap<string, ParameterValue>): unknown {
+  const [text, variables] = Array.isArray(argument) ? argument : [argument, {}];
+  if (typeof text !== 'string' || !isJsonObject(variables)) return { 'Fn::Sub': argument };
+  const known = (reference: string): string | undefined => {
+    const value = Object.hasOwn(variables, reference) ? variables[reference] : values.get(reference);
+    return typeof value === 'string' ? value : undefined;
+  };
+  let unresolved = false;
+  const partial = text.replace(SUB_REFERENCE, (whole: string, reference: string) => {
+    if (reference.startsWith('!')) return whole;
+    const value = known(reference);
+    if (value === undefined) unresolved = true;
+    return value === undefined ? whole : value.replaceAll('${', '${!');
+  });
+  if (unresolved) return { 'Fn::Sub': Array.isArray(argument) ? [partial, variables] : partial };
+  return text.replace(SUB_REFERENCE, (whole: string, reference: string) => (reference.startsWith('!') ? `\${${reference.slice(1)}}` : (known(reference) ?? whole)));
+}
+
+function resolveJoin(argument: unknown): unknown {
+  if (Array.isArray(argument) && argument.length === 2) {
+    const [delimiter, parts] = argument as [unknown, unknown];
+    if (typeof delimiter === 'string' && Array.isArray(parts) && parts.every((part) => typeof part === 'string')) return parts.join(delimiter);
+  }
+  return { 'Fn::Join': argument };
+}
+
+/** Pushes each differing leaf; `undefined` is "absent" and equals null. Lists compare by index. */
+function diffValue(before: unknown, after: unknown, segments: Segment[], leaves: Leaf[]): void {
+  const beforeAbsent = before === undefined || before === null;
+  const afterAbsent = after === undefined || after === null;
+  if (beforeAbsent && afterAbsent) return;
+  if (isContainer(before) && isContainer(after) && Array.isArray(before) === Array.isArray(after)) {
+    const keys: Segment[] = Array.isArray(before)
+      ? Array.from({ length: Math.max(before.length, (after as unknown[]).length) }, (_, index) => index)
+      : [...new Set([...Object.keys(before), ...Object.keys(after as object)])];
+    for (const key of keys) diffValue(memberOf(before, key), memberOf(after, key), [...segments, key], leaves);
+    return;
+  }
+  if (beforeAbsent && isWalkable(after)) {
+    for (const key of keysOf(after)) diffValue(undefined, memberOf(after, key), [...segments, key], leaves);
+    return;
+  }
+  if (afterAbsent && isWalkable(before)) {
+    for (const key of keysOf(before)) diffValue(memberOf(before, key), undefined, [...segments, key], leaves);
+    return;
+  }
+  if (beforeAbsent || afterAbsent || canonicalJson(before) !== canonicalJson(after)) leaves.push({ segments, before: before ?? null, after: after ?? null });
+}
+
+/** A list or an object that is not an intrinsic: its members are diffed, not the whole. */
+function isContainer(value: unknown): value is readonly unknown[] | Record<string, unknown> {
+  return Array.isArray(value) || (isJsonObject(value) && !isIntrinsic(value));
+}
+
+/** A container with members: added or removed, its leaves are listed; an empty one is a leaf itself. */
+function isWalkable(value: unknown): value is readonly unknown[] | Record<string, unknown> {
+  return isContainer(value) && keysOf(value).length > 0;
+}
+
+const keysOf = (value: readonly unknown[] | Record<string, unknown>): Segment[] => (Array.isArray(value) ? value.map((_, index) => index) : Object.keys(value));
+
+function memberOf(container: unknown, key: Segment): unknown {
+  if (Array.isArray(container)) return typeof key === 'number' ? container[key] : undefined;
+  return isJsonObject(container) && typeof key === 'string' && Object.hasOwn(container, key) ? container[key] : undefined;
+}
+
+function compareSegments(a: readonly Segment[], b: readonly Segment[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+    const [x, y] = [a[i] as Segment, b[i] as Segment];
+    if (x === y) continue;
+    if (typeof x === 'number' && typeof y === 'number') return x - y;
+    return compareText(String(x), String(y));
+  }
+  return a.length - b.length;
+}
+
+// Keys that would make a dotted path ambiguous are written as `["a.b"]`.
+const PLAIN_KEY = /^[^.[\]"\\\s]+$/;
+
+/** `Properties.Tags[0].Value`; a key with a dot, a bracket, a quote or a space as `["key"]`. */
+function formatPath(segments: readonly Segment[]): string {
+  return segments
+    .map((segment, index) => {
+      if (typeof segment === 'number') return `[${segment}]`;
+      if (!PLAIN_KEY.test(segment)) return `[${JSON.stringify(segment)}]`;
+      return index === 0 ? segment : `.${segment}`;
+    })
+    .join('');
+}
+
+/** The segments of a path {@link formatPath} wrote. */
+function parsePath(path: string): Segment[] {
+  const segments: Segment[] = [];
+  const token = /\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|\.?([^.[\]"\\\s]+)/gy;
+  for (let match = token.exec(path); match !== null && match[0] !== ''; match = token.exec(path)) {
+    if (match[1] !== undefined) segments.push(Number(match[1]));
+    else if (match[2] !== undefined) segments.push(JSON.parse(match[2]) as string);
+    else segments.push(match[3] as string);
+  }
+  return segments;
+}
+
+function propertyChanges(leaves: Leaf[]): PropertyChange[] {
+  return [...leaves].sort((a, b) => compareSegments(a.segments, b.segments)).map((leaf) => ({ path: formatPath(leaf.segments), before: leaf.before, after: leaf.after }));
+}
+
+/** The resources of `template` whose type `isSupported` refuses, sorted by logical id: the target will not create them. */
+export function unsupportedResources(template: CfnTemplate, isSupported: (type: string) => boolean): UnsupportedResource[] {
+  return Object.entries(resourcesOf(template))
+    .filter(([, resource]) => !isSupported(typeOf(resource)))
+    .map(([logicalId, resource]) => ({ logicalId, type: typeOf(resource) }))
+    .sort((a, b) => compareText(a.logicalId, b.logicalId));
+}
+
+/** Resource policies by type, as a reviewer names them. */
+const RESOURCE_POLICY_TYPES: Readonly<Record<string, string>> = {
+  'AWS::S3::BucketPolicy': 'an S3 bucket policy',
+  'AWS::SQS::QueuePolicy': 'an SQS queue policy',
+  'AWS::SNS::TopicPolicy': 'an SNS topic policy',
+  'AWS::Lambda::Permission': 'a Lambda permission (who may invoke a function)',
+  'AWS::Logs::ResourcePolicy': 'a CloudWatch Logs resource policy',
+  'AWS::SecretsManager::ResourcePolicy': 'a Secrets Manager resource policy',
+};
+/** Properties that hold a policy, on whatever resource. */
+const POLICY_PROPERTIES: ReadonlySet<string> = new Set(['PolicyDocument', 'KeyPolicy', 'AssumeRolePolicyDocument', 'Policies', 'ManagedPolicyArns', 'PolicyText']);
+const SECURITY_GROUP_TYPES: Readonly<Record<string, string>> = {
+  'AWS::EC2::SecurityGroup': 'a security group',
+  'AWS::EC2::SecurityGroupIngress': 'a security group ingress rule',
+  'AWS::EC2::SecurityGroupEgress': 'a security group egress rule',
+};
+const PUBLIC_ACLS: ReadonlySet<string> = new Set(['PublicRead', 'PublicReadWrite', 'AuthenticatedRead']);
+const PUBLIC_ACCESS_BLOCK_FLAGS = ['BlockPublicAcls', 'BlockPublicPolicy', 'IgnorePublicAcls', 'RestrictPublicBuckets'] as const;
+const BUCKET_EXPOSURE_PROPERTIES = ['AccessControl', 'PublicAccessBlockConfiguration', 'WebsiteConfiguration'] as const;
+const VERBS: Readonly<Record<PlanAction, string>> = { Add: 'creates', Modify: 'changes', Remove: 'removes' };
+
+/**
+ * What in `changes` touches security, for a reviewer: IAM, resource policies (and a grant
+ * to anyone), public buckets, security groups (and ingress from the whole internet). One
+ * finding per distinct reason, sorted by logical id then reason. Judged on the values the
+ * plan shows (parameters resolved), laid over the template's resource.
+ */
+export function securityFindings(base: CfnTemplate | null, changes: readonly PlanChange[], next: CfnTemplate): SecurityFinding[] {
+  const findings = new Map<string, SecurityFinding>();
+  for (const change of changes) {
+    const source = change.action === 'Remove' ? resourcesOf(base)[change.logicalId] : resourcesOf(next)[change.logicalId];
+    const resource = overlay(source, change);
+    const properties = isJsonObject(resource.Properties) ? resource.Properties : {};
+    for (const reason of reasonsFor(change, properties)) {
+      findings.set(`${change.logicalId}\u0000${reason}`, { logicalId: change.logicalId, type: change.type, reason });
+    }
+  }
+  return [...findings.values()].sort((a, b) => compareText(a.logicalId, b.logicalId) || compareText(a.reason, b.reason));
+}
+
+/**
+ * The resource as the plan shows it: the change's resolved values laid over the
+ * template's (`before` for a removal), without what the change removes.
+ */
+function overlay(resource: unknown, change: PlanChange): Record<string, unknown> {
+  const copy = isJsonObject(resource) ? cloneJson(resource) : {};
+  for (const property of change.properties) setAt(copy, parsePath(property.path), change.action === 'Remove' ? property.before : property.after);
+  const pruned = withoutNulls(copy);
+  return isJsonObject(pruned) ? pruned : {};
+}
+
+/** `value` without null members, and without the lists and objects that leaves empty (an intrinsic is kept whole). */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(withoutNulls).filter((item) => item !== undefined);
+    return items.length === 0 ? undefined : items;
+  }
+  if (!isJsonObject(value) || isIntrinsic(value)) return value ?? undefined;
+  const entries = Object.entries(value)
+    .map(([key, item]) => [key, withoutNulls(item)] as const)
+    .filter(([, item]) => item !== undefined);
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
+}
+
+function setAt(root: Record<string, unknown>, segments: readonly Segment[], value: unknown): void {
+  let container: Record<string, unknown> | unknown[] = root;
+  segments.forEach((segment, index) => {
+    const last = index === segments.length - 1;
+    const wantList = typeof segments[index + 1] === 'number';
+    let child: unknown = last ? cloneJson(value) : memberOf(container, segment);
+    if (!last && (wantList ? !Array.isArray(child) : !isJsonObject(child) || isIntrinsic(child))) child = wantList ? [] : {};
+    if (Array.isArray(container) && typeof segment === 'number') container[segment] = child;
+    else if (!Array.isArray(container) && typeof segment === 'string') Object.defineProperty(container, segment, { value: child, writable: true, enumerable: true, configurable: true });
+    container = child as Record<string, unknown> | unknown[];
+  });
+}
+
+function reasonsFor(change: PlanChange, properties: Readonly<Record<string, unknown>>): string[] {
+  const verb = VERBS[change.action];
+  const reasons: string[] = [];
+  const changedPaths = change.properties.map((property) => parsePath(property.path));
+  const touches = (...names: string[]) => changedPaths.some((segments) => segments[0] === 'Properties' && names.includes(String(segments[1])));
+  const { type } = change;
+  const resultMatters = change.action !== 'Remove';
+
+  if (type.startsWith('AWS::IAM::')) reasons.push(`${verb} an IAM ${describeTypeName(type.split('::')[2] ?? type)}`);
+  else if (RESOURCE_POLICY_TYPES[type] !== undefined) reasons.push(`${verb} ${RESOURCE_POLICY_TYPES[type]}`);
+  else if (type === 'AWS::KMS::Key') {
+    if (change.action === 'Add') reasons.push('creates a KMS key with its key policy');
+    else if (change.action === 'Remove') reasons.push('removes a KMS key and its key policy');
+    else if (touches('KeyPolicy')) reasons.push('changes a KMS key policy');
+  } else {
+    const policyNames = new Set(changedPaths.flatMap((segments) => segments.filter((segment): segment is string => typeof segment === 'string' && POLICY_PROPERTIES.has(segment))));
+    for (const name of [...policyNames].sort(compareText)) reasons.push(`${verb} a policy (${name})`);
+  }
+  if (resultMatters) reasons.push(...grantsToAnyone(properties));
+
+  if (type === 'AWS::S3::Bucket' && resultMatters && (change.action === 'Add' || touches(...BUCKET_EXPOSURE_PROPERTIES))) {
+    const exposure = bucketExposure(properties);
+    if (exposure.length > 0) reasons.push(...exposure);
+    else if (change.action === 'Modify') reasons.push("changes the bucket's public access settings");
+  }
+
+  if (SECURITY_GROUP_TYPES[type] !== undefined) {
+    reasons.push(`${verb} ${SECURITY_GROUP_TYPES[type]}`);
+    if (type === 'AWS::EC2::SecurityGroupIngress' && resultMatters) reasons.push(...openIngress([properties]));
+    if (type === 'AWS::EC2::SecurityGroup' && resultMatters && (change.action === 'Add' || touches('SecurityGroupIngress'))) {
+      reasons.push(...openIngress(Array.isArray(properties.SecurityGroupIngress) ? properties.SecurityGroupIngress : []));
+    }
+  }
+  return reasons;
+}
+
+/** `ManagedPolicy` → `managed policy`, `OIDCProvider` → `OIDC provider`. */
+function describeTypeName(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .split(' ')
+    .map((word) => (/^[A-Z0-9]+$/.test(word) && word.length > 1 ? word : word.toLowerCase()))
+    .join(' ');
+}
+
+/** Statements (and Lambda permissions) that allow `"Principal": "*"` or `{"AWS": "*"}`; a policy written as JSON text is read too. */
+function grantsToAnyone(value: unknown, depth = 0): string[] {
+  if (depth > 100) return [];
+  if (typeof value === 'string') {
+    if (!value.includes('Principal')) return [];
+    try {
+      return grantsToAnyone(JSON.parse(value), depth + 1);
+    } catch {
+      return [];
+    }
+  }
+  if (Array.isArray(value)) return value.flatMap((item: unknown) => grantsToAnyone(item, depth + 1));
+  if (!isJsonObject(value)) return [];
+  const reasons = Object.values(value).flatMap((item) => grantsToAnyone(item, depth + 1));
+  if (value.Effect !== 'Deny' && isAnyone(value.Principal)) {
+    const limited = value.Condition !== undefined || value.SourceArn !== undefined || value.SourceAccount !== undefined;
+    reasons.push(`grants access to anyone (Principal "*")${limited ? ', limited only by its conditions' : ''}`);
+  }
+  return reasons;
+}
+
+function isAnyone(principal: unknown): boolean {
+  if (principal === '*') return true;
+  if (!isJsonObject(principal)) return false;
+  const aws = principal.AWS;
+  return aws === '*' || (Array.isArray(aws) && aws.includes('*'));
+}
+
+function bucketExposure(properties: Readonly<Record<string, unknown>>): string[] {
+  const reasons: string[] = [];
+  const acl = properties.AccessControl;
+  if (typeof acl === 'string' && PUBLIC_ACLS.has(acl)) reasons.push(`makes the bucket public (AccessControl ${acl})`);
+  const block = properties.PublicAccessBlockConfiguration;
+  if (isJsonObject(block)) {
+    const off = PUBLIC_ACCESS_BLOCK_FLAGS.filter((flag) => block[flag] === false || block[flag] === 'false');
+    if (off.length > 0) reasons.push(`turns off blocking of public access (${off.join(', ')} false)`);
+  }
+  if (properties.WebsiteConfiguration !== undefined && properties.WebsiteConfiguration !== null) reasons.push('serves the bucket as a public website (WebsiteConfiguration)');
+  return reasons;
+}
+
+function openIngress(rules: readonly unknown[]): string[] {
+  return rules.flatMap((rule) => {
+    if (!isJsonObject(rule)) return [];
+    const whole = rule.CidrIp === '0.0.0.0/0' ? '0.0.0.0/0' : rule.CidrIpv6 === '::/0' ? '::/0' : undefined;
+    return whole === undefined ? [] : [`opens ${describePorts(rule)} to the whole internet (${whole})`];
+  });
+}
+
+function describePorts(rule: Readonly<Record<string, unknown>>): string {
+  const protocol = String(rule.IpProtocol ?? '-1');
+  if (protocol === '-1' || protocol.toLowerCase() === 'all') return 'all ports of every protocol';
+  const [from, to] = [rule.FromPort, rule.ToPort].map((port) => (port === undefined || port === null ? '-1' : String(port)));
+  if (from === '-1' || to === '-1') return `all ${protocol} ports`;
+  return from === to ? `port ${from}/${protocol}` : `ports ${from}-${to}/${protocol}`;
+}
+
+/** The digest a plan is approved by: SHA-256 of the canonical JSON of everything it binds. */
+export function planDigest(input: {
+  stack: string;
+  template: CfnTemplate;
+  parameters: Readonly<Record<string, string>>;
+  baseTemplateDigest: string | null;
+  changes: readonly PlanChange[];
+  unsupported: readonly UnsupportedResource[];
+  security: readonly SecurityFinding[];
+}): string {
+  return sha256Hex(canonicalJson(input));
+}
+
+/** A template with its parameters, as one digest: what an apply is proven by and a later plan is based on. */
+export function templateDigest(template: CfnTemplate, parameters: Readonly<Record<string, string>>): string {
+  return sha256Hex(canonicalJson({ template, parameters }));
+}
+
+/**
+ * The whole plan of applying `next` to `stack` where `base` was applied last (null: a new
+ * stack), for a target whose emulator implements the types `isSupported` accepts. Both
+ * templates are expected to have passed {@link validateTemplate}.
+ */
+export function buildPlan(input: { stack: string; base: TemplateWithParameters | null; next: TemplateWithParameters; isSupported: (type: string) => boolean }): IacPlan {
+  const { stack, base, next, isSupported } = input;
+  const changes = diffTemplates(base, next);
+  const unsupported = unsupportedResources(next.template, isSupported);
+  const security = securityFindings(base?.template ?? null, changes, next.template);
+  const baseTemplateDigest = base === null ? null : templateDigest(base.template, base.parameters);
+  const digest = planDigest({ stack, template: next.template, parameters: next.parameters, baseTemplateDigest, changes, unsupported, security });
+  return { digest, changes, unsupported, security };
+}
