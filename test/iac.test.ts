@@ -162,7 +162,12 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     assert.match(planned.plan.digest, /^[0-9a-f]{64}$/);
     assert.deepEqual(JSON.parse(await aws(config, ['s3api', 'list-buckets'])).Buckets, []);
     assert.deepEqual(JSON.parse((await aws(config, ['sqs', 'list-queues'])) || '{}').QueueUrls ?? [], []);
-    assert.deepEqual(JSON.parse(await aws(config, ['cloudformation', 'list-stacks'])).StackSummaries, []);
+    // The plan's change set made a REVIEW_IN_PROGRESS stack, which the plan deleted again: only a deleted one is listed.
+    const stacks = JSON.parse(await aws(config, ['cloudformation', 'list-stacks'])).StackSummaries as { StackStatus: string }[];
+    assert.deepEqual(
+      stacks.map((stack) => stack.StackStatus),
+      ['DELETE_COMPLETE'],
+    );
   });
 
   test('apply makes the bucket, queue and table (seen by the AWS CLI) and does not report the subscription created', async () => {
@@ -263,7 +268,11 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
   test('bad input is INVALID_INPUT before anything starts', async () => {
     const before = output<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length;
     failure(await asAgent('iac', 'plan', sandboxId, '--template', file('broken.yaml', 'Resources:\n  A: [unclosed\n')), 2, 'INVALID_INPUT');
-    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('bogus.json', '{"Resources": {"A": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": {"Fn::Bogus": "x"}}}}}')), 2, 'INVALID_INPUT');
+    failure(
+      await asAgent('iac', 'plan', sandboxId, '--template', file('bogus.json', '{"Resources": {"A": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": {"Fn::Bogus": "x"}}}}}')),
+      2,
+      'INVALID_INPUT',
+    );
     failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--parameter', 'Nope=1'), 2, 'INVALID_INPUT');
     failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--stack', '1-not-a-stack'), 2, 'INVALID_INPUT');
     failure(await asAgent('iac', 'plan', sandboxId, '--template', file('huge.json', `{"Resources": {}, "Description": "${'x'.repeat(1_100_000)}"}`)), 2, 'INVALID_INPUT');

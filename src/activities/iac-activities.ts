@@ -142,7 +142,9 @@ export function createIacActivities(deps: { readonly adapters: AdapterRegistry }
         if (input.executionError !== null) problems.push(`the emulator refused to execute the change: ${input.executionError}`);
         if (seen.stuck) problems.push(`stack ${input.stack} was still ${seen.status} after ${SETTLE_TIMEOUT_MS / 60_000} minutes`);
         else if (!CloudFormationStacks.succeeded(seen.status)) {
-          problems.push(`stack ${input.stack} is ${seen.status ?? 'gone'}${seen.reason ? ` (${seen.reason})` : ''}${seen.status !== null && /IN_PROGRESS$/.test(seen.status) ? '; the emulator does not roll back' : ''}`);
+          problems.push(
+            `stack ${input.stack} is ${seen.status ?? 'gone'}${seen.reason ? ` (${seen.reason})` : ''}${seen.status !== null && /IN_PROGRESS$/.test(seen.status) ? '; the emulator does not roll back' : ''}`,
+          );
         }
         for (const row of resources) if (FAILING_RESOURCE_STATUSES.has(row.status)) problems.push(`${row.logicalId} (${row.type}) is ${row.status}${row.detail ? `: ${row.detail}` : ''}`);
         return { ok: problems.length === 0, stackStatus: seen.status, resources, events: seen.events, problems };

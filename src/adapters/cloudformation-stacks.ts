@@ -111,7 +111,10 @@ type NameLookup = (access: IacAccess, name: string) => Promise<string | null>;
 
 /** 404-like answers: the thing is not there. */
 function isAbsent(err: unknown): boolean {
-  return /NotFound|NoSuch|NonExistent|DoesNotExist|ParameterNotFound|ResourceNotFoundException/i.test(errorName(err)) || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
+  return (
+    /NotFound|NoSuch|NonExistent|DoesNotExist|ParameterNotFound|ResourceNotFoundException/i.test(errorName(err)) ||
+    (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404
+  );
 }
 
 async function exists(probe: () => Promise<unknown>): Promise<boolean> {
@@ -124,7 +127,11 @@ async function exists(probe: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
-function withClient<C extends { destroy(): void; middlewareStack: { add: (...args: never[]) => void } }, R>(make: (settings: never) => C, access: IacAccess, use: (client: C) => Promise<R>): Promise<R> {
+function withClient<C extends { destroy(): void; middlewareStack: { add: (...args: never[]) => void } }, R>(
+  make: (settings: never) => C,
+  access: IacAccess,
+  use: (client: C) => Promise<R>,
+): Promise<R> {
   const client = operatorClient(make as (settings: unknown) => C, access);
   return use(client).finally(() => client.destroy());
 }
@@ -294,7 +301,8 @@ export class CloudFormationStacks {
         if (/didn't contain changes|no updates/i.test(described?.StatusReason ?? '')) return [];
         throw new SandboxPlaneError('INVALID_INPUT', `the emulator refused the change set of stack ${input.stack}: ${described?.StatusReason ?? 'no reason given'}`);
       }
-      if (Date.now() > deadline) throw new SandboxPlaneError('PROVISION_UNAVAILABLE', `the change set of stack ${input.stack} was not computed within ${CHANGE_SET_WAIT_MS / 1000} s (status ${status ?? 'unknown'})`);
+      if (Date.now() > deadline)
+        throw new SandboxPlaneError('PROVISION_UNAVAILABLE', `the change set of stack ${input.stack} was not computed within ${CHANGE_SET_WAIT_MS / 1000} s (status ${status ?? 'unknown'})`);
       await sleep(POLL_MS);
     }
   }
@@ -359,7 +367,9 @@ export class CloudFormationStacks {
     const lines = events
       .slice(0, EVENTS_KEPT)
       .reverse()
-      .map((event) => `${event.Timestamp?.toISOString() ?? ''} ${event.LogicalResourceId ?? ''} ${event.ResourceStatus ?? ''}${event.ResourceStatusReason ? `: ${event.ResourceStatusReason}` : ''}`.trim());
+      .map((event) =>
+        `${event.Timestamp?.toISOString() ?? ''} ${event.LogicalResourceId ?? ''} ${event.ResourceStatus ?? ''}${event.ResourceStatusReason ? `: ${event.ResourceStatusReason}` : ''}`.trim(),
+      );
     return { status: described?.StackStatus ?? null, reason: described?.StackStatusReason ?? null, events: lines, stuck: false };
   }
 
@@ -433,7 +443,13 @@ export class CloudFormationStacks {
   }
 
   private async verifyOne(template: CfnTemplate, logicalId: string, type: string, listed: StackResourceListing | undefined): Promise<IacResourceRow> {
-    const row = (status: IacResourceStatus, physicalId: string | null, detail?: string): IacResourceRow => ({ logicalId, type, physicalId, status, ...(detail === undefined ? {} : { detail }) });
+    const row = (status: IacResourceStatus, physicalId: string | null, detail?: string): IacResourceRow => ({
+      logicalId,
+      type,
+      physicalId,
+      status,
+      ...(detail === undefined ? {} : { detail }),
+    });
     if (!this.access.supportedTypes.has(type)) return row('NOT_CREATED', null, "the sandbox's emulator does not implement this type");
     const check = SERVICE_CHECKS[type];
     if (listed?.physicalId !== undefined && listed.physicalId !== null) {

@@ -39,6 +39,36 @@ export function flociEnvironment(baseUrl: string | undefined, labels: Readonly<R
   return environment;
 }
 
+/**
+ * The resource types Floci documents its CloudFormation as provisioning
+ * (docs/services/cloudformation.md of floci-io/floci 1.7, "Supported Resource Types"), less
+ * what cannot work in a sandbox here: custom resources and nested stacks need Lambda or
+ * a template bucket, and AWS::CDK::Metadata is a no-op. Floci accepts any other type
+ * with a made-up physical id and CREATE_COMPLETE, so a plan names every other type
+ * unsupported. Floci's image cannot run on this machine: the list is its word, untested here.
+ */
+export const FLOCI_CLOUDFORMATION_TYPES: ReadonlySet<string> = new Set(
+  [
+    'S3::Bucket S3::BucketPolicy SQS::Queue SQS::QueuePolicy SNS::Topic SNS::Subscription DynamoDB::Table DynamoDB::GlobalTable',
+    'Lambda::Function Lambda::LayerVersion Lambda::EventSourceMapping Lambda::Version Lambda::Alias',
+    'IAM::Role IAM::User IAM::AccessKey IAM::Policy IAM::ManagedPolicy IAM::InstanceProfile SSM::Parameter KMS::Key KMS::Alias',
+    'SecretsManager::Secret SecretsManager::SecretTargetAttachment ECR::Repository ECS::Cluster ECS::TaskDefinition ECS::Service EKS::Cluster EKS::Nodegroup',
+    'RDS::DBInstance RDS::DBCluster RDS::DBSubnetGroup RDS::DBParameterGroup RDS::DBClusterParameterGroup',
+    'EC2::VPC EC2::Subnet EC2::SecurityGroup EC2::SecurityGroupIngress EC2::SecurityGroupEgress EC2::InternetGateway EC2::RouteTable',
+    'EC2::SubnetRouteTableAssociation EC2::Route EC2::NatGateway EC2::EIP EC2::Instance EC2::LaunchTemplate EC2::VPCGatewayAttachment',
+    'EC2::NetworkAcl EC2::NetworkAclEntry EC2::SubnetNetworkAclAssociation EC2::FlowLog',
+    'ElasticLoadBalancingV2::LoadBalancer ElasticLoadBalancingV2::TargetGroup ElasticLoadBalancingV2::Listener ElasticLoadBalancingV2::ListenerRule',
+    'AutoScaling::LaunchConfiguration AutoScaling::AutoScalingGroup AutoScaling::LifecycleHook Route53::HostedZone Route53::RecordSet',
+    'ApiGateway::RestApi ApiGateway::Resource ApiGateway::Authorizer ApiGateway::Method ApiGateway::Deployment ApiGateway::Stage ApiGateway::Account',
+    'ApiGatewayV2::Api ApiGatewayV2::Route ApiGatewayV2::Integration ApiGatewayV2::Stage ApiGatewayV2::Deployment StepFunctions::StateMachine',
+    'Batch::ComputeEnvironment Batch::JobQueue Batch::JobDefinition Cognito::UserPool Cognito::UserPoolClient',
+    'Events::Rule Events::EventBus Events::EventBusPolicy Pipes::Pipe Kinesis::Stream KinesisFirehose::DeliveryStream CloudWatch::Alarm Logs::LogGroup',
+  ]
+    .join(' ')
+    .split(' ')
+    .map((type) => `AWS::${type}`),
+);
+
 /** Floci in a container through the broker (DESIGN §4). */
 export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmulatorAdapter {
   const catalog = SERVICE_CATALOGS.floci;
@@ -60,5 +90,7 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     hostPort: freeLoopbackPort,
     environment: ({ labels, baseUrl }) => flociEnvironment(baseUrl, labels),
     listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('floci', endpoint, REGION), catalog, services),
+    // Floci checks no credentials: the plane's calls need no operator header.
+    cloudFormation: { supportedTypes: () => FLOCI_CLOUDFORMATION_TYPES },
   });
 }

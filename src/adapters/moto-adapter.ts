@@ -169,11 +169,9 @@ export const CLOUDFORMATION_TYPES_LABEL = 'io.sandboxplane.cloudformation.types'
 export function motoCloudFormationTypes(labels: Readonly<Record<string, string>>): ReadonlySet<string> {
   const listed = labels[CLOUDFORMATION_TYPES_LABEL];
   if (listed === undefined || listed === '') {
-    throw new SandboxPlaneError(
-      'ADAPTER_UNAVAILABLE',
-      `this moto container's image has no ${CLOUDFORMATION_TYPES_LABEL} label, so what its CloudFormation creates is unknown`,
-      { hint: 'Rebuild the image with scripts/build-moto-image.sh (its tag moved on) and point SANDBOXPLANE_MOTO_IMAGE at the id it prints.' },
-    );
+    throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `this moto container's image has no ${CLOUDFORMATION_TYPES_LABEL} label, so what its CloudFormation creates is unknown`, {
+      hint: 'Rebuild the image with scripts/build-moto-image.sh (its tag moved on) and point SANDBOXPLANE_MOTO_IMAGE at the id it prints.',
+    });
   }
   return new Set(listed.split(','));
 }

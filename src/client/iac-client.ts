@@ -67,7 +67,11 @@ export interface IacRunSummary {
 const waitOptionsSchema = z
   .object({
     wait: z.enum(['planned', 'ended']).default('planned'),
-    timeoutMs: z.number().positive('must be positive').max(86_400_000, 'must be at most a day (86400000)').default(10 * 60_000),
+    timeoutMs: z
+      .number()
+      .positive('must be positive')
+      .max(86_400_000, 'must be at most a day (86400000)')
+      .default(10 * 60_000),
   })
   .strict();
 
@@ -184,7 +188,8 @@ export class IacClient {
       const mapped = notFoundAsRun(err, current.runId);
       if (mapped.code === 'NOT_FOUND' || mapped.code === 'INTERNAL') {
         const after = await this.status(runId).catch(() => undefined);
-        if (after !== undefined && after.state !== 'AWAITING_APPROVAL') throw new SandboxPlaneError('INVALID_STATE', `IaC run ${after.runId} is ${after.state}, not AWAITING_APPROVAL`, { details: { status: after } });
+        if (after !== undefined && after.state !== 'AWAITING_APPROVAL')
+          throw new SandboxPlaneError('INVALID_STATE', `IaC run ${after.runId} is ${after.state}, not AWAITING_APPROVAL`, { details: { status: after } });
       }
       throw mapped;
     }
@@ -212,11 +217,7 @@ export class IacClient {
     }
     const parameters = { ...(request.parameters ?? {}) };
     validateTemplate(template, parameters);
-    return parseOrThrow(
-      iacRunInputSchema,
-      { runId: request.runId ?? generateIacRunId(), mode, sandboxId: request.sandboxId, principal, stack, template, parameters, source },
-      'IaC request',
-    );
+    return parseOrThrow(iacRunInputSchema, { runId: request.runId ?? generateIacRunId(), mode, sandboxId: request.sandboxId, principal, stack, template, parameters, source }, 'IaC request');
   }
 
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {

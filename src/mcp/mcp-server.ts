@@ -7,6 +7,7 @@ import { payloadCodecFor } from '../codec/codec-settings';
 import type { Config } from '../config/config';
 import { PROJECT_ROOT } from '../config/paths';
 import type { Logger } from '../logging/logger';
+import { registerIacTools } from './iac-tools';
 import { registerSandboxTools } from './sandbox-tools';
 
 export const MCP_SERVER_NAME = 'cloud-sandbox-plane';
@@ -66,6 +67,7 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
 export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
   registerSandboxTools(server, { sandboxes, actor: () => actorFor(server) });
+  registerIacTools(server, { sandboxes });
   return server;
 }
 

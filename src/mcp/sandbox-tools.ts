@@ -88,7 +88,7 @@ const STATUS_FIELDS =
   'The result is the sandbox status: id, state, endpoint, clientConfig (AWS SDK v3 client settings: endpoint, region, credentials, forcePathStyle), ' +
   'fidelity (per service: HIGH, PARTIAL or UNAVAILABLE), expiresAt, timeLeftSeconds, waitingFor (what happens next, in words) and decision (the policy effect and reasons).';
 
-const ERRORS =
+export const ERRORS =
   'On a refusal or failure the result has isError true and {"error": {"code", "message", "hint"}}: the code is stable (POLICY_DENIED, TTL_EXCEEDS_CEILING, NOT_FOUND, ...), the hint says what to do.';
 
 const DESCRIPTIONS = {
@@ -126,7 +126,7 @@ const TOOL_HINTS: Partial<Record<ErrorCode, string>> = {
 };
 
 /** A structured result with the same document as text, as the MCP spec asks for older clients. */
-function structured(document: Record<string, unknown>, isError = false): CallToolResult {
+export function structured(document: Record<string, unknown>, isError = false): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(document, null, 2) }],
     structuredContent: document,
@@ -169,7 +169,7 @@ type ToolInfo = { readonly title: string; readonly description: string; readonly
  * Registers a tool that publishes `schema`, parses a call's arguments with it, then runs
  * `work`; every failure is a tool error result.
  */
-function registerTool<S extends z.AnyZodObject>(
+export function registerTool<S extends z.AnyZodObject>(
   server: McpServer,
   name: string,
   info: ToolInfo,

@@ -282,7 +282,14 @@ class IacRunRecord {
     const details =
       this.plan === null || this.admitted === undefined
         ? this.waitingFor
-        : planDetailsMarkdown(this.plan, { runId: this.run.runId, stack: this.run.stack, target: this.run.sandboxId, principal: this.run.principal, state: this.state, waitingFor: this.waitingFor });
+        : planDetailsMarkdown(this.plan, {
+            runId: this.run.runId,
+            stack: this.run.stack,
+            target: this.run.sandboxId,
+            principal: this.run.principal,
+            state: this.state,
+            waitingFor: this.waitingFor,
+          });
     setCurrentDetails(details);
   }
 
@@ -319,7 +326,12 @@ class IacRunRecord {
       this.enter('PLANNING', `Planning stack ${run.stack} in sandbox ${run.sandboxId} (${this.granted.adapter}).`);
       const planned = await hostSteps(this.granted.taskQueue).planIacChange(this.changeRequest());
       this.plan = planned.plan;
-      await this.audit('iac_planned', 'plane', 'planned', null, { digest: planned.plan.digest, changes: planned.plan.changes.length, unsupported: planned.plan.unsupported.length, security: planned.plan.security.length });
+      await this.audit('iac_planned', 'plane', 'planned', null, {
+        digest: planned.plan.digest,
+        changes: planned.plan.changes.length,
+        unsupported: planned.plan.unsupported.length,
+        security: planned.plan.security.length,
+      });
       if (run.mode === 'plan') {
         this.enter('PLANNED', `Planned: nothing was changed. Apply it with \`sandboxctl iac apply ${run.sandboxId} …\` (the same template and parameters).`);
         return;
@@ -343,7 +355,15 @@ class IacRunRecord {
 
   private changeRequest() {
     const granted = this.granted as Granted;
-    return { sandboxId: this.run.sandboxId, adapter: granted.adapter, runtime: granted.runtime, runId: this.run.runId, stack: this.run.stack, template: this.run.template, parameters: this.run.parameters };
+    return {
+      sandboxId: this.run.sandboxId,
+      adapter: granted.adapter,
+      runtime: granted.runtime,
+      runId: this.run.runId,
+      stack: this.run.stack,
+      template: this.run.template,
+      parameters: this.run.parameters,
+    };
   }
 
   /**
@@ -362,17 +382,23 @@ class IacRunRecord {
         throw new Refused('FAILED', 'NOT_FOUND', `no sandbox ${run.sandboxId}`);
       }
       if (!(await condition(() => this.answer !== undefined, CLAIM_ANSWER_WAIT_MS))) {
-        throw new Refused('FAILED', 'INVALID_STATE', `sandbox ${run.sandboxId} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (it may run a build from before infrastructure as code: create a new sandbox)`);
+        throw new Refused(
+          'FAILED',
+          'INVALID_STATE',
+          `sandbox ${run.sandboxId} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (it may run a build from before infrastructure as code: create a new sandbox)`,
+        );
       }
       const answer = this.answer as unknown as IacClaimAnswer;
       if (answer.answer === 'refused') throw new Refused('FAILED', answer.code, answer.message);
-      if (answer.answer === 'granted') return { adapter: answer.adapter as AdapterName, taskQueue: answer.placement.taskQueue, runtime: { ...answer.runtime, runtimeIds: [...answer.runtime.runtimeIds] } };
+      if (answer.answer === 'granted')
+        return { adapter: answer.adapter as AdapterName, taskQueue: answer.placement.taskQueue, runtime: { ...answer.runtime, runtimeIds: [...answer.runtime.runtimeIds] } };
       this.enter('PLANNING', `Waiting for stack ${run.stack}: run ${answer.behind} changes it now (its turn ends by ${iso(answer.leaseUntilMs)} at the latest).`);
       // Woken by the lifecycle's grant when the other run ends; else asks again once the other's lease is over.
       this.answer = undefined;
       await condition(() => this.answer !== undefined, Math.max(1_000, answer.leaseUntilMs - Date.now() + 1_000));
       const next = this.answer as IacClaimAnswer | undefined;
-      if (next?.answer === 'granted') return { adapter: next.adapter as AdapterName, taskQueue: next.placement.taskQueue, runtime: { ...next.runtime, runtimeIds: [...next.runtime.runtimeIds] } };
+      if (next?.answer === 'granted')
+        return { adapter: next.adapter as AdapterName, taskQueue: next.placement.taskQueue, runtime: { ...next.runtime, runtimeIds: [...next.runtime.runtimeIds] } };
       if (next?.answer === 'refused') throw new Refused('FAILED', next.code, next.message);
     }
   }
@@ -438,7 +464,10 @@ class IacRunRecord {
     const run = this.run;
     const granted = this.granted as Granted;
     const approved = (this.plan as ShownPlan).digest;
-    this.enter('APPLYING', `Applying plan ${approved} to stack ${run.stack} in sandbox ${run.sandboxId}. Nothing takes a snapshot first yet: a failed apply leaves what it made (listed here when it ends).`);
+    this.enter(
+      'APPLYING',
+      `Applying plan ${approved} to stack ${run.stack} in sandbox ${run.sandboxId}. Nothing takes a snapshot first yet: a failed apply leaves what it made (listed here when it ends).`,
+    );
     const steps = hostSteps(granted.taskQueue);
     const prepared = await steps.prepareIacApply(this.changeRequest());
     if (prepared.plan.digest !== approved) {
@@ -450,7 +479,13 @@ class IacRunRecord {
     this.applyStarted = true;
     let executionError: string | null = null;
     try {
-      const executed = await executeStep(granted.taskQueue).executeIacChange({ sandboxId: run.sandboxId, adapter: granted.adapter, runtime: granted.runtime, runId: run.runId, stack: run.stack });
+      const executed = await executeStep(granted.taskQueue).executeIacChange({
+        sandboxId: run.sandboxId,
+        adapter: granted.adapter,
+        runtime: granted.runtime,
+        runId: run.runId,
+        stack: run.stack,
+      });
       if (executed.outcome === 'failed') executionError = executed.error;
     } catch (err) {
       if (isCancellation(err)) throw err;

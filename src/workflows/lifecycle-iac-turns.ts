@@ -24,7 +24,11 @@ export function registerIacTurns(ctx: LifecycleContext): void {
     if (claim.principal !== request.principal) return answer(claim, { answer: 'refused', code: 'NOT_FOUND', message: `no sandbox ${request.id}` });
     const phase = ctx.judgedPhase;
     if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
-      return answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox` });
+      return answer(claim, {
+        answer: 'refused',
+        code: 'INVALID_STATE',
+        message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox`,
+      });
     }
     const outcome = ctx.iacLocks.claim(claim, Date.now());
     if ('full' in outcome) return answer(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for sandbox ${request.id}; try again once some have ended` });

@@ -98,7 +98,7 @@ function runArgument(args: readonly string[]): string {
 export function registerIacCommands(program: Command): void {
   const iac = program
     .command('iac')
-    .description('infrastructure as code in a sandbox: an honest plan, a person\'s approval when policy asks, an apply checked through the services\' own APIs (docs/iac.md)');
+    .description("infrastructure as code in a sandbox: an honest plan, a person's approval when policy asks, an apply checked through the services' own APIs (docs/iac.md)");
 
   const changeCommand = (name: 'plan' | 'apply', description: string) =>
     iac

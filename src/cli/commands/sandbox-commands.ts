@@ -162,7 +162,10 @@ export function registerSandboxCommands(program: Command): void {
       action(async (raw, args) => {
         const id = sandboxId(args);
         const { resources, unlisted } = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resourceListing(id));
-        const lines = [...resources.map((r) => `${r.service}  ${r.type}  ${r.id}${r.stack === undefined ? '' : `  (stack ${r.stack}, ${r.logicalId ?? '?'})`}`), ...unlisted.map((u) => `${u.service}  (not listed: ${u.reason})`)];
+        const lines = [
+          ...resources.map((r) => `${r.service}  ${r.type}  ${r.id}${r.stack === undefined ? '' : `  (stack ${r.stack}, ${r.logicalId ?? '?'})`}`),
+          ...unlisted.map((u) => `${u.service}  (not listed: ${u.reason})`),
+        ];
         const human = resources.length === 0 && unlisted.length === 0 ? 'nothing yet' : lines.join('\n');
         printResult({ json: raw.json === true }, { sandboxId: id, resources, unlisted, complete: unlisted.length === 0 }, human);
       }),

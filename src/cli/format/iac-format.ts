@@ -47,7 +47,12 @@ export function formatIacStatus(status: IacStatus): string {
   fields.push(['now', status.waitingFor]);
   const parts = [`IaC run ${status.runId}`, formatFields(fields), ...planLines(status)];
   if (status.resources.length > 0) {
-    parts.push(formatTable(['LOGICAL ID', 'TYPE', 'PHYSICAL ID', 'STATUS'], status.resources.map((row) => [row.logicalId, row.type, row.physicalId ?? '-', row.status])));
+    parts.push(
+      formatTable(
+        ['LOGICAL ID', 'TYPE', 'PHYSICAL ID', 'STATUS'],
+        status.resources.map((row) => [row.logicalId, row.type, row.physicalId ?? '-', row.status]),
+      ),
+    );
   }
   if (status.state === 'AWAITING_APPROVAL' && status.plan !== null) {
     parts.push(`\nA reviewer approves it with: sandboxctl iac approve ${status.runId} --approver NAME --code NNNNNN`);
