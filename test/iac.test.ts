@@ -15,12 +15,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { ClientConfig } from '../src/domain/client-config';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { REPO_ROOT, runCli, type CliResult } from './helpers/cli';
 import { eventually } from './helpers/eventually';
+import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -260,9 +263,54 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     );
   });
 
+  test('a run cancelled while it waits for approval ends FAILED and gives its stack to the next run at once', async () => {
+    const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('cancel-1.json', QUEUE_ONLY('cancel-1')), '--stack', 'cancelled'));
+    assert.equal(waiting.state, 'AWAITING_APPROVAL');
+    await worker.client.workflow.getHandle(waiting.workflowId).cancel();
+    const ended = await eventually('the cancelled run ended', async () => {
+      const status = output<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
+      return status.state === 'AWAITING_APPROVAL' ? undefined : status;
+    });
+    assert.equal(ended.state, 'FAILED');
+    assert.match(ended.error?.message ?? '', /cancelled before anything was applied/);
+    const next = output<IacStatus>(await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('cancel-2.json', QUEUE_ONLY('cancel-2')), '--stack', 'cancelled', '--timeout', '60s'));
+    assert.equal(next.state, 'PLANNED', 'the next run did not wait for a lease');
+  });
+
   test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
     const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
     failure(result, 4, 'NOT_FOUND');
+  });
+
+  test("the MCP tools plan, apply and show a run as the server's principal; another principal's sandbox is NOT_FOUND", async () => {
+    const connect = async (principal: string) => {
+      const client = new McpClient({ name: `iac-test-${principal}`, version: '1.0.0' });
+      await client.connect(mcpServerTransport(worker.env, principal, 'warn'));
+      return client;
+    };
+    const [own, other] = await Promise.all([connect('agent-iac'), connect('agent-reviewed')]);
+    try {
+      const call = async (client: McpClient, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+      const template = QUEUE_ONLY('from-mcp');
+      const planned = (await call(own, 'plan_iac', { sandboxId, template, templateName: 'mcp.json' })).structuredContent as unknown as IacStatus;
+      assert.equal(planned.state, 'PLANNED');
+      assert.equal(planned.stack, 'mcp');
+      const applied = (await call(own, 'apply_iac', { sandboxId, template, templateName: 'mcp.json', wait: 'ended' })).structuredContent as unknown as IacStatus;
+      assert.equal(applied.state, 'APPLIED', applied.waitingFor);
+      const shown = (await call(own, 'iac_status', { runId: applied.runId })).structuredContent as unknown as IacStatus;
+      assert.deepEqual(
+        shown.resources.map((row) => row.status),
+        ['VERIFIED'],
+      );
+      const refused = await call(other, 'plan_iac', { sandboxId, template, templateName: 'mcp.json' });
+      assert.equal(refused.isError, true);
+      assert.equal((refused.structuredContent as { error: { code: string } }).error.code, 'NOT_FOUND');
+      const hidden = await call(other, 'iac_status', { runId: applied.runId });
+      assert.equal((hidden.structuredContent as { error: { code: string } }).error.code, 'NOT_FOUND', "another principal's run is not shown");
+    } finally {
+      await Promise.all([own.close(), other.close()]);
+    }
   });
 
   test('bad input is INVALID_INPUT before anything starts', async () => {

@@ -17,7 +17,7 @@ import { formatDuration } from '../domain/duration';
 import type { ErrorCode } from '../domain/error-codes';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
-import { workflowIdFor } from '../domain/contract-names';
+import { iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
 import {
   iacAwaitPayloadSchema,
   iacApprovalPayloadSchema,
@@ -54,6 +54,9 @@ const RUN_BUDGET_MS = 45 * 60_000;
 const CLAIM_ANSWER_WAIT_MS = 60_000;
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
+
+/** The approvals that did not count that status shows: the newest (the audit trail has them all). */
+const ATTEMPTS_SHOWN = 20;
 
 /** The host's IaC steps: each retried for about two minutes (a Docker or emulator blip is ridden out). */
 function hostSteps(taskQueue: string): DockerActivities {
@@ -139,7 +142,7 @@ class IacRunRecord {
   private plan: ShownPlan | null = null;
   private decision: IacDecision | null = null;
   private readonly approvals: IacApproval[] = [];
-  /** Approvals that did not count, newest last (the audit trail has them too). */
+  /** Approvals that did not count, newest last. */
   private readonly attempts: ApprovalAttempt[] = [];
   private resources: readonly IacResourceRow[] = [];
   private events: readonly string[] = [];
@@ -157,7 +160,7 @@ class IacRunRecord {
     const parsed = iacRunInputSchema.safeParse(input);
     let problem: string | undefined;
     if (!parsed.success) problem = describeIssues(parsed.error.issues);
-    else if (`iac-${parsed.data.runId}` !== workflowInfo().workflowId) problem = `runId: must match the workflow id (${workflowInfo().workflowId}), got '${parsed.data.runId}'`;
+    else if (iacWorkflowIdFor(parsed.data.runId) !== workflowInfo().workflowId) problem = `runId: must match the workflow id (${workflowInfo().workflowId}), got '${parsed.data.runId}'`;
     else {
       try {
         validateTemplate(parsed.data.template, parsed.data.parameters);
@@ -256,6 +259,7 @@ class IacRunRecord {
       plan: this.plan,
       decision: this.decision === null ? null : { effect: this.decision.effect, reasons: [...this.decision.reasons] },
       approvals: [...this.approvals],
+      approvalAttempts: [...this.attempts],
       resources: [...this.resources],
       events: [...this.events],
       waitingFor: this.waitingFor,
@@ -436,6 +440,7 @@ class IacRunRecord {
     const ignore = async (approver: string | null, why: string, refusalCode?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
       const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusalCode !== undefined ? { refusal: refusalCode } : {}) };
       this.attempts.push(attempt);
+      if (this.attempts.length > ATTEMPTS_SHOWN) this.attempts.shift();
       await this.audit(`iac_${pending.signal}_ignored`, approver ?? 'unknown', 'ignored', why);
       return attempt;
     };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { approvalPayloadSchema } from '../lifecycle-messages';
+import { approvalPayloadSchema, type ApprovalAttempt } from '../lifecycle-messages';
 import { cleanDisplayText } from '../display-text';
 import type { ErrorCode } from '../error-codes';
 import { sandboxIdSchema } from '../sandbox-id';
@@ -107,6 +107,8 @@ export interface IacStatus {
   /** The policy's word on applying (`null` for a plan-only run). */
   readonly decision: { readonly effect: string; readonly reasons: readonly string[] } | null;
   readonly approvals: readonly IacApproval[];
+  /** Approvals and denials that did not count (wrong code, another plan, not an approver), newest last. */
+  readonly approvalAttempts: readonly ApprovalAttempt[];
   readonly resources: readonly IacResourceRow[];
   /** The latest stack events the apply saw, newest last. */
   readonly events: readonly string[];
