@@ -21,6 +21,7 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
+import { awsCliEnv } from './helpers/aws-cli';
 import { REPO_ROOT, runCli, type CliResult } from './helpers/cli';
 import { eventually } from './helpers/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
@@ -91,19 +92,9 @@ function failure(result: CliResult, exit: number, code: string): string {
   return error.message;
 }
 
-/** `aws <args>` with the sandbox's own key and endpoint, and nothing of this machine's AWS set-up. */
+/** `aws <args>` with the sandbox's own key and endpoint. */
 async function aws(config: ClientConfig, args: string[]): Promise<string> {
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    AWS_ACCESS_KEY_ID: config.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
-    AWS_DEFAULT_REGION: config.region,
-    AWS_CONFIG_FILE: '/dev/null',
-    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
-    AWS_MAX_ATTEMPTS: '1',
-  };
-  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env, timeout: 60_000 });
+  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
   return stdout;
 }
 
@@ -184,6 +175,12 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     );
     assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-test-queue']), /iac-test-queue/);
     assert.equal(JSON.parse(await aws(config, ['dynamodb', 'describe-table', '--table-name', 'iac-test-table'])).Table.TableStatus, 'ACTIVE');
+    const trail = worker.store.sandboxes.audit(sandboxId).filter((row) => row.summary.iacRunId === applied.runId);
+    assert.deepEqual(
+      trail.map((row) => row.action),
+      ['iac_requested', 'iac_planned', 'iac_applied'],
+      "the run's steps are in the sandbox's audit trail",
+    );
   });
 
   test('a changed VisibilityTimeout and a dropped subscription plan exactly that, and apply', async () => {
@@ -276,6 +273,21 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     assert.match(ended.error?.message ?? '', /cancelled before anything was applied/);
     const next = output<IacStatus>(await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('cancel-2.json', QUEUE_ONLY('cancel-2')), '--stack', 'cancelled', '--timeout', '60s'));
     assert.equal(next.state, 'PLANNED', 'the next run did not wait for a lease');
+  });
+
+  test('a run waiting for approval ends FAILED when its sandbox is destroyed, nothing applied', async () => {
+    await worker.sandboxes.create({ id: 'iac-doomed', principal: 'agent-reviewed', adapter: 'moto', services: ['sqs'] }, { wait: 'ready' });
+    const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-doomed', '--template', file('doomed.json', QUEUE_ONLY('doomed'))));
+    assert.equal(waiting.state, 'AWAITING_APPROVAL');
+    await worker.sandboxes.destroy('iac-doomed');
+    const ended = await eventually('the run to end', async () => {
+      const status = output<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
+      return status.state === 'AWAITING_APPROVAL' ? undefined : status;
+    });
+    assert.equal(ended.state, 'FAILED');
+    assert.equal(ended.error?.code, 'INVALID_STATE');
+    assert.match(ended.error?.message ?? '', /sandbox iac-doomed is (DESTROYING|DESTROYED)/);
   });
 
   test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {

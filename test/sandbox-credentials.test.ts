@@ -22,6 +22,7 @@ import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { eventually } from './helpers/eventually';
+import { awsCliEnv } from './helpers/aws-cli';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -98,19 +99,8 @@ function findAwsCli(): string | undefined {
  * XML (as with the SDK above), so the code is then in the XML body the CLI prints.
  */
 async function awsCliRefusal(aws: string, config: ClientConfig, args: string[]): Promise<string> {
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    AWS_ACCESS_KEY_ID: config.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
-    AWS_DEFAULT_REGION: config.region,
-    // Nothing of this machine's own AWS set-up may count: no profile, no config file.
-    AWS_CONFIG_FILE: '/dev/null',
-    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
-    AWS_MAX_ATTEMPTS: '1',
-  };
   try {
-    await promisify(execFile)(aws, ['--endpoint-url', config.endpoint, ...args], { env, timeout: 60_000 });
+    await promisify(execFile)(aws, ['--endpoint-url', config.endpoint, ...args], { env: awsCliEnv(config), timeout: 60_000 });
     return 'accepted';
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? String(err);

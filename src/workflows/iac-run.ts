@@ -178,6 +178,12 @@ class IacRunRecord {
     this.show(true);
   }
 
+  /** The lifecycle's word, after it granted the stack, that the sandbox is ending: nothing can be applied any more. */
+  private get sandboxEnded(): Extract<IacClaimAnswer, { answer: 'refused' }> | undefined {
+    const answer = this.answer;
+    return this.granted !== undefined && answer?.answer === 'refused' ? answer : undefined;
+  }
+
   private get run(): AdmittedIacRun {
     return this.admitted as AdmittedIacRun;
   }
@@ -415,9 +421,14 @@ class IacRunRecord {
     await this.audit('iac_awaiting_approval', 'policy', 'require_approval', (this.decision?.reasons ?? []).join('; ') || null, { digest: plan.digest });
     for (;;) {
       const remaining = deadlineMs - Date.now();
-      if (remaining <= 0 || !(await condition(() => this.inbox.size > 0, remaining))) {
+      if (remaining <= 0 || !(await condition(() => this.inbox.size > 0 || this.sandboxEnded !== undefined, remaining))) {
         this.inbox.closeWith('the run has EXPIRED, no longer awaiting approval');
         throw new Refused('EXPIRED', 'APPROVAL_EXPIRED', `no approval within ${formatDuration(timeoutSeconds)}; nothing was applied`);
+      }
+      const ended = this.sandboxEnded;
+      if (ended !== undefined) {
+        this.inbox.closeWith('the sandbox is no longer READY');
+        throw new Refused('FAILED', ended.code, ended.message);
       }
       const pending = this.inbox.take() as PendingApproval;
       const attempt = await this.judge(pending, plan.digest);
