@@ -98,16 +98,24 @@ export async function filterList(page: Page, options: { shots: string; uiUrl: st
   }
 }
 
-/** Opens a workflow from the (filtered) list and returns the text of its Current Details. */
-export async function openAndReadDetails(page: Page, workflowId: string): Promise<string> {
+/** The rendered Current Details of the workflow page's User Metadata tab (to scroll to a part of them, say). */
+export function currentDetails(page: Page): Locator {
+  // The UI renders the details (Markdown) into an iframe of its own; the summary has one too.
+  const panel = page.getByRole('heading', { name: 'Current Details' }).locator('xpath=ancestor::div[.//iframe[@title="output"]][1]');
+  return panel.locator('iframe[title="output"]').contentFrame().locator('body');
+}
+
+/**
+ * Opens a workflow from the (filtered) list and returns the text of its Current Details,
+ * once they show `ready` (by default the sandbox lifecycle's "Waiting for a human").
+ */
+export async function openAndReadDetails(page: Page, workflowId: string, ready: RegExp = /Waiting for a human/): Promise<string> {
   await page.getByRole('link', { name: workflowId, exact: true }).click();
   await page.waitForURL((url) => url.pathname.includes(`/workflows/${workflowId}/`));
   await page.getByRole('heading', { name: workflowId }).waitFor();
   await page.getByRole('tab', { name: 'User Metadata' }).click();
-  // The UI renders the details (Markdown) into an iframe of its own; the summary has one too.
-  const panel = page.getByRole('heading', { name: 'Current Details' }).locator('xpath=ancestor::div[.//iframe[@title="output"]][1]');
-  const details = panel.locator('iframe[title="output"]').contentFrame().locator('body');
-  await details.getByText(/Waiting for a human/).waitFor();
+  const details = currentDetails(page);
+  await details.getByText(ready).waitFor();
   return (await details.innerText()).trim();
 }
 
