@@ -14,6 +14,10 @@ export interface StoreCommandDeps {
   readonly secrets: SecretBox;
 }
 
+function unknownTarget(name: string): SandboxPlaneError {
+  return new SandboxPlaneError('NOT_FOUND', `no target ${name}`, { hint: '`sandboxctl targets list` shows the targets.', details: { target: name } });
+}
+
 type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kind: K }>) => Promise<StoreCommandResults[K]> | StoreCommandResults[K] };
 
 /**
@@ -49,6 +53,20 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     hosts: async () => ({ hosts: await hosts.list() }),
     'hosts.register': ({ registration }) => hosts.register(registration),
     'hosts.remove': ({ hostId }) => hosts.remove(hostId),
+    'targets.add': ({ kind: _kind, ...target }) => store.targets.add(target),
+    'targets.list': () => ({ targets: store.targets.list() }),
+    'targets.remove': ({ name }) => store.targets.remove(name),
+    'targets.get': ({ name }) => {
+      const target = store.targets.get(name);
+      if (target === undefined) throw unknownTarget(name);
+      return target;
+    },
+    'targets.audit': ({ name }) => {
+      const operations = store.targets.audit(name);
+      // A removed target keeps its trail; only a name the store has never seen is unknown.
+      if (operations.length === 0 && store.targets.get(name) === undefined) throw unknownTarget(name);
+      return { target: name, operations };
+    },
   };
 
   return {

@@ -16,6 +16,7 @@ import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
+import { registerTargetCommands } from './commands/target-commands';
 import { printResult, reportError } from './output';
 import { workerConfig, workerOptionsSchema } from './worker-options';
 
@@ -144,6 +145,7 @@ export function buildProgram(): Command {
   registerCodecCommands(program);
   registerDeploymentCommands(program);
   registerIacCommands(program);
+  registerTargetCommands(program);
 
   return program;
 }

@@ -14,6 +14,7 @@ import {
   type StoreCommandKind,
   type StoreCommandResults,
 } from '../domain/store-commands';
+import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/targets';
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
 import type { WarmPoolReport } from '../domain/warm-pool';
@@ -40,11 +41,11 @@ export function storeCommandWorkflowId(kind: StoreCommandKind): string {
 }
 
 /**
- * Policy rows, approvers, audit trails, leaks and hosts, through Temporal only: each
+ * Policy rows, approvers, audit trails, leaks, hosts and targets, through Temporal only: each
  * call is one `storeCommand` workflow that the store role (`<tq>-store`) serves, so a
  * caller needs no access to the store's file, and each policy change is a visible
  * execution. Every method throws a {@link SandboxPlaneError}: NOT_FOUND for an unknown
- * row, approver or sandbox; STORE_UNAVAILABLE when no worker answers in time.
+ * row, approver, sandbox or target; STORE_UNAVAILABLE when no worker answers in time.
  *
  * @example
  * const store = await StoreClient.connect({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'sandboxplane' });
@@ -129,6 +130,43 @@ export class StoreClient {
   /** The registered Docker hosts, with whether a worker polls each lately. */
   async hosts(): Promise<HostView[]> {
     return (await this.run({ kind: 'hosts' })).hosts;
+  }
+
+  /**
+   * Registers a target of promotion (DESIGN §14). `profile` names a profile in the AWS
+   * shared config and credentials files of the worker that serves targets: only the name
+   * travels and is stored, never a secret. `endpoint` and `profile` left out are `null`
+   * (the region's own endpoints, the worker's default credential chain). INVALID_STATE
+   * when a target of that name is registered already (remove it first).
+   *
+   * @example
+   * await store.addTarget({ name: 'staging-eu', environment: 'staging', region: 'eu-west-2', profile: 'plane-staging' });
+   */
+  async addTarget(target: NewTargetInput): Promise<TargetRecord> {
+    return this.run({ kind: 'targets.add', ...target }, `targets add: ${target.name} (${target.environment}, ${target.region})`);
+  }
+
+  /** Every registered target, by name. */
+  async targets(): Promise<TargetRecord[]> {
+    return (await this.run({ kind: 'targets.list' })).targets;
+  }
+
+  /** One registered target; NOT_FOUND when there is none by that name. */
+  async target(name: string): Promise<TargetRecord> {
+    return this.run({ kind: 'targets.get', name });
+  }
+
+  /** Removes a target and returns it as it was; its audit trail stays. NOT_FOUND when there is none by that name. */
+  async removeTarget(name: string): Promise<TargetRecord> {
+    return this.run({ kind: 'targets.remove', name }, `targets remove: ${name}`);
+  }
+
+  /**
+   * The audit trail of IaC runs against a target, oldest first; a removed target's trail
+   * too. NOT_FOUND when the store has never seen the name (no target, no rows).
+   */
+  async targetAudit(name: string): Promise<TargetAuditEntry[]> {
+    return (await this.run({ kind: 'targets.audit', name })).operations;
   }
 
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */

@@ -13,6 +13,7 @@ import { approvalPayloadSchema } from './lifecycle-messages';
 import type { OperationRecord } from './lifecycle-record';
 import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
 import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
+import { newTargetSchema, targetNameSchema, type TargetAuditEntry, type TargetRecord } from './targets';
 
 /** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
 export const approverNameSchema = approvalPayloadSchema.shape.approver;
@@ -47,6 +48,11 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('hosts') }).strict(),
   z.object({ kind: z.literal('hosts.register'), registration: hostRegistrationSchema }).strict(),
   z.object({ kind: z.literal('hosts.remove'), hostId: hostIdSchema }).strict(),
+  newTargetSchema.extend({ kind: z.literal('targets.add') }),
+  z.object({ kind: z.literal('targets.list') }).strict(),
+  z.object({ kind: z.literal('targets.remove'), name: targetNameSchema }).strict(),
+  z.object({ kind: z.literal('targets.get'), name: targetNameSchema }).strict(),
+  z.object({ kind: z.literal('targets.audit'), name: targetNameSchema }).strict(),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -54,7 +60,8 @@ export type StoreCommandKind = StoreCommand['kind'];
 
 /**
  * Commands a retry may repeat without changing the outcome. A policy row added twice is
- * two rows, and a row removed twice is NOT_FOUND the second time, so those run once.
+ * two rows, and a row removed twice is NOT_FOUND the second time, so those run once; a
+ * target added twice is refused the second time, so its add and remove run once too.
  */
 export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
   'policy.list',
@@ -65,6 +72,9 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'leaks',
   'hosts',
   'hosts.register',
+  'targets.list',
+  'targets.get',
+  'targets.audit',
 ]);
 
 /** A policy row as the store keeps it. */
@@ -108,6 +118,11 @@ export interface StoreCommandResults {
   hosts: { hosts: HostView[] };
   'hosts.register': HostView;
   'hosts.remove': HostView;
+  'targets.add': TargetRecord;
+  'targets.list': { targets: TargetRecord[] };
+  'targets.remove': TargetRecord;
+  'targets.get': TargetRecord;
+  'targets.audit': { target: string; operations: TargetAuditEntry[] };
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

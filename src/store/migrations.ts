@@ -155,6 +155,42 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ALTER TABLE approvers ADD COLUMN last_code_use TEXT;
   ALTER TABLE approvers ADD COLUMN enrolled_for TEXT;
   `,
+  // 8: operator-registered targets of promotion (DESIGN §14): a profile's name, never a
+  // secret; and the append-only trail of IaC runs against each, with no foreign key so a
+  // removed target keeps its trail. The partial index serves the promotion gate's search
+  // for a verified sandbox apply (SandboxRepository.findIacProof).
+  `
+  CREATE TABLE targets (
+    name        TEXT PRIMARY KEY,
+    environment TEXT NOT NULL CHECK (environment IN ('staging', 'production')),
+    region      TEXT NOT NULL,
+    endpoint    TEXT,
+    profile     TEXT,
+    added_at    TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE target_operations (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    target      TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    run_id      TEXT NOT NULL DEFAULT '',
+    step        INTEGER NOT NULL,
+    action      TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    effect      TEXT NOT NULL,
+    reason      TEXT,
+    summary     TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(summary)),
+    at          TEXT NOT NULL,
+    UNIQUE (workflow_id, run_id, step)
+  ) STRICT;
+  CREATE INDEX target_operations_target ON target_operations (target, seq);
+  CREATE TRIGGER target_operations_no_update BEFORE UPDATE ON target_operations
+    BEGIN SELECT RAISE(ABORT, 'target_operations is append-only'); END;
+  CREATE TRIGGER target_operations_no_delete BEFORE DELETE ON target_operations
+    BEGIN SELECT RAISE(ABORT, 'target_operations is append-only'); END;
+
+  CREATE INDEX operations_iac_applied ON operations (at) WHERE action = 'iac_applied';
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

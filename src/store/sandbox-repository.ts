@@ -149,6 +149,23 @@ export class SandboxRepository {
   }
 
   /**
+   * The promotion gate's proof (DESIGN §14): the newest `iac_applied` row, at or after
+   * `sinceIso`, of a run by `principal` that applied `templateDigest` into a sandbox with
+   * every supported resource verified (`allVerified` exactly JSON true); `undefined` if none.
+   */
+  findIacProof(input: { principal: string; templateDigest: string; sinceIso: string }): { sandboxId: string; workflowId: string; iacRunId: string; at: string } | undefined {
+    return this.db
+      .prepare(
+        `SELECT sandbox_id AS sandboxId, workflow_id AS workflowId, json_extract(summary, '$.iacRunId') AS iacRunId, at FROM operations
+         WHERE action = 'iac_applied' AND at >= ?
+           AND json_extract(summary, '$.principal') = ? AND json_extract(summary, '$.templateDigest') = ?
+           AND json_type(summary, '$.allVerified') = 'true' AND json_type(summary, '$.iacRunId') = 'text'
+         ORDER BY at DESC, seq DESC LIMIT 1`,
+      )
+      .get(input.sinceIso, input.principal, input.templateDigest) as { sandboxId: string; workflowId: string; iacRunId: string; at: string } | undefined;
+  }
+
+  /**
    * Closes a row whose workflow has ended without closing it (terminated, history lost),
    * or moves a DESTROY_FAILED row on once its leftovers are gone: the sweep's
    * `reconciled` audit row says why. Any other terminal row, or one already in `state`,

@@ -4,6 +4,7 @@ import { HostRepository } from './host-repository';
 import { LeakRepository } from './leak-repository';
 import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
+import { TargetRepository } from './target-repository';
 
 /**
  * The SQLite projection: inventory and audit trail that operators query without
@@ -15,6 +16,7 @@ export class Store {
   readonly approvers: ApproverRepository;
   readonly leaks: LeakRepository;
   readonly hosts: HostRepository;
+  readonly targets: TargetRepository;
 
   private constructor(
     readonly file: string,
@@ -25,6 +27,7 @@ export class Store {
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
+    this.targets = new TargetRepository(db);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */
