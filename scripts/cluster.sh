@@ -726,7 +726,8 @@ worker_env() {
   echo "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT"
   echo "TEMPORAL_NAMESPACE=$NAMESPACE"
   echo "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE"
-  echo "SANDBOXPLANE_WORKER_ROLES=$role"
+  # The store worker also runs IaC against operators' targets: its AWS credential chain is the one they use.
+  echo "SANDBOXPLANE_WORKER_ROLES=$([[ "$role" == store ]] && echo store,targets || echo "$role")"
   echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
   # The flags the dev launcher turns on (`local` in src/domain/feature-flags.ts).
   local flag

@@ -135,11 +135,11 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
   };
   /** The approve payload exactly as the details show it, parsed: what a reviewer copies into the dialog. */
   const payloadExample = (details: string): Record<string, unknown> => {
-    const line = section(details, HEADINGS.approve, HEADINGS.changes)
-      .split('\n')
-      .find((candidate) => candidate.startsWith('{"approver"'));
-    assert.ok(line !== undefined, `the details show the approve payload:\n${details}`);
-    return JSON.parse(line) as Record<string, unknown>;
+    // The payload is a code block, one field a line (the UI does not wrap it): from its `{` to its `}`.
+    const approve = section(details, HEADINGS.approve, HEADINGS.changes);
+    const block = /^\{$[\s\S]*?^\}$/m.exec(approve)?.[0];
+    assert.ok(block !== undefined, `the details show the approve payload:\n${details}`);
+    return JSON.parse(block) as Record<string, unknown>;
   };
 
   test('the waiting run is listed by IacState and its current details show the plan to review', { timeout: TEST_TIMEOUT_MS }, () =>
@@ -157,21 +157,20 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
       assert.match(details, /^Summary: 4 to add, 0 to change, 0 to remove; 1 unsupported; 1 security$/m);
 
       const changes = section(details, HEADINGS.changes);
-      for (const [logicalId, type] of [
-        ['Queue', 'AWS::SQS::Queue'],
-        ['Role', 'AWS::IAM::Role'],
-        ['Subscription', 'AWS::SNS::Subscription'],
-        ['Topic', 'AWS::SNS::Topic'],
+      for (const line of [
+        'Add Queue (AWS::SQS::Queue)',
+        'Add Role (AWS::IAM::Role)',
+        // Where it is listed, the unsupported resource says it will not be made.
+        'Add Subscription (AWS::SNS::Subscription) — not created by this emulator',
+        'Add Topic (AWS::SNS::Topic)',
       ]) {
-        assert.ok(changes.split('\n').includes(`Add ${logicalId} (${type})`), `the changes list "Add ${logicalId} (${type})":\n${changes}`);
+        assert.ok(changes.split('\n').includes(line), `the changes list "${line}":\n${changes}`);
       }
       assert.match(changes, new RegExp(`^Properties\\.QueueName: null → "${QUEUE_NAME}"$`, 'm'));
       assert.equal(section(details, HEADINGS.unsupported, HEADINGS.approve), 'Subscription (AWS::SNS::Subscription)');
       assert.equal(section(details, HEADINGS.security, HEADINGS.unsupported), 'Role (AWS::IAM::Role): creates an IAM role');
 
-      // Verbatim (a code block): the JSON a reviewer copies, with this run's digest in it.
-      const example = `{"approver": "<your name>", "reason": "<why>", "code": "<6 digits>", "planDigest": "${digest}"}`;
-      assert.ok(details.includes(example), `the details show ${example} verbatim:\n${details}`);
+      // A code block: the JSON a reviewer copies, with this run's digest in it.
       assert.deepEqual(payloadExample(details), { approver: '<your name>', reason: '<why>', code: '<6 digits>', planDigest: digest });
       assert.ok(details.includes(`or send the signal approve to workflow ${waiting.workflowId} with:`), details);
     }),
@@ -191,6 +190,9 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
       const still = await worker.sandboxes.iac.status(waiting.runId);
       assert.equal(still.state, 'AWAITING_APPROVAL', still.waitingFor);
       assert.deepEqual(still.approvals, []);
+      // A signal has no answer of its own: the details say why it did not count.
+      const told = await readDetails('after-stale');
+      assert.match(told, /The last approve \(alice, [^)]*\) was ignored: PLAN_STALE/, told);
       await page.reload();
       await page.getByRole('heading', { name: waiting.workflowId }).waitFor();
       await page.getByRole('tab', { name: /History/ }).click();

@@ -3,21 +3,25 @@ import type { AdapterRegistry, IacAccess } from '../adapters/cloud-emulator-adap
 import { changeSetName, CloudFormationStacks, crossCheck, type StackSettled } from '../adapters/cloudformation-stacks';
 import { SandboxPlaneError } from '../domain/errors';
 import { cdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
-import { FAILING_RESOURCE_STATUSES, type IacResourceRow, type IacRuntimeRef, type ShownPlan } from '../domain/iac/iac-run';
+import { FAILING_RESOURCE_STATUSES, iacTargetOfTarget, type IacResourceRow, type IacRuntimeRef, type ShownPlan } from '../domain/iac/iac-run';
+import type { TargetRecord } from '../domain/targets';
 import { buildPlan } from '../domain/iac/plan';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { AdapterName } from '../domain/service-catalog';
 import { withTaxonomy } from './activity-failure';
 
-/** Which sandbox an IaC step works on, as its lifecycle granted it: no credentials, only where its containers run. */
-export interface IacSandboxRef {
-  readonly sandboxId: string;
-  readonly adapter: AdapterName;
-  readonly runtime: IacRuntimeRef;
-}
+/**
+ * Where an IaC step works: a sandbox, as its lifecycle granted it (no credentials, only
+ * where its containers run), or an operator's target (its region, endpoint and profile
+ * name: the key itself is the worker's, found by the AWS SDK's credential chain).
+ */
+export type IacPlace =
+  | { readonly kind: 'sandbox'; readonly sandboxId: string; readonly adapter: AdapterName; readonly runtime: IacRuntimeRef }
+  | { readonly kind: 'target'; readonly target: Pick<TargetRecord, 'name' | 'region' | 'endpoint' | 'profile'> };
 
 /** One change of one stack: what every planning step needs. */
-export interface IacChangeRequest extends IacSandboxRef {
+export interface IacChangeRequest {
+  readonly place: IacPlace;
   readonly runId: string;
   readonly stack: string;
   readonly template: CfnTemplate;
@@ -45,17 +49,41 @@ export interface AppliedChange {
 /** How long an executed change may stay in progress before the run calls it stuck. */
 export const SETTLE_TIMEOUT_MS = 10 * 60_000;
 
-function accessFor(adapters: AdapterRegistry, ref: IacSandboxRef): Promise<IacAccess> {
-  const adapter = adapters[ref.adapter];
-  if (adapter?.iacAccess === undefined) {
-    throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `the ${ref.adapter} adapter has no CloudFormation: infrastructure as code needs a moto (or Floci) sandbox`);
-  }
-  return adapter.iacAccess(ref.sandboxId, { runtimeIds: ref.runtime.runtimeIds, ...(ref.runtime.engineId === undefined ? {} : { engineId: ref.runtime.engineId }) });
+/** How a worker reaches the CloudFormation of a place: a docker host its sandboxes', the targets worker its targets'. */
+export type IacAccessResolver = (place: IacPlace) => Promise<IacAccess>;
+
+/** A docker host's resolver: the emulator of a sandbox placed on it, as the plane itself. */
+export function sandboxAccess(adapters: AdapterRegistry): IacAccessResolver {
+  return async (place) => {
+    if (place.kind !== 'sandbox') throw new SandboxPlaneError('INTERNAL', `a docker worker was asked to reach target ${place.target.name}`);
+    const adapter = adapters[place.adapter];
+    if (adapter?.iacAccess === undefined) {
+      throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `the ${place.adapter} adapter has no CloudFormation: infrastructure as code needs a moto (or Floci) sandbox`);
+    }
+    return adapter.iacAccess(place.sandboxId, { runtimeIds: place.runtime.runtimeIds, ...(place.runtime.engineId === undefined ? {} : { engineId: place.runtime.engineId }) });
+  };
 }
 
-async function withStacks<T>(adapters: AdapterRegistry, ref: IacSandboxRef, work: (stacks: CloudFormationStacks, access: IacAccess) => Promise<T>): Promise<T> {
+/** The targets worker's resolver: the target's CloudFormation, signed by the AWS SDK's credential chain of this process. */
+export const targetAccess: IacAccessResolver = async (place) => {
+  if (place.kind !== 'target') throw new SandboxPlaneError('INTERNAL', `the targets worker was asked to reach sandbox ${place.sandboxId}`);
+  const { target } = place;
+  return {
+    ...(target.endpoint === null ? {} : { endpoint: target.endpoint }),
+    region: target.region,
+    headers: {},
+    signer: target.profile === null ? { kind: 'chain' } : { kind: 'chain', profile: target.profile },
+    // A target is a real account: the plane names nothing unsupported there.
+    supports: () => true,
+    target: iacTargetOfTarget(target.name),
+    seedsCdkBootstrap: false,
+    name: target.name,
+  };
+};
+
+async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: (stacks: CloudFormationStacks, access: IacAccess) => Promise<T>): Promise<T> {
   return withTaxonomy(async () => {
-    const access = await accessFor(adapters, ref);
+    const access = await resolve(place);
     const stacks = new CloudFormationStacks(access);
     try {
       return await work(stacks, access);
@@ -70,20 +98,22 @@ async function withStacks<T>(adapters: AdapterRegistry, ref: IacSandboxRef, work
  * emulator holds it, cross-checked with the emulator's change set `name` (created, or
  * found again on a retry). A CDK template's bootstrap parameters are put in first.
  */
-async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string, adapter: AdapterName): Promise<PlannedChange> {
-  await stacks.bootstrap(cdkBootstrapNeeds(input.template));
+async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string): Promise<PlannedChange> {
+  if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
   const base = await stacks.current(input.stack);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: input.parameters, create: base === null });
   const plan = buildPlan({
+    // An approval of this plan is for this place: the same change elsewhere is another plan.
+    target: access.target,
     stack: input.stack,
     base: base === null ? null : { template: base.template, parameters: base.parameters },
     next: { template: input.template, parameters: input.parameters },
-    isSupported: (type) => access.supportedTypes.has(type),
+    isSupported: (type) => access.supports(type),
   });
   const removed = plan.changes
     .filter((change) => change.action === 'Remove')
     .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null }));
-  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, adapter) }, baseStatus: base?.status ?? null, removed };
+  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, baseStatus: base?.status ?? null, removed };
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */
@@ -96,14 +126,14 @@ function heartbeatProgress(seen: StackSettled): void {
  * on (the emulator listens on that host's loopback). Each is safe to retry but
  * `executeIacChange`, which the workflow runs once.
  */
-export function createIacActivities(deps: { readonly adapters: AdapterRegistry }) {
+export function createIacActivities(resolve: IacAccessResolver) {
   return {
     /** A plan that changes nothing: its change set (and a new stack's REVIEW_IN_PROGRESS shell) is removed again. */
     async planIacChange(input: IacChangeRequest): Promise<PlannedChange> {
-      return withStacks(deps.adapters, input, async (stacks, access) => {
+      return withStacks(resolve, input.place, async (stacks, access) => {
         const name = changeSetName(input.runId, 'plan');
         try {
-          return await planWith(stacks, access, input, name, input.adapter);
+          return await planWith(stacks, access, input, name);
         } finally {
           await stacks.discardChangeSet(input.stack, name);
         }
@@ -112,19 +142,19 @@ export function createIacActivities(deps: { readonly adapters: AdapterRegistry }
 
     /** The approved change's own change set, planned again: the workflow compares the digest with the approved one before executing. */
     async prepareIacApply(input: IacChangeRequest): Promise<PlannedChange> {
-      return withStacks(deps.adapters, input, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply'), input.adapter));
+      return withStacks(resolve, input.place, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply')));
     },
 
     /** Removes the apply's change set when the run will not execute it (a stale plan). */
-    async discardIacApply(input: IacSandboxRef & { runId: string; stack: string }): Promise<void> {
-      return withStacks(deps.adapters, input, (stacks) => stacks.discardChangeSet(input.stack, changeSetName(input.runId, 'apply')));
+    async discardIacApply(input: { place: IacPlace; runId: string; stack: string }): Promise<void> {
+      return withStacks(resolve, input.place, (stacks) => stacks.discardChangeSet(input.stack, changeSetName(input.runId, 'apply')));
     },
 
     /** Executes the change set, at most once: a second attempt finds it executed and says `already`. */
-    async executeIacChange(input: IacSandboxRef & { runId: string; stack: string }): Promise<{ outcome: 'executed' | 'already' } | { outcome: 'failed'; error: string }> {
-      return withStacks(deps.adapters, input, async (stacks) => {
+    async executeIacChange(input: { place: IacPlace; runId: string; stack: string }): Promise<{ outcome: 'executed' | 'already' } | { outcome: 'failed'; error: string }> {
+      return withStacks(resolve, input.place, async (stacks, access) => {
         const result = await stacks.execute(input.stack, changeSetName(input.runId, 'apply'));
-        log.info('IaC change executed', { sandboxId: input.sandboxId, stack: input.stack, runId: input.runId, outcome: result.outcome });
+        log.info('IaC change executed', { target: access.target, stack: input.stack, runId: input.runId, outcome: result.outcome });
         return result;
       });
     },
@@ -134,7 +164,7 @@ export function createIacActivities(deps: { readonly adapters: AdapterRegistry }
      * checks what it holds against the applied template through each service's own API.
      */
     async settleIacChange(input: IacChangeRequest & { removed: PlannedChange['removed']; executionError: string | null }): Promise<AppliedChange> {
-      return withStacks(deps.adapters, input, async (stacks) => {
+      return withStacks(resolve, input.place, async (stacks) => {
         // A refused execution changes nothing more: look once, do not wait for a stack that will not move.
         const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress) : await stacks.look(input.stack);
         const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed });

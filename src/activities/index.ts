@@ -7,7 +7,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
-import { createIacActivities } from './iac-activities';
+import { createIacActivities, sandboxAccess, targetAccess } from './iac-activities';
 import { createIacStoreActivities } from './iac-store-activities';
 import { createStoreCommandActivities } from './store-command-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
@@ -40,7 +40,7 @@ export interface DockerRoleDeps {
   readonly warmPools?: WarmPoolReporter;
 }
 
-export type { AppliedChange, PlannedChange } from './iac-activities';
+export type { AppliedChange, IacPlace, PlannedChange } from './iac-activities';
 
 /** The store role's activities, on `<tq>-store`. */
 export function createStoreActivities(deps: StoreRoleDeps) {
@@ -55,8 +55,16 @@ export function createStoreActivities(deps: StoreRoleDeps) {
 
 /** A docker role's activities, on `<tq>-docker-<hostId>`. */
 export function createDockerActivities(deps: DockerRoleDeps) {
-  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps), ...createIacActivities(deps) };
+  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps), ...createIacActivities(sandboxAccess(deps.adapters)) };
 }
+
+/** The targets role's activities, on `<tq>-targets`: IaC against operators' targets, with this worker's AWS credential chain. */
+export function createTargetActivities() {
+  return createIacActivities(targetAccess);
+}
+
+/** The targets role's activities, as workflows schedule them on `<tq>-targets`. */
+export type TargetActivities = ReturnType<typeof createTargetActivities>;
 
 /** The store role's activities, as workflows schedule them on `<tq>-store`. */
 export type StoreActivities = ReturnType<typeof createStoreActivities>;

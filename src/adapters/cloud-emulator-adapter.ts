@@ -54,17 +54,27 @@ export interface AdapterContext {
 }
 
 /**
- * How the plane reaches a sandbox's emulator as itself, for infrastructure as code
- * (DESIGN §14): plans, applies and their checks. Never leaves the activity that asked:
- * `headers` hold the container's operator token.
+ * How the plane reaches a CloudFormation for infrastructure as code (DESIGN §14): a
+ * sandbox's emulator as the plane itself, or an operator's target through the AWS SDK's
+ * credential chain. Never leaves the activity that asked: `headers` hold a container's
+ * operator token, and a target's credentials are resolved by the SDK inside it.
  */
 export interface IacAccess {
-  readonly endpoint: string;
+  /** Absent for a target on AWS itself: the SDK's own endpoints. */
+  readonly endpoint?: string;
   readonly region: string;
   /** Headers that make each call the plane's own rather than the agent's. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The CloudFormation resource types this emulator really creates; every other type is `unsupported` in a plan. */
-  readonly supportedTypes: ReadonlySet<string>;
+  /** `operator`: the plane's own (fake) key, which an emulator does not check on its operator path; `chain`: the SDK's credential chain, with `profile` when given. */
+  readonly signer: { readonly kind: 'operator' } | { readonly kind: 'chain'; readonly profile?: string };
+  /** Whether the CloudFormation there really creates resources of `type`; every other type is `unsupported` in a plan. */
+  supports(type: string): boolean;
+  /** What the plan calls what it changes, e.g. `sandbox:sbx-1` or `target:staging` (an approval is for one). */
+  readonly target: string;
+  /** Whether the plane may seed what a CDK app's default synthesizer expects (a sandbox: yes; a target is bootstrapped by its owners). */
+  readonly seedsCdkBootstrap: boolean;
+  /** Who the plan's notes name as the one whose change set they compare with ("moto", "staging"). */
+  readonly name: string;
 }
 
 /** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */

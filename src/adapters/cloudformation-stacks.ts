@@ -90,10 +90,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * headers of {@link IacAccess}); the credentials sign nothing moto checks on that path.
  */
 function operatorClient<T extends { middlewareStack: { add: (...args: never[]) => void } }>(
-  make: (settings: { endpoint: string; region: string; credentials: { accessKeyId: string; secretAccessKey: string }; maxAttempts: number }) => T,
+  make: (settings: { endpoint?: string; region: string; credentials?: { accessKeyId: string; secretAccessKey: string }; profile?: string; maxAttempts: number }) => T,
   access: IacAccess,
 ): T {
-  const client = make({ endpoint: access.endpoint, region: access.region, credentials: { accessKeyId: 'sandboxplane-operator', secretAccessKey: 'not-a-secret' }, maxAttempts: 2 });
+  const client = make({
+    ...(access.endpoint === undefined ? {} : { endpoint: access.endpoint }),
+    region: access.region,
+    // A target's key comes from the SDK's chain inside this process and never leaves it.
+    ...(access.signer.kind === 'operator'
+      ? { credentials: { accessKeyId: 'sandboxplane-operator', secretAccessKey: 'not-a-secret' } }
+      : access.signer.profile === undefined
+        ? {}
+        : { profile: access.signer.profile }),
+    maxAttempts: 2,
+  });
   const headers = access.headers;
   if (Object.keys(headers).length > 0) {
     const addHeaders = (next: (args: { request: unknown }) => Promise<unknown>) => async (args: { request: unknown }) => {
@@ -432,7 +442,7 @@ export class CloudFormationStacks {
     }
     for (const gone of input.removed) {
       const check = SERVICE_CHECKS[gone.type];
-      if (gone.physicalId === null || check === undefined || !this.access.supportedTypes.has(gone.type)) {
+      if (gone.physicalId === null || check === undefined || !this.access.supports(gone.type)) {
         rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'REMOVED', detail: 'the stack no longer lists it' });
         continue;
       }
@@ -450,7 +460,7 @@ export class CloudFormationStacks {
       status,
       ...(detail === undefined ? {} : { detail }),
     });
-    if (!this.access.supportedTypes.has(type)) return row('NOT_CREATED', null, "the sandbox's emulator does not implement this type");
+    if (!this.access.supports(type)) return row('NOT_CREATED', null, `${this.access.name} does not implement this type`);
     const check = SERVICE_CHECKS[type];
     if (listed?.physicalId !== undefined && listed.physicalId !== null) {
       if (check === undefined) return row('UNVERIFIED', listed.physicalId, `the stack says ${listed.status}; the plane has no check of its own for ${type}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { sameEngine } from '../domain/engine-identity';
+import { iacTargetOfSandbox } from '../domain/iac/iac-run';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
@@ -348,7 +349,17 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     if (container === undefined) throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to plan or apply with`);
     const token = container.labels[OPERATOR_TOKEN_LABEL];
     const headers = cloudFormation.operatorHeader === undefined || token === undefined ? {} : { [cloudFormation.operatorHeader]: token };
-    return { endpoint: publishedEndpoint(container, this.options.containerPort), region: this.options.region, headers, supportedTypes: cloudFormation.supportedTypes(container.labels) };
+    const supported = cloudFormation.supportedTypes(container.labels);
+    return {
+      endpoint: publishedEndpoint(container, this.options.containerPort),
+      region: this.options.region,
+      headers,
+      signer: { kind: 'operator' },
+      supports: (type) => supported.has(type),
+      target: iacTargetOfSandbox(sandboxId),
+      seedsCdkBootstrap: true,
+      name: this.name,
+    };
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

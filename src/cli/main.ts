@@ -87,7 +87,7 @@ export function buildProgram(): Command {
   program
     .command('worker')
     .description('run the worker only, against TEMPORAL_ADDRESS, until SIGINT or SIGTERM (all roles unless --role says which)')
-    .option('--role <roles>', 'all, or a comma list of lifecycle, store, docker (env SANDBOXPLANE_WORKER_ROLES; default all)')
+    .option('--role <roles>', 'all, or a comma list of lifecycle, store, docker, targets (env SANDBOXPLANE_WORKER_ROLES; default all)')
     .option('--host-id <name>', "the docker role's host id; its queue is <task queue>-docker-<name> (env SANDBOXPLANE_HOST_ID; default local)")
     .option('--capacity <n>', "how many sandboxes the docker role's host takes at once (env SANDBOXPLANE_HOST_CAPACITY; default 100)")
     .option('--build-id <id>', "the lifecycle role's build id in the deployment (env SANDBOXPLANE_BUILD_ID; default derived from the workflow code)")

@@ -10,6 +10,7 @@ import {
   iacRunIdSchema,
   iacRunInputSchema,
   iacTargetOfSandbox,
+  iacTargetOfTarget,
   type AdmittedIacRun,
   type IacAwaitTarget,
   type IacState,
@@ -18,6 +19,7 @@ import {
 import { defaultStackName, validateTemplate, type CfnTemplate } from '../domain/iac/template';
 import { readTemplateText } from '../domain/iac/template-yaml';
 import { sandboxIdSchema } from '../domain/sandbox-id';
+import { targetNameSchema } from '../domain/targets';
 import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import { parseOrThrow } from '../domain/validation';
 import { iacAwaitUpdate, iacDecideUpdate, iacStatusQuery } from '../workflows/iac-messages';
@@ -30,7 +32,10 @@ import { synthesizeCdkApp } from './cdk-synth';
  * aws-cdk-lib; workers never run an agent's code).
  */
 export interface IacRequest {
-  readonly sandboxId: string;
+  /** The sandbox to change (one of the caller's)... */
+  readonly sandboxId?: string;
+  /** ...or the operator's target to promote to: only what was APPLIED in a sandbox of the caller within 24 h (PROOF_MISSING otherwise), and only with people's approval. */
+  readonly target?: string;
   /** The template's text (JSON or YAML with CloudFormation's short tags) or its parsed JSON form. */
   readonly template?: string | Record<string, unknown>;
   /** Where the template came from, for reviewers and the default stack name (e.g. `stack.yaml`). */
@@ -136,9 +141,10 @@ export class IacClient {
   }
 
   /** Runs by search attributes, newest first: all, or those of one sandbox. */
-  async list(filter: { sandboxId?: string; limit?: number } = {}): Promise<IacRunSummary[]> {
+  async list(filter: { sandboxId?: string; target?: string; limit?: number } = {}): Promise<IacRunSummary[]> {
     const clauses = [`WorkflowType = ${quoted(IAC_RUN_WORKFLOW)}`];
     if (filter.sandboxId !== undefined) clauses.push(`IacTarget = ${quoted(iacTargetOfSandbox(parseOrThrow(sandboxIdSchema, filter.sandboxId, 'sandbox id')))}`);
+    if (filter.target !== undefined) clauses.push(`IacTarget = ${quoted(iacTargetOfTarget(parseOrThrow(targetNameSchema, filter.target, 'target name')))}`);
     if (this.principal !== undefined) clauses.push(`SandboxPrincipal = ${quoted(this.principal)}`);
     const rows: IacRunSummary[] = [];
     try {
@@ -217,7 +223,21 @@ export class IacClient {
     }
     const parameters = { ...(request.parameters ?? {}) };
     validateTemplate(template, parameters);
-    return parseOrThrow(iacRunInputSchema, { runId: request.runId ?? generateIacRunId(), mode, sandboxId: request.sandboxId, principal, stack, template, parameters, source }, 'IaC request');
+    return parseOrThrow(
+      iacRunInputSchema,
+      {
+        runId: request.runId ?? generateIacRunId(),
+        mode,
+        ...(request.sandboxId !== undefined ? { sandboxId: request.sandboxId } : {}),
+        ...(request.target !== undefined ? { target: request.target } : {}),
+        principal,
+        stack,
+        template,
+        parameters,
+        source,
+      },
+      'IaC request',
+    );
   }
 
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {
@@ -235,10 +255,10 @@ export class IacClient {
       typedSearchAttributes: [
         { key: IacStateKey, value: 'PLANNING' },
         { key: SandboxPrincipal, value: run.principal },
-        { key: SandboxCapability, value: 'cloud.iac.local' },
-        { key: IacTarget, value: iacTargetOfSandbox(run.sandboxId) },
+        ...(run.sandboxId !== undefined ? [{ key: SandboxCapability, value: 'cloud.iac.local' }] : []),
+        { key: IacTarget, value: run.sandboxId !== undefined ? iacTargetOfSandbox(run.sandboxId) : iacTargetOfTarget(run.target as string) },
       ],
-      staticSummary: `IaC ${mode} of stack ${run.stack} in sandbox ${run.sandboxId} for ${run.principal}`,
+      staticSummary: `IaC ${mode} of stack ${run.stack} in ${run.sandboxId !== undefined ? `sandbox ${run.sandboxId}` : `target ${run.target as string}`} for ${run.principal}`,
     });
     let status: IacStatus;
     try {

@@ -240,7 +240,7 @@ const envSchema = z.object({
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60).describe('how long an emulator may take to pass its health check (default 60s)'),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60).describe('how often the cleanup schedule runs the leak sweep (default 5m)'),
   SANDBOXPLANE_PLANE_ID: planeId.optional().describe("every container's io.sandboxplane.plane label (default derived from Temporal's cluster and namespace)"),
-  SANDBOXPLANE_WORKER_ROLES: workerRoles.describe('all, or a comma list of lifecycle, store, docker (default all; docs/deploy.md)'),
+  SANDBOXPLANE_WORKER_ROLES: workerRoles.describe('all, or a comma list of lifecycle, store, docker, targets (default all; docs/deploy.md)'),
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID).describe("the docker role's host id; its queue is <task queue>-docker-<id> (default local)"),
   SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100').describe("how many sandboxes the docker role's host takes at once (default 100)"),
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)).describe('live sandbox containers the whole plane allows, warm pools included (default 500)'),

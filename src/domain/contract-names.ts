@@ -67,6 +67,13 @@ export const IAC_MESSAGES = {
   stackAnswerSignal: 'iacStackAnswer',
 } as const;
 
+/** Workflow type of the keeper of one target's stack turns (promotion): `iac-turns-<target>`, started by the first claim. */
+export const IAC_TARGET_TURNS_WORKFLOW = 'iacTargetTurns';
+
+export function iacTargetTurnsWorkflowId(target: string): string {
+  return `iac-turns-${target}`;
+}
+
 export function iacWorkflowIdFor(runId: string): string {
   return `${IAC_WORKFLOW_ID_PREFIX}${runId}`;
 }

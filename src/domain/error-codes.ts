@@ -121,6 +121,12 @@ export const ERROR_CODES = {
     'The approval or apply names another plan than the one the run holds: read the plan again (`sandboxctl iac status RUN_ID`) and approve its digest, or plan the changed template anew.',
   ),
 
+  PROOF_MISSING: spec(
+    'refused',
+    false,
+    'A target takes only what worked in a sandbox: apply the same template and parameters in one of your sandboxes (`sandboxctl iac apply SANDBOX_ID --template FILE --wait`) until it is APPLIED with every resource verified, then promote it within 24 h.',
+  ),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 

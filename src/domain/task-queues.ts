@@ -1,10 +1,12 @@
 /**
  * The task queues of the worker roles (DESIGN §10): lifecycle workflows on `<tq>`, the
- * projection's single writer on `<tq>-store`, and one docker worker per engine on
- * `<tq>-docker-<hostId>`. One home, so workflow code, workers and callers agree.
+ * projection's single writer on `<tq>-store`, one docker worker per engine on
+ * `<tq>-docker-<hostId>`, and IaC against operators' targets on `<tq>-targets` (the
+ * workers whose AWS credential chain reaches them). One home, so workflow code, workers
+ * and callers agree.
  */
 
-export const WORKER_ROLES = ['lifecycle', 'store', 'docker'] as const;
+export const WORKER_ROLES = ['lifecycle', 'store', 'docker', 'targets'] as const;
 export type WorkerRole = (typeof WORKER_ROLES)[number];
 
 /** Host id of the docker worker when none is given: the single-machine default. */
@@ -16,4 +18,8 @@ export function storeQueue(taskQueue: string): string {
 
 export function dockerQueue(taskQueue: string, hostId: string): string {
   return `${taskQueue}-docker-${hostId}`;
+}
+
+export function targetsQueue(taskQueue: string): string {
+  return `${taskQueue}-targets`;
 }

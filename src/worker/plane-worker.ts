@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createDockerActivities, createStoreActivities } from '../activities';
+import { createDockerActivities, createStoreActivities, createTargetActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
@@ -11,7 +11,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration } from '../domain/hosts';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
-import { dockerQueue, storeQueue, type WorkerRole } from '../domain/task-queues';
+import { dockerQueue, storeQueue, targetsQueue, type WorkerRole } from '../domain/task-queues';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
@@ -158,6 +158,12 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         }),
       );
       queues.docker = taskQueue;
+    }
+    if (has('targets')) {
+      // IaC against operators' targets: their keys come from this process's AWS SDK credential chain.
+      const taskQueue = targetsQueue(config.taskQueue);
+      workers.push(await Worker.create({ ...common, taskQueue, identity: `sandboxplane-targets@${os.hostname()}:${process.pid}`, activities: createTargetActivities() }));
+      queues.targets = taskQueue;
     }
     if (has('lifecycle')) {
       const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));

@@ -1,5 +1,5 @@
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { IAC_MESSAGES } from '../domain/contract-names';
+import { defineQuery, defineSignal, defineUpdate, getExternalWorkflowHandle, log } from '@temporalio/workflow';
+import { IAC_MESSAGES, iacWorkflowIdFor } from '../domain/contract-names';
 import type { IacApprovalPayload, IacAwaitPayload, IacClaimAnswer, IacDecidePayload, IacStackClaim, IacStatus } from '../domain/iac/iac-run';
 
 export { IAC_RUN_WORKFLOW } from '../domain/contract-names';
@@ -20,3 +20,16 @@ export const iacStatusQuery = defineQuery<IacStatus>(IAC_MESSAGES.statusQuery);
 export const claimStackSignal = defineSignal<[IacStackClaim]>(IAC_MESSAGES.claimStackSignal);
 export const releaseStackSignal = defineSignal<[{ runId: string; stack: string }]>(IAC_MESSAGES.releaseStackSignal);
 export const stackAnswerSignal = defineSignal<[IacClaimAnswer]>(IAC_MESSAGES.stackAnswerSignal);
+
+/**
+ * Tells a run the keeper's answer to its claim (a lifecycle, or a target's turns). A run
+ * that is gone is not told; `onGone` then gives its turn on rather than waiting for its lease.
+ */
+export function tellRun(claim: IacStackClaim, message: IacClaimAnswer, onGone?: () => void): void {
+  getExternalWorkflowHandle(iacWorkflowIdFor(claim.runId))
+    .signal(stackAnswerSignal, message)
+    .catch((err: unknown) => {
+      log.info('IaC run not told: it has ended', { runId: claim.runId, answer: message.answer, error: String(err) });
+      onGone?.();
+    });
+}

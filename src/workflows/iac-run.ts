@@ -1,23 +1,20 @@
 import {
-  ActivityCancellationType,
   CancellationScope,
   allHandlersFinished,
   condition,
   getExternalWorkflowHandle,
   isCancellation,
   log,
-  proxyActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AppliedChange, DockerActivities, PlannedChange } from '../activities';
+import type { AppliedChange, IacPlace, PlannedChange } from '../activities';
 import { formatDuration } from '../domain/duration';
 import type { ErrorCode } from '../domain/error-codes';
-import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
-import { iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
+import { iacTargetTurnsWorkflowId, iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
 import {
   iacAwaitPayloadSchema,
   iacApprovalPayloadSchema,
@@ -26,10 +23,13 @@ import {
   iacRequestDigest,
   iacRunInputSchema,
   iacTargetOfSandbox,
+  iacTargetOfTarget,
   isIacTerminal,
+  PROOF_WINDOW_SECONDS,
   type AdmittedIacRun,
   type IacApproval,
   type IacClaimAnswer,
+  type IacProof,
   type IacResourceRow,
   type IacState,
   type IacStatus,
@@ -37,14 +37,18 @@ import {
 } from '../domain/iac/iac-run';
 import type { IacDecision } from '../domain/iac/iac-screening';
 import { planDetailsMarkdown } from '../domain/iac/plan-text';
+import { templateDigest } from '../domain/iac/plan';
 import { validateTemplate } from '../domain/iac/template';
 import { MAX_PAYLOAD_CHARS, payloadChars, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import type { AdapterName } from '../domain/service-catalog';
+import { approvalsNeeded, capabilityOfEnvironment, type TargetRecord } from '../domain/targets';
+import { targetsQueue } from '../domain/task-queues';
 import { describeIssues } from '../domain/validation';
 import { storeActivities } from './activity-routes';
 import { ApprovalInbox, type PendingApproval } from './approval-inbox';
 import { claimStackSignal, iacApproveSignal, iacAwaitUpdate, iacDecideUpdate, iacDenySignal, iacStatusQuery, releaseStackSignal, stackAnswerSignal } from './iac-messages';
+import { executeStep, planningSteps, settleStep } from './iac-steps';
 import { iso } from './iso-time';
 import { failureCode, refusal } from './workflow-failures';
 
@@ -53,42 +57,11 @@ const RUN_BUDGET_MS = 45 * 60_000;
 /** A sandbox's lifecycle answers a claim at once; silence this long means it cannot (ended, or a build from before IaC). */
 const CLAIM_ANSWER_WAIT_MS = 60_000;
 
-const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
-
 /** The approvals that did not count that status shows: the newest (the audit trail has them all). */
 const ATTEMPTS_SHOWN = 20;
 
-/** The host's IaC steps: each retried for about two minutes (a Docker or emulator blip is ridden out). */
-function hostSteps(taskQueue: string): DockerActivities {
-  return proxyActivities<DockerActivities>({
-    taskQueue,
-    startToCloseTimeout: '5 minutes',
-    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
-  });
-}
-
-/** Waiting for the stack to settle: heartbeats carry its events, the wait itself is bounded in the activity. */
-function settleStep(taskQueue: string): DockerActivities {
-  return proxyActivities<DockerActivities>({
-    taskQueue,
-    startToCloseTimeout: '15 minutes',
-    heartbeatTimeout: '30 seconds',
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
-  });
-}
-
-/**
- * Executing the change set: an attempt first asks whether an earlier one executed it (its
- * execution status), so a retry after a lost answer never executes twice.
- */
-function executeStep(taskQueue: string): DockerActivities {
-  return proxyActivities<DockerActivities>({
-    taskQueue,
-    startToCloseTimeout: '5 minutes',
-    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes },
-  });
-}
+/** Resource statuses a sandbox proof accepts: every supported resource checked through its service, nothing left standing. */
+const PROVEN_STATUSES: ReadonlySet<IacResourceRow['status']> = new Set(['VERIFIED', 'REMOVED', 'NOT_CREATED']);
 
 class Refused extends Error {
   constructor(
@@ -100,22 +73,24 @@ class Refused extends Error {
   }
 }
 
-/** Where the stack's sandbox runs, as its lifecycle granted it. */
+/** Where the run's steps go once it holds the stack: the sandbox's docker host (as its lifecycle granted it), or the targets queue. */
 interface Granted {
-  readonly adapter: AdapterName;
+  readonly place: IacPlace;
   readonly taskQueue: string;
-  readonly runtime: { runtimeIds: string[]; engineId?: string };
 }
 
 /**
- * One infrastructure-as-code change of one stack in one sandbox (DESIGN §14):
+ * One infrastructure-as-code change of one stack, in a sandbox or promoted to an
+ * operator's target (DESIGN §14):
  *
  *   PLANNING ─▶ PLANNED                                  (iac plan)
  *      └──────▶ AWAITING_APPROVAL ─▶ APPLYING ─▶ APPLIED | FAILED
  *                     └─▶ DENIED | EXPIRED
  *
- * The plan is the plane's own diff, cross-checked with the emulator's change set; an
- * approval names its digest; the apply is checked through each service's own API.
+ * The plan is the plane's own diff, cross-checked with the target's change set; an
+ * approval names its digest; the apply is checked through each service's own API. A
+ * target's run needs a sandbox proof (the same template APPLIED in a sandbox of the
+ * same principal), and always people: two different ones for production.
  */
 export async function iacRun(input: unknown): Promise<IacStatus> {
   const run = new IacRunRecord(input);
@@ -148,6 +123,10 @@ class IacRunRecord {
   private events: readonly string[] = [];
   private error: { code: ErrorCode; message: string } | null = null;
   private readonly inbox = new ApprovalInbox([]);
+  /** A target's run: the target as its operator registered it, and the sandbox run it rests on. */
+  private targetRecord: TargetRecord | undefined;
+  private proof: IacProof | null = null;
+  private approvalsNeeded = 0;
   private answer: IacClaimAnswer | undefined;
   /** Set once the lifecycle was asked for the stack: the run gives its turn (or its place in line) back at the end. */
   private claimed = false;
@@ -155,6 +134,7 @@ class IacRunRecord {
   private applyStarted = false;
   private removed: PlannedChange['removed'] = [];
   private auditStep = 0;
+  private shownState: IacState | undefined;
 
   constructor(private readonly input: unknown) {
     const parsed = iacRunInputSchema.safeParse(input);
@@ -182,6 +162,18 @@ class IacRunRecord {
   private get sandboxEnded(): Extract<IacClaimAnswer, { answer: 'refused' }> | undefined {
     const answer = this.answer;
     return this.granted !== undefined && answer?.answer === 'refused' ? answer : undefined;
+  }
+
+  /** What the run changes, as its search attribute and plan name it: `sandbox:<id>` or `target:<name>`. */
+  private get where(): string {
+    const { sandboxId, target } = this.run;
+    return sandboxId !== undefined ? iacTargetOfSandbox(sandboxId) : iacTargetOfTarget(target as string);
+  }
+
+  /** The same, in words. */
+  private get whereText(): string {
+    const { sandboxId, target } = this.run;
+    return sandboxId !== undefined ? `sandbox ${sandboxId}` : `target ${target as string}`;
   }
 
   private get run(): AdmittedIacRun {
@@ -258,12 +250,15 @@ class IacRunRecord {
       requestDigest: this.digest,
       state: this.state,
       mode: run?.mode ?? (raw.mode === 'apply' ? 'apply' : 'plan'),
-      sandboxId: run?.sandboxId ?? text(raw.sandboxId),
+      sandboxId: run === undefined ? text(raw.sandboxId) || null : (run.sandboxId ?? null),
+      target: run === undefined ? null : (run.target ?? null),
       principal: run?.principal ?? text(raw.principal),
       stack: run?.stack ?? text(raw.stack),
       source: run?.source ?? { kind: 'template', name: '' },
       plan: this.plan,
       decision: this.decision === null ? null : { effect: this.decision.effect, reasons: [...this.decision.reasons] },
+      proof: this.proof,
+      approvalsNeeded: this.approvalsNeeded,
       approvals: [...this.approvals],
       approvalAttempts: [...this.attempts],
       resources: [...this.resources],
@@ -279,23 +274,26 @@ class IacRunRecord {
   private show(first = false): void {
     this.updatedAt = new Date().toISOString();
     const attributes = [{ key: IacStateKey, value: this.state }];
+    // Each upsert is a history event: only a change of state is one (a flood of ignored approvals is not).
     if (first && this.admitted !== undefined) {
       upsertSearchAttributes([
         ...attributes,
         { key: SandboxPrincipal, value: this.run.principal },
-        { key: SandboxCapability, value: 'cloud.iac.local' },
-        { key: IacTarget, value: iacTargetOfSandbox(this.run.sandboxId) },
+        ...(this.run.sandboxId !== undefined ? [{ key: SandboxCapability, value: 'cloud.iac.local' as const }] : []),
+        { key: IacTarget, value: this.where },
       ]);
-    } else {
+    } else if (first || this.shownState !== this.state) {
       upsertSearchAttributes(attributes);
     }
+    this.shownState = this.state;
     const details =
       this.plan === null || this.admitted === undefined
         ? this.waitingFor
         : planDetailsMarkdown(this.plan, {
             runId: this.run.runId,
             stack: this.run.stack,
-            target: this.run.sandboxId,
+            target: this.where,
+            proof: this.proof,
             principal: this.run.principal,
             state: this.state,
             waitingFor: this.waitingFor,
@@ -314,7 +312,8 @@ class IacRunRecord {
     this.auditStep += 1;
     const operation = { runId: workflowInfo().runId, step: this.auditStep, action, actor, effect, reason, summary: { iacRunId: this.run.runId, stack: this.run.stack, ...summary } };
     try {
-      await storeActivities().recordIacOperations({ sandboxId: this.run.sandboxId, workflowId: workflowInfo().workflowId, operations: [operation] });
+      const home = this.run.sandboxId !== undefined ? { sandboxId: this.run.sandboxId } : { target: this.run.target as string };
+      await storeActivities().recordIacOperations({ home, workflowId: workflowInfo().workflowId, operations: [operation] });
     } catch (err) {
       if (isCancellation(err)) throw err;
       // The trail misses this row; the run's own history still has it (the store's outage is the worker's log to read).
@@ -327,14 +326,19 @@ class IacRunRecord {
     const run = this.run;
     try {
       await this.audit('iac_requested', run.principal, 'requested', null, { mode: run.mode, source: run.source });
-      const screening = await storeActivities().screenIacRun({ principal: run.principal, template: run.template });
+      if (run.target !== undefined) this.targetRecord = await storeActivities().iacTarget({ name: run.target });
+      const capability = this.targetRecord === undefined ? 'cloud.iac.local' : capabilityOfEnvironment(this.targetRecord.environment);
+      if (this.targetRecord !== undefined) upsertSearchAttributes([{ key: SandboxCapability, value: capability }]);
+      const screening = await storeActivities().screenIacRun({ principal: run.principal, template: run.template, capability });
       this.decision = screening.decision;
       if (screening.decision.effect === 'deny') throw new Refused('DENIED', screening.decision.code ?? 'POLICY_DENIED', screening.decision.reasons.join('; '));
-      this.enter('PLANNING', `Waiting for the turn of stack ${run.stack} in sandbox ${run.sandboxId}.`);
+      this.approvalsNeeded = this.targetRecord !== undefined ? approvalsNeeded(this.targetRecord.environment) : screening.decision.effect === 'require_approval' ? 1 : 0;
+      if (this.targetRecord !== undefined && run.mode === 'apply') await this.findProof();
+      this.enter('PLANNING', `Waiting for the turn of stack ${run.stack} in ${this.whereText}.`);
       const leaseMs = RUN_BUDGET_MS + (run.mode === 'apply' ? screening.approvalTimeoutSeconds * 1000 : 0);
       this.granted = await this.claimStack(Date.now() + leaseMs);
-      this.enter('PLANNING', `Planning stack ${run.stack} in sandbox ${run.sandboxId} (${this.granted.adapter}).`);
-      const planned = await hostSteps(this.granted.taskQueue).planIacChange(this.changeRequest());
+      this.enter('PLANNING', `Planning stack ${run.stack} in ${this.whereText}.`);
+      const planned = await planningSteps(this.granted.taskQueue).planIacChange(this.changeRequest());
       this.plan = planned.plan;
       await this.audit('iac_planned', 'plane', 'planned', null, {
         digest: planned.plan.digest,
@@ -343,10 +347,10 @@ class IacRunRecord {
         security: planned.plan.security.length,
       });
       if (run.mode === 'plan') {
-        this.enter('PLANNED', `Planned: nothing was changed. Apply it with \`sandboxctl iac apply ${run.sandboxId} …\` (the same template and parameters).`);
+        this.enter('PLANNED', `Planned: nothing was changed. To make these changes, apply the same template and parameters to ${this.whereText} (sandboxctl iac apply).`);
         return;
       }
-      if (screening.decision.effect === 'require_approval') await this.awaitApproval(screening.approvalTimeoutSeconds);
+      if (this.approvalsNeeded > 0) await this.awaitApproval(screening.approvalTimeoutSeconds);
       await this.apply();
     } catch (err) {
       if (err instanceof Refused) {
@@ -363,52 +367,92 @@ class IacRunRecord {
     }
   }
 
+  /**
+   * The gate of a promotion: the same template and parameters APPLIED, every supported
+   * resource verified, in a sandbox of the same principal within the window. Without it
+   * the run ends before anything is asked of the target.
+   */
+  private async findProof(): Promise<void> {
+    const run = this.run;
+    const digest = templateDigest(run.template, run.parameters);
+    this.proof = await storeActivities().findIacProof({ principal: run.principal, templateDigest: digest, withinSeconds: PROOF_WINDOW_SECONDS });
+    if (this.proof === null) {
+      await this.audit('iac_proof_missing', 'plane', 'refused', null, { templateDigest: digest });
+      throw new Refused(
+        'FAILED',
+        'PROOF_MISSING',
+        `no sandbox of ${run.principal} APPLIED this template with these parameters (digest ${digest}) with every supported resource verified in the last ${PROOF_WINDOW_SECONDS / 3600} h; nothing was asked of ${this.whereText}`,
+      );
+    }
+    await this.audit('iac_proof_found', 'plane', 'proof', null, { templateDigest: digest, ...this.proof });
+  }
+
   private changeRequest() {
     const granted = this.granted as Granted;
+    return { place: granted.place, runId: this.run.runId, stack: this.run.stack, template: this.run.template, parameters: this.run.parameters };
+  }
+
+  /** Asks for the stack's turn: from the sandbox's lifecycle, or from the target's keeper of turns (started by the claim if none runs). */
+  private async sendClaim(leaseUntilMs: number): Promise<void> {
+    const run = this.run;
+    const claim = { runId: run.runId, stack: run.stack, principal: run.principal, leaseUntilMs };
+    if (run.target !== undefined) {
+      await storeActivities().claimTargetStack({ target: run.target, taskQueue: workflowInfo().taskQueue, claim });
+    } else {
+      try {
+        await getExternalWorkflowHandle(workflowIdFor(run.sandboxId as string)).signal(claimStackSignal, claim);
+      } catch {
+        throw new Refused('FAILED', 'NOT_FOUND', `no sandbox ${run.sandboxId as string} (it does not exist, or it has ended)`);
+      }
+    }
+    this.claimed = true;
+  }
+
+  /** What a grant lets the run do, and where its steps go. */
+  private granting(answer: Extract<IacClaimAnswer, { answer: 'granted' }>): Granted {
+    const target = this.targetRecord;
+    if (target !== undefined) {
+      const { name, region, endpoint, profile } = target;
+      return { place: { kind: 'target', target: { name, region, endpoint, profile } }, taskQueue: targetsQueue(workflowInfo().taskQueue) };
+    }
+    const sandbox = answer.sandbox;
+    if (sandbox === undefined) throw new Refused('FAILED', 'INTERNAL', `sandbox ${this.run.sandboxId as string} granted the stack without saying where it runs`);
     return {
-      sandboxId: this.run.sandboxId,
-      adapter: granted.adapter,
-      runtime: granted.runtime,
-      runId: this.run.runId,
-      stack: this.run.stack,
-      template: this.run.template,
-      parameters: this.run.parameters,
+      place: {
+        kind: 'sandbox',
+        sandboxId: this.run.sandboxId as string,
+        adapter: sandbox.adapter as AdapterName,
+        runtime: { ...sandbox.runtime, runtimeIds: [...sandbox.runtime.runtimeIds] },
+      },
+      taskQueue: sandbox.placement.taskQueue,
     };
   }
 
   /**
-   * Asks the sandbox's lifecycle for the stack's turn and waits for it: granted, refused,
-   * or queued behind a run whose lease ends at a known time (then it asks again).
+   * Claims the stack's turn and waits for it: granted, refused, or queued behind a run
+   * whose lease ends at a known time (then it asks again).
    */
   private async claimStack(leaseUntilMs: number): Promise<Granted> {
     const run = this.run;
-    const lifecycle = getExternalWorkflowHandle(workflowIdFor(run.sandboxId));
     for (;;) {
       this.answer = undefined;
-      try {
-        await lifecycle.signal(claimStackSignal, { runId: run.runId, stack: run.stack, principal: run.principal, leaseUntilMs });
-        this.claimed = true;
-      } catch {
-        throw new Refused('FAILED', 'NOT_FOUND', `no sandbox ${run.sandboxId}`);
-      }
+      await this.sendClaim(leaseUntilMs);
       if (!(await condition(() => this.answer !== undefined, CLAIM_ANSWER_WAIT_MS))) {
         throw new Refused(
           'FAILED',
           'INVALID_STATE',
-          `sandbox ${run.sandboxId} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (it may run a build from before infrastructure as code: create a new sandbox)`,
+          `${this.whereText} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (a sandbox of a build from before infrastructure as code cannot: create a new sandbox)`,
         );
       }
       const answer = this.answer as unknown as IacClaimAnswer;
       if (answer.answer === 'refused') throw new Refused('FAILED', answer.code, answer.message);
-      if (answer.answer === 'granted')
-        return { adapter: answer.adapter as AdapterName, taskQueue: answer.placement.taskQueue, runtime: { ...answer.runtime, runtimeIds: [...answer.runtime.runtimeIds] } };
+      if (answer.answer === 'granted') return this.granting(answer);
       this.enter('PLANNING', `Waiting for stack ${run.stack}: run ${answer.behind} changes it now (its turn ends by ${iso(answer.leaseUntilMs)} at the latest).`);
-      // Woken by the lifecycle's grant when the other run ends; else asks again once the other's lease is over.
+      // Woken by the grant when the other run ends; else asks again once the other's lease is over.
       this.answer = undefined;
       await condition(() => this.answer !== undefined, Math.max(1_000, answer.leaseUntilMs - Date.now() + 1_000));
       const next = this.answer as IacClaimAnswer | undefined;
-      if (next?.answer === 'granted')
-        return { adapter: next.adapter as AdapterName, taskQueue: next.placement.taskQueue, runtime: { ...next.runtime, runtimeIds: [...next.runtime.runtimeIds] } };
+      if (next?.answer === 'granted') return this.granting(next);
       if (next?.answer === 'refused') throw new Refused('FAILED', next.code, next.message);
     }
   }
@@ -417,7 +461,12 @@ class IacRunRecord {
     const run = this.run;
     const plan = this.plan as ShownPlan;
     const deadlineMs = Date.now() + timeoutSeconds * 1000;
-    this.enter('AWAITING_APPROVAL', `Waiting for a reviewer to approve plan ${plan.digest} by ${iso(deadlineMs)}: \`sandboxctl iac approve ${run.runId} --approver NAME --code NNNNNN\`.`);
+    const needed = this.approvalsNeeded;
+    const waitingNow = () =>
+      `Waiting for ${needed === 1 ? 'a reviewer' : `${needed - this.approvals.length} more of ${needed} different reviewers`} to approve plan ${plan.digest} by ${iso(deadlineMs)}, ` +
+      `each with their current code; ${run.principal}, who asked, cannot.`;
+    let waiting = waitingNow();
+    this.enter('AWAITING_APPROVAL', waiting);
     await this.audit('iac_awaiting_approval', 'policy', 'require_approval', (this.decision?.reasons ?? []).join('; ') || null, { digest: plan.digest });
     for (;;) {
       const remaining = deadlineMs - Date.now();
@@ -433,15 +482,26 @@ class IacRunRecord {
       const pending = this.inbox.take() as PendingApproval;
       const attempt = await this.judge(pending, plan.digest);
       pending.verdict = attempt;
-      if (attempt.verdict === 'ignored') continue;
+      if (attempt.verdict === 'ignored') {
+        // Whoever signalled from the UI reads why here: a signal has no answer of its own.
+        this.waitingFor = `${waiting} The last ${attempt.signal} (${attempt.approver ?? 'unnamed'}, ${attempt.at}) was ignored: ${attempt.reason}`;
+        this.show();
+        continue;
+      }
       const approval = { approver: attempt.approver as string, reason: attempt.reason, at: attempt.at };
       this.approvals.push(approval);
-      this.inbox.closeWith(`the run was ${pending.signal === 'deny' ? 'denied' : 'approved'} already`);
       if (pending.signal === 'deny') {
+        this.inbox.closeWith('the run was denied already');
         throw new Refused('DENIED', 'APPROVAL_DENIED', `denied by ${approval.approver}${approval.reason ? `: ${approval.reason}` : ''}; nothing was applied`);
       }
-      await this.audit('iac_approved', approval.approver, 'allow', approval.reason || null, { digest: plan.digest });
-      return;
+      await this.audit('iac_approved', approval.approver, 'allow', approval.reason || null, { digest: plan.digest, approvals: this.approvals.length, needed });
+      if (this.approvals.length >= needed) {
+        this.inbox.closeWith('the run was approved already');
+        return;
+      }
+      waiting = waitingNow();
+      this.waitingFor = `${waiting} Approved so far by ${this.approvals.map((given) => given.approver).join(', ')}.`;
+      this.show();
     }
   }
 
@@ -460,6 +520,9 @@ class IacRunRecord {
     if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send {"approver", "reason", "code", "planDigest": "${digest}"}`);
     const { approver, reason, code, planDigest } = parsed.data;
     if (approver === this.run.principal) return ignore(approver, `${approver} requested this change and cannot ${pending.signal} it`);
+    if (pending.signal === 'approve' && this.approvals.some((given) => given.approver === approver)) {
+      return ignore(approver, `${approver} approved this run already; it needs ${this.approvalsNeeded} different approvers`);
+    }
     if (planDigest !== digest) return ignore(approver, `PLAN_STALE: the ${pending.signal} names plan ${planDigest}, but this run holds plan ${digest}`);
     const { workflowId, runId } = workflowInfo();
     let proof;
@@ -480,14 +543,15 @@ class IacRunRecord {
     const run = this.run;
     const granted = this.granted as Granted;
     const approved = (this.plan as ShownPlan).digest;
-    this.enter(
-      'APPLYING',
-      `Applying plan ${approved} to stack ${run.stack} in sandbox ${run.sandboxId}. Nothing takes a snapshot first yet: a failed apply leaves what it made (listed here when it ends).`,
-    );
-    const steps = hostSteps(granted.taskQueue);
+    const leftBehind =
+      granted.place.kind === 'sandbox'
+        ? ' Nothing takes a snapshot first yet: a failed apply leaves what it made (listed here when it ends).'
+        : ' A failed apply is rolled back by CloudFormation as it does; what the stack then holds is listed here.';
+    this.enter('APPLYING', `Applying plan ${approved} to stack ${run.stack} in ${this.whereText}.${leftBehind}`);
+    const steps = planningSteps(granted.taskQueue);
     const prepared = await steps.prepareIacApply(this.changeRequest());
     if (prepared.plan.digest !== approved) {
-      await steps.discardIacApply({ sandboxId: run.sandboxId, adapter: granted.adapter, runtime: granted.runtime, runId: run.runId, stack: run.stack });
+      await steps.discardIacApply({ place: granted.place, runId: run.runId, stack: run.stack });
       this.plan = prepared.plan;
       throw new Refused('FAILED', 'PLAN_STALE', `stack ${run.stack} changed since the plan was approved (plan ${approved}, now ${prepared.plan.digest}); nothing was applied: plan again`);
     }
@@ -495,13 +559,7 @@ class IacRunRecord {
     this.applyStarted = true;
     let executionError: string | null = null;
     try {
-      const executed = await executeStep(granted.taskQueue).executeIacChange({
-        sandboxId: run.sandboxId,
-        adapter: granted.adapter,
-        runtime: granted.runtime,
-        runId: run.runId,
-        stack: run.stack,
-      });
+      const executed = await executeStep(granted.taskQueue).executeIacChange({ place: granted.place, runId: run.runId, stack: run.stack });
       if (executed.outcome === 'failed') executionError = executed.error;
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -517,7 +575,14 @@ class IacRunRecord {
     const outcome: AppliedChange = await settleStep(granted.taskQueue).settleIacChange({ ...this.changeRequest(), removed: this.removed, executionError });
     this.resources = outcome.resources;
     this.events = outcome.events;
-    const summary = { stackStatus: outcome.stackStatus, resources: outcome.resources.map((row) => `${row.logicalId}:${row.status}`) };
+    const summary = {
+      stackStatus: outcome.stackStatus,
+      resources: outcome.resources.map((row) => `${row.logicalId}:${row.status}`),
+      // What a promotion's proof is looked up by (see findProof).
+      principal: run.principal,
+      templateDigest: templateDigest(run.template, run.parameters),
+      allVerified: outcome.ok && outcome.resources.every((row) => PROVEN_STATUSES.has(row.status)),
+    };
     if (outcome.ok) {
       await this.audit('iac_applied', 'plane', 'applied', null, summary);
       this.enter('APPLIED', `Applied to stack ${run.stack}: ${describeRows(outcome.resources)}.`);
@@ -525,7 +590,7 @@ class IacRunRecord {
     }
     this.error = { code: 'PROVISION_FAILED', message: outcome.problems.join('; ') };
     await this.audit('iac_failed', 'plane', 'failed', this.error.message, summary);
-    this.enter('FAILED', `Failed: ${this.error.message}. What the stack holds is in resources; the emulator does not roll back.`);
+    this.enter('FAILED', `Failed: ${this.error.message}. What the stack holds is in resources${granted.place.kind === 'sandbox' ? '; the emulator does not roll back' : ''}.`);
   }
 
   /** A cancelled run ends with a verdict: after the apply began, what the stack holds is checked first. */
@@ -545,11 +610,13 @@ class IacRunRecord {
     this.enter('FAILED', `Cancelled (${this.error.code}): ${this.error.message}.`);
   }
 
-  /** Gives the stack's turn back to the lifecycle, whatever happened. */
+  /** Gives the stack's turn (or the run's place in line) back to its keeper, whatever happened. */
   async finish(): Promise<void> {
     if (this.admitted === undefined || !this.claimed) return;
-    await getExternalWorkflowHandle(workflowIdFor(this.run.sandboxId))
-      .signal(releaseStackSignal, { runId: this.run.runId, stack: this.run.stack })
+    const { sandboxId, target, runId, stack } = this.run;
+    const keeper = sandboxId !== undefined ? workflowIdFor(sandboxId) : iacTargetTurnsWorkflowId(target as string);
+    await getExternalWorkflowHandle(keeper)
+      .signal(releaseStackSignal, { runId, stack })
       .catch(() => undefined);
   }
 }

@@ -1,8 +1,7 @@
-import { getExternalWorkflowHandle, log, setHandler } from '@temporalio/workflow';
-import { iacWorkflowIdFor } from '../domain/contract-names';
-import { iacStackClaimSchema, type IacClaimAnswer, type IacStackClaim } from '../domain/iac/iac-run';
+import { log, setHandler } from '@temporalio/workflow';
+import { iacStackClaimSchema, type IacStackClaim } from '../domain/iac/iac-run';
 import { stateOf } from '../domain/lifecycle-record';
-import { claimStackSignal, releaseStackSignal, stackAnswerSignal } from './iac-messages';
+import { claimStackSignal, releaseStackSignal, tellRun } from './iac-messages';
 import type { LifecycleContext } from './lifecycle-context';
 
 /**
@@ -21,19 +20,19 @@ export function registerIacTurns(ctx: LifecycleContext): void {
     const claim = parsed.data;
     const { request } = ctx.record;
     // Another principal's run hears what it would of a sandbox that does not exist.
-    if (claim.principal !== request.principal) return answer(claim, { answer: 'refused', code: 'NOT_FOUND', message: `no sandbox ${request.id}` });
+    if (claim.principal !== request.principal) return tellRun(claim, { answer: 'refused', code: 'NOT_FOUND', message: `no sandbox ${request.id}` });
     const phase = ctx.judgedPhase;
     if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
-      return answer(claim, {
+      return tellRun(claim, {
         answer: 'refused',
         code: 'INVALID_STATE',
         message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox`,
       });
     }
     const outcome = ctx.iacLocks.claim(claim, Date.now());
-    if ('full' in outcome) return answer(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for sandbox ${request.id}; try again once some have ended` });
+    if ('full' in outcome) return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for sandbox ${request.id}; try again once some have ended` });
     if (outcome.granted) return grant(ctx, claim);
-    return answer(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
+    return tellRun(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
   });
 
   setHandler(releaseStackSignal, (payload) => {
@@ -47,7 +46,7 @@ export function registerIacTurns(ctx: LifecycleContext): void {
 /** Tells every run that holds or waits for a stack that the sandbox is no longer READY. */
 export function endIacTurns(ctx: LifecycleContext): void {
   for (const claim of ctx.iacLocks.drain()) {
-    answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}; the change was not made` });
+    tellRun(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${ctx.record.request.id} is ${stateOf(ctx.phase)}; the change was not made` });
   }
 }
 
@@ -56,17 +55,19 @@ function grant(ctx: LifecycleContext, claim: IacStackClaim): void {
   const phase = record.phase;
   const host = record.host;
   if (phase.name !== 'ready' || host === undefined || host === null) {
-    answer(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${record.request.id} is ${stateOf(phase)}` });
+    tellRun(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${record.request.id} is ${stateOf(phase)}` });
     return;
   }
   const { runtimeIds, engineId } = phase.runtime;
-  answer(
+  tellRun(
     claim,
     {
       answer: 'granted',
-      adapter: record.request.adapter,
-      placement: { hostId: host.hostId, taskQueue: host.taskQueue },
-      runtime: { runtimeIds: [...runtimeIds], ...(engineId === undefined ? {} : { engineId }) },
+      sandbox: {
+        adapter: record.request.adapter,
+        placement: { hostId: host.hostId, taskQueue: host.taskQueue },
+        runtime: { runtimeIds: [...runtimeIds], ...(engineId === undefined ? {} : { engineId }) },
+      },
     },
     () => {
       // The run is gone (terminated, timed out): its turn passes on rather than waiting for its lease.
@@ -74,12 +75,4 @@ function grant(ctx: LifecycleContext, claim: IacStackClaim): void {
       if (next !== undefined) grant(ctx, next);
     },
   );
-}
-
-function answer(claim: IacStackClaim, message: IacClaimAnswer, onGone?: () => void): void {
-  const handle = getExternalWorkflowHandle(iacWorkflowIdFor(claim.runId));
-  handle.signal(stackAnswerSignal, message).catch((err: unknown) => {
-    log.info('IaC run not told: it has ended', { runId: claim.runId, answer: message.answer, error: String(err) });
-    onGone?.();
-  });
 }

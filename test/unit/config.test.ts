@@ -160,7 +160,7 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
   }
 
   test('worker roles: all by default, a comma list in role order, a bad name refused with the names that work', () => {
-    assert.deepEqual(loadConfig({}).workerRoles, ['lifecycle', 'store', 'docker']);
+    assert.deepEqual(loadConfig({}).workerRoles, ['lifecycle', 'store', 'docker', 'targets']);
     assert.deepEqual(loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'docker, lifecycle' }).workerRoles, ['lifecycle', 'docker']);
     assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {} });
     assert.throws(
@@ -168,7 +168,7 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
       (err: unknown) => {
         assert.ok(err instanceof ConfigError);
         assert.deepEqual(err.issues.map((issue) => issue.key).sort(), ['SANDBOXPLANE_HOST_CAPACITY', 'SANDBOXPLANE_HOST_ID', 'SANDBOXPLANE_WORKER_ROLES']);
-        assert.match(err.message, /SANDBOXPLANE_WORKER_ROLES: must be all or a comma-separated list of lifecycle, store, docker; got 'lifecycle,sotre'/);
+        assert.match(err.message, /SANDBOXPLANE_WORKER_ROLES: must be all or a comma-separated list of lifecycle, store, docker, targets; got 'lifecycle,sotre'/);
         return true;
       },
     );

@@ -378,7 +378,7 @@ Resources:
 
 describe('the plan and its digest', () => {
   test('buildPlan composes the diff, the unsupported resources and the findings', () => {
-    const plan = buildPlan({ stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions });
+    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions });
     assert.deepEqual(summary(plan.changes), ['Add Bucket', 'Add Queue', 'Add Subscription', 'Add Table', 'Add Topic']);
     assert.deepEqual(plan.unsupported, [{ logicalId: 'Subscription', type: 'AWS::SNS::Subscription' }]);
     assert.deepEqual(plan.security, []);
@@ -389,7 +389,8 @@ describe('the plan and its digest', () => {
   });
 
   test('the digest does not depend on key order, and changes with anything it binds', () => {
-    const plan = (input: Partial<Parameters<typeof buildPlan>[0]> = {}) => buildPlan({ stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
+    const plan = (input: Partial<Parameters<typeof buildPlan>[0]> = {}) =>
+      buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
     const reordered = (template: CfnTemplate): CfnTemplate => JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(template).reverse()))) as CfnTemplate;
     const reversedResources = { ...SECOND.template, Resources: Object.fromEntries(Object.entries(SECOND.template.Resources as object).reverse()) };
     assert.equal(plan({ next: { template: reordered(reversedResources), parameters: {} } }), plan());
@@ -398,6 +399,7 @@ describe('the plan and its digest', () => {
     const digests = [
       plan(),
       plan({ stack: 'orders-2' }),
+      plan({ target: 'sandbox:sbx-2' }),
       plan({ base: null }),
       plan({ isSupported: (type) => type !== 'AWS::SNS::Topic' }),
       plan({ next: read(JSON.stringify({ ...SECOND.template, Description: 'x' })) }),
@@ -405,7 +407,7 @@ describe('the plan and its digest', () => {
     ];
     assert.equal(new Set(digests).size, digests.length, 'every difference gives another digest');
 
-    const input = { stack: 's', template: SECOND.template, parameters: {}, baseTemplateDigest: null, changes: [], unsupported: [], security: [] };
+    const input = { target: 'sandbox:sbx-1', stack: 's', template: SECOND.template, parameters: {}, baseTemplateDigest: null, changes: [], unsupported: [], security: [] };
     assert.equal(planDigest(input), planDigest({ ...input }));
     assert.notEqual(planDigest(input), planDigest({ ...input, parameters: { A: 'b' } }));
   });
@@ -415,7 +417,7 @@ describe('plan text', () => {
   const context = { runId: 'run-7', stack: 'orders', target: 'sandbox-abc', principal: 'agent-1', state: 'AWAITING_APPROVAL', waitingFor: 'Waiting for an approver to approve plan.' };
 
   test('shows the digest in full, every change, the unsupported and how to approve with that digest', () => {
-    const plan = buildPlan({ stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions });
+    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions });
     const text = planDetailsMarkdown(plan, context);
     assert.match(text, /AWAITING_APPROVAL/);
     assert.match(text, /sandbox-abc/);
@@ -425,9 +427,17 @@ describe('plan text', () => {
     assert.ok(text.includes('**Remove** `Subscription` (`AWS::SNS::Subscription`)'));
     assert.match(text, /### Unsupported \(will NOT be created by this emulator\)\n\n- none/);
     assert.ok(text.includes('sandboxctl iac approve run-7 --approver NAME --code NNNNNN'));
-    assert.ok(text.includes(`{"approver": "<your name>", "reason": "<why>", "code": "<6 digits>", "planDigest": "${plan.digest}"}`));
+    const payload = /```\n(\{[^`]*\})\n```/.exec(text)?.[1] ?? '';
+    assert.deepEqual(JSON.parse(payload), { approver: '<your name>', reason: '<why>', code: '<6 digits>', planDigest: plan.digest }, 'the signal payload, with this digest');
+    assert.ok(
+      payload.split('\n').every((line) => line.length <= 90),
+      'one field a line: the UI does not wrap a code block',
+    );
     assert.match(text, /### Security\n\n- none/);
     assert.equal(planSummaryLine(plan), '0 to add, 1 to change, 1 to remove; 0 unsupported; 0 security');
+
+    const added = planDetailsMarkdown(buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions }), context);
+    assert.ok(added.includes('**Add** `Subscription` (`AWS::SNS::Subscription`) — **not created by this emulator**'), 'an unsupported Add says so where it is listed');
 
     const applied = planDetailsMarkdown(plan, { ...context, state: 'APPLIED', waitingFor: 'Applied.' });
     assert.doesNotMatch(applied, /iac approve/);
@@ -437,7 +447,7 @@ describe('plan text', () => {
     const resources = Object.fromEntries(
       Array.from({ length: 3000 }, (_, index) => [`Queue${index}`, { Type: 'AWS::SQS::Queue', Properties: { VisibilityTimeout: index, Name: 'x'.repeat(200) } }]),
     );
-    const plan = buildPlan({ stack: 'big', base: null, next: read(JSON.stringify({ Resources: resources })), isSupported: () => false });
+    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'big', base: null, next: read(JSON.stringify({ Resources: resources })), isSupported: () => false });
     const text = planDetailsMarkdown(plan, context);
     assert.ok(text.length <= MAX_PLAN_DETAILS_CHARS, `${text.length} characters`);
     const shown = text.split('\n').filter((line) => line.startsWith('- **Add**')).length;
@@ -448,6 +458,7 @@ describe('plan text', () => {
     assert.match(text, /"xxxxxxxxx[x]*…`/, 'long values are cut');
 
     const huge = buildPlan({
+      target: 'sandbox:sbx-1',
       stack: 'big',
       base: null,
       next: read(JSON.stringify({ Resources: { Queue: { Type: 'AWS::SQS::Queue', Properties: { Tags: Array.from({ length: 3000 }, (_, index) => ({ Key: `k${index}`, Value: 'v' })) } } } })),

@@ -163,6 +163,11 @@ describe('runStoreCommand', () => {
       'policy.add',
       'policy.list',
       'policy.remove',
+      'targets.add',
+      'targets.audit',
+      'targets.get',
+      'targets.list',
+      'targets.remove',
     ]);
   });
 });

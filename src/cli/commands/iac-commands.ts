@@ -9,6 +9,7 @@ import { iacRunIdSchema } from '../../domain/iac/iac-run';
 import { MAX_TEMPLATE_BYTES, stackNameSchema } from '../../domain/iac/template';
 import { principalSchema } from '../../domain/sandbox-request';
 import { sandboxIdSchema } from '../../domain/sandbox-id';
+import { targetNameSchema } from '../../domain/targets';
 import { durationSchema, fileSchema, parseCliArgument, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatIacList, formatIacStatus } from '../format/iac-format';
@@ -36,6 +37,7 @@ const changeOptionsSchema = z.object({
   parameter: parametersSchema.optional(),
   principal: principalSchema.optional(),
   runId: iacRunIdSchema.optional(),
+  target: targetNameSchema.optional(),
   wait: z.boolean().default(false),
   timeout: durationSchema.pipe(z.number().max(86_400, 'must be at most 1d')).optional(),
   json: z.boolean().default(false),
@@ -56,19 +58,23 @@ const decideOptionsSchema = z.object({
   json: z.boolean().default(false),
 });
 
-const listOptionsSchema = z.object({ sandbox: sandboxIdSchema.optional(), json: z.boolean().default(false) });
+const listOptionsSchema = z.object({ sandbox: sandboxIdSchema.optional(), target: targetNameSchema.optional(), json: z.boolean().default(false) });
 
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
 /** The request from the flags: the template file read here (its size checked before reading), or the CDK app's directory. */
-async function changeRequest(sandboxId: string, options: z.output<typeof changeOptionsSchema>, principal: string | undefined): Promise<IacRequest> {
+async function changeRequest(sandboxId: string | undefined, options: z.output<typeof changeOptionsSchema>, principal: string | undefined): Promise<IacRequest> {
   if ((options.template === undefined) === (options.cdkApp === undefined)) {
     throw new SandboxPlaneError('INVALID_INPUT', 'give exactly one of --template FILE and --cdk-app DIR');
   }
+  if ((sandboxId === undefined) === (options.target === undefined)) {
+    throw new SandboxPlaneError('INVALID_INPUT', 'give exactly one of SANDBOX_ID and --target NAME');
+  }
   const common = {
-    sandboxId,
+    ...(sandboxId !== undefined ? { sandboxId } : {}),
+    ...(options.target !== undefined ? { target: options.target } : {}),
     ...(options.stack !== undefined ? { stack: options.stack } : {}),
     ...(options.parameter !== undefined ? { parameters: options.parameter } : {}),
     ...(principal !== undefined ? { principal } : {}),
@@ -86,8 +92,9 @@ async function changeRequest(sandboxId: string, options: z.output<typeof changeO
   return { ...common, template: await readFile(file, 'utf8'), templateName: path.basename(file) };
 }
 
-function sandboxArgument(args: readonly string[]): string {
-  return parseCliArgument(sandboxIdSchema, args[0], 'SANDBOX_ID');
+/** The sandbox a change is for; absent with --target (a promotion). */
+function sandboxArgument(args: readonly string[]): string | undefined {
+  return args[0] === undefined ? undefined : parseCliArgument(sandboxIdSchema, args[0], 'SANDBOX_ID');
 }
 
 function runArgument(args: readonly string[]): string {
@@ -104,7 +111,11 @@ export function registerIacCommands(program: Command): void {
     iac
       .command(name)
       .description(description)
-      .argument('<sandbox-id>', 'the READY sandbox to change (yours)')
+      .argument('[sandbox-id]', 'the READY sandbox to change (yours); leave it out with --target')
+      .option(
+        '--target <name>',
+        "an operator's target to promote to (`sandboxctl targets list`): only what was APPLIED in one of your sandboxes within 24 h, and only with people's approval (two for production)",
+      )
       .option('--template <file>', 'a CloudFormation template, JSON or YAML (at most 1 MiB)')
       .option('--cdk-app <dir>', "a CDK v2 app (its cdk.json); synthesized here with the app's own aws-cdk-lib, never on a worker")
       .option('--stack <name>', 'the stack to change (default: from the template file name, or the CDK stack)')
@@ -187,11 +198,13 @@ export function registerIacCommands(program: Command): void {
     .command('list')
     .description('IaC runs, newest first, from Temporal visibility (lags about a second behind)')
     .option('--sandbox <id>', 'only the runs of this sandbox')
+    .option('--target <name>', 'only the runs promoting to this target')
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
         const options = parseCliOptions(listOptionsSchema, raw);
-        const runs = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.iac.list(options.sandbox === undefined ? {} : { sandboxId: options.sandbox }));
+        const filter = { ...(options.sandbox === undefined ? {} : { sandboxId: options.sandbox }), ...(options.target === undefined ? {} : { target: options.target }) };
+        const runs = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.iac.list(filter));
         printResult({ json: options.json }, { runs }, formatIacList(runs));
       }),
     );

@@ -37,11 +37,13 @@ function planLines(status: IacStatus): string[] {
 export function formatIacStatus(status: IacStatus): string {
   const fields: [string, string][] = [
     ['state', status.state],
-    ['sandbox', status.sandboxId],
+    status.target !== null ? ['target', status.target] : ['sandbox', status.sandboxId ?? '?'],
     ['stack', `${status.stack}  (from ${status.source.kind} ${status.source.name})`],
     ['principal', status.principal],
   ];
   if (status.decision !== null) fields.push(['decision', `${status.decision.effect}: ${status.decision.reasons.join('; ')}`]);
+  if (status.proof !== null) fields.push(['proof', `run ${status.proof.iacRunId} APPLIED it in sandbox ${status.proof.sandboxId} at ${status.proof.at}`]);
+  if (status.approvalsNeeded > 1) fields.push(['approvals', `${status.approvals.filter((given) => given.approver !== '').length} of ${status.approvalsNeeded} different approvers`]);
   for (const approval of status.approvals) fields.push(['decided by', `${approval.approver}${approval.reason ? ` (${approval.reason})` : ''} at ${approval.at}`]);
   if (status.error !== null) fields.push(['error', `${status.error.code}: ${status.error.message}`]);
   fields.push(['now', status.waitingFor]);

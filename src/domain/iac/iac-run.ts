@@ -5,6 +5,7 @@ import type { ErrorCode } from '../error-codes';
 import { sandboxIdSchema } from '../sandbox-id';
 import type { IacPlan } from './plan';
 import { sha256Hex } from '../sha256';
+import { targetNameSchema } from '../targets';
 import { canonicalJson, stackNameSchema } from './template';
 
 /**
@@ -65,16 +66,22 @@ export type IacSource = z.infer<typeof iacSourceSchema>;
  * The input of an `iacRun`, as a caller sends it. The template itself is checked by
  * validateTemplate (template.ts), the one home of its rules.
  */
-export const iacRunInputSchema = z.object({
-  runId: iacRunIdSchema,
-  mode: z.enum(IAC_MODES),
-  sandboxId: sandboxIdSchema,
-  principal: z.string().trim().min(1, 'name the principal').max(200),
-  stack: stackNameSchema,
-  template: z.record(z.string(), z.unknown()),
-  parameters: z.record(z.string(), z.string().max(4096)).default({}),
-  source: iacSourceSchema,
-});
+export const iacRunInputSchema = z
+  .object({
+    runId: iacRunIdSchema,
+    mode: z.enum(IAC_MODES),
+    /** The sandbox to change (`cloud.iac.local`)... */
+    sandboxId: sandboxIdSchema.optional(),
+    /** ...or the operator's target to promote to (`cloud.staging.apply`, `cloud.production.apply`). */
+    target: targetNameSchema.optional(),
+    principal: z.string().trim().min(1, 'name the principal').max(200),
+    stack: stackNameSchema,
+    template: z.record(z.string(), z.unknown()),
+    parameters: z.record(z.string(), z.string().max(4096)).default({}),
+    source: iacSourceSchema,
+  })
+  .strict()
+  .refine((run) => (run.sandboxId === undefined) !== (run.target === undefined), { message: 'name exactly one of sandboxId and target', path: ['sandboxId'] });
 export type IacRunInput = z.input<typeof iacRunInputSchema>;
 export type AdmittedIacRun = z.output<typeof iacRunInputSchema>;
 
@@ -83,6 +90,17 @@ export interface ShownPlan extends IacPlan {
   /** Differences between the plane's diff and the emulator's change set, in words; empty when they agree. */
   readonly crossCheck: readonly string[];
 }
+
+/** The sandbox run a promotion rests on (DESIGN §14, "the gate"): the same template and parameters, APPLIED and verified. */
+export interface IacProof {
+  readonly sandboxId: string;
+  readonly workflowId: string;
+  readonly iacRunId: string;
+  readonly at: string;
+}
+
+/** How long a sandbox proof counts for a promotion. */
+export const PROOF_WINDOW_SECONDS = 24 * 3600;
 
 /** An approval or denial that counted. */
 export interface IacApproval {
@@ -99,13 +117,20 @@ export interface IacStatus {
   readonly requestDigest: string;
   readonly state: IacState;
   readonly mode: IacMode;
-  readonly sandboxId: string;
+  /** The sandbox it changes, or `null` for a target's run. */
+  readonly sandboxId: string | null;
+  /** The operator's target it promotes to, or `null` for a sandbox's run. */
+  readonly target: string | null;
   readonly principal: string;
   readonly stack: string;
   readonly source: IacSource;
   readonly plan: ShownPlan | null;
   /** The policy's word on applying (`null` for a plan-only run). */
   readonly decision: { readonly effect: string; readonly reasons: readonly string[] } | null;
+  /** For a target: the sandbox run that applied the same template and parameters (the gate), once found. */
+  readonly proof: IacProof | null;
+  /** How many different approvers the apply needs: 0 when policy allows it, 2 for production. */
+  readonly approvalsNeeded: number;
   readonly approvals: readonly IacApproval[];
   /** Approvals and denials that did not count (wrong code, another plan, not an approver), newest last. */
   readonly approvalAttempts: readonly ApprovalAttempt[];
@@ -167,9 +192,16 @@ export const iacStackClaimSchema = z.object({
 
 /** The lifecycle's answer to a claim: the run holds the stack now, waits behind another, or is refused. */
 export type IacClaimAnswer =
-  | { readonly answer: 'granted'; readonly adapter: string; readonly placement: { readonly hostId: string; readonly taskQueue: string }; readonly runtime: IacRuntimeRef }
+  | { readonly answer: 'granted'; readonly sandbox?: IacSandboxGrant }
   | { readonly answer: 'queued'; readonly behind: string; readonly leaseUntilMs: number }
   | { readonly answer: 'refused'; readonly code: ErrorCode; readonly message: string };
+
+/** What a sandbox's lifecycle tells the run it grants a stack: where the sandbox runs. */
+export interface IacSandboxGrant {
+  readonly adapter: string;
+  readonly placement: { readonly hostId: string; readonly taskQueue: string };
+  readonly runtime: IacRuntimeRef;
+}
 
 /** Which containers the sandbox runs in and where: enough for a docker activity to find them, no credentials. */
 export interface IacRuntimeRef {
@@ -177,9 +209,14 @@ export interface IacRuntimeRef {
   readonly engineId?: string;
 }
 
-/** The sandbox's search in the UI: `IacTarget` holds `sandbox:<id>` (or `target:<name>` for promotion). */
+/** What a run changes, as its `IacTarget` search attribute and its plan's digest name it: `sandbox:<id>`... */
 export function iacTargetOfSandbox(sandboxId: string): string {
   return `sandbox:${sandboxId}`;
+}
+
+/** ...or `target:<name>` for an operator's target (promotion). */
+export function iacTargetOfTarget(name: string): string {
+  return `target:${name}`;
 }
 
 /** The digest of a run's request: the same run id sent again with anything else is IDEMPOTENCY_CONFLICT. */

@@ -22,6 +22,8 @@ export interface PlanDetailsContext {
   readonly principal: string;
   readonly state: string;
   readonly waitingFor: string;
+  /** For a promotion: the sandbox run that applied the same template and parameters, shown beside the plan. */
+  readonly proof?: { readonly sandboxId: string; readonly iacRunId: string; readonly at: string } | null;
 }
 
 /** `3 to add, 1 to change, 1 to remove; 1 unsupported; 0 security`. */
@@ -50,6 +52,12 @@ export function planDetailsMarkdown(plan: IacPlan, context: PlanDetailsContext):
     `**Plan digest** ${code(digest)}`,
     '',
     `**Summary:** ${planSummaryLine(plan)}`,
+    ...(context.proof === undefined || context.proof === null
+      ? []
+      : [
+          '',
+          `**Sandbox proof:** run ${code(plain(context.proof.iacRunId))} APPLIED this template and these parameters in sandbox ${code(plain(context.proof.sandboxId))} at ${code(plain(context.proof.at))}, every supported resource verified.`,
+        ]),
   ].join('\n');
   const approval = context.state === 'AWAITING_APPROVAL' ? approvalSection(runId, digest) : '';
   const sectionBudget = Math.floor((MAX_PLAN_DETAILS_CHARS - head.length - approval.length) / 4);
@@ -66,17 +74,24 @@ export function planDetailsMarkdown(plan: IacPlan, context: PlanDetailsContext):
     { more: (count) => `- … and ${count} more ${seeAll}`, empty: '- none' },
   );
   const before = [head, security, unsupported, approval].filter((part) => part !== '').join('\n\n');
-  const changes = boundedSection('### Changes', plan.changes.map(changeLines), MAX_PLAN_DETAILS_CHARS - before.length - 2, {
-    more: (count) => `… and ${count} more changes ${seeAll}`,
-    cut: (hidden) => `  - … and ${hidden} more properties of this change ${seeAll}`,
-    empty: 'No changes: the stack already matches this template.',
-  });
+  const unsupportedIds = new Set(plan.unsupported.map((resource) => resource.logicalId));
+  const changes = boundedSection(
+    '### Changes',
+    plan.changes.map((change) => changeLines(change, unsupportedIds.has(change.logicalId))),
+    MAX_PLAN_DETAILS_CHARS - before.length - 2,
+    {
+      more: (count) => `… and ${count} more changes ${seeAll}`,
+      cut: (hidden) => `  - … and ${hidden} more properties of this change ${seeAll}`,
+      empty: 'No changes: the stack already matches this template.',
+    },
+  );
   // The budgets above keep every plan inside; this only guards the bound itself.
   return cutText(`${before}\n\n${changes}`, MAX_PLAN_DETAILS_CHARS);
 }
 
 function approvalSection(runId: string, digest: string): string {
-  const payload = `{"approver": "<your name>", "reason": "<why>", "code": "<6 digits>", "planDigest": "${digest}"}`;
+  // One field a line: the UI shows a code block without wrapping, and the digest is what the approver must read.
+  const payload = `{\n  "approver": "<your name>",\n  "reason": "<why>",\n  "code": "<6 digits>",\n  "planDigest": "${digest}"\n}`;
   return [
     '### How to approve',
     '',
@@ -92,9 +107,9 @@ function approvalSection(runId: string, digest: string): string {
   ].join('\n');
 }
 
-function changeLines(change: PlanChange): string[] {
+function changeLines(change: PlanChange, unsupported: boolean): string[] {
   return [
-    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})`,
+    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})${unsupported && change.action !== 'Remove' ? ' — **not created by this emulator**' : ''}`,
     ...change.properties.map((property) => `  - ${code(plain(property.path))}: ${code(shortJson(property.before))} → ${code(shortJson(property.after))}`),
   ];
 }

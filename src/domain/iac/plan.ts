@@ -511,6 +511,7 @@ function describePorts(rule: Readonly<Record<string, unknown>>): string {
 
 /** The digest a plan is approved by: SHA-256 of the canonical JSON of everything it binds. */
 export function planDigest(input: {
+  target: string;
   stack: string;
   template: CfnTemplate;
   parameters: Readonly<Record<string, string>>;
@@ -532,12 +533,12 @@ export function templateDigest(template: CfnTemplate, parameters: Readonly<Recor
  * stack), for a target whose emulator implements the types `isSupported` accepts. Both
  * templates are expected to have passed {@link validateTemplate}.
  */
-export function buildPlan(input: { stack: string; base: TemplateWithParameters | null; next: TemplateWithParameters; isSupported: (type: string) => boolean }): IacPlan {
-  const { stack, base, next, isSupported } = input;
+export function buildPlan(input: { target: string; stack: string; base: TemplateWithParameters | null; next: TemplateWithParameters; isSupported: (type: string) => boolean }): IacPlan {
+  const { target, stack, base, next, isSupported } = input;
   const changes = diffTemplates(base, next);
   const unsupported = unsupportedResources(next.template, isSupported);
   const security = securityFindings(base?.template ?? null, changes, next.template);
   const baseTemplateDigest = base === null ? null : templateDigest(base.template, base.parameters);
-  const digest = planDigest({ stack, template: next.template, parameters: next.parameters, baseTemplateDigest, changes, unsupported, security });
+  const digest = planDigest({ target, stack, template: next.template, parameters: next.parameters, baseTemplateDigest, changes, unsupported, security });
   return { digest, changes, unsupported, security };
 }

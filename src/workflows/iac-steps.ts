@@ -1,0 +1,44 @@
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import type { TargetActivities } from '../activities';
+import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
+
+/**
+ * Where an IaC run's steps go: the queue of the docker host its sandbox runs on, or the
+ * targets queue (DESIGN §10, §14). Both serve the same IaC activities.
+ */
+
+type IacSteps = TargetActivities;
+
+const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
+
+/** Planning and checking: each retried for about two minutes (a Docker, emulator or network blip is ridden out). */
+export function planningSteps(taskQueue: string): IacSteps {
+  return proxyActivities<IacSteps>({
+    taskQueue,
+    startToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
+  });
+}
+
+/** Waiting for the stack to settle: heartbeats carry its events, the wait itself is bounded in the activity. */
+export function settleStep(taskQueue: string): IacSteps {
+  return proxyActivities<IacSteps>({
+    taskQueue,
+    startToCloseTimeout: '15 minutes',
+    heartbeatTimeout: '30 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
+  });
+}
+
+/**
+ * Executing the change set: an attempt first asks whether an earlier one executed it (its
+ * execution status), so a retry after a lost answer never executes twice.
+ */
+export function executeStep(taskQueue: string): IacSteps {
+  return proxyActivities<IacSteps>({
+    taskQueue,
+    startToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes },
+  });
+}
