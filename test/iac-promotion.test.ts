@@ -14,9 +14,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { Payload } from '@temporalio/common';
-import { mintMotoCredentials } from '../src/adapters/moto-adapter';
 import { payloadCodecFor } from '../src/codec/codec-settings';
-import type { ClientConfig } from '../src/domain/client-config';
+import type { ClientConfig, SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
@@ -44,6 +43,34 @@ const TEMPLATE = JSON.stringify({
 });
 const NEVER_TRIED = JSON.stringify({ Resources: { Queue: { Type: 'AWS::SQS::Queue', Properties: { QueueName: 'never-tried' } } } });
 const PRODUCTION = JSON.stringify({ Resources: { Queue: { Type: 'AWS::SQS::Queue', Properties: { QueueName: 'production-queue' } } } });
+
+/**
+ * A deployer in the staging account: an IAM user allowed everything (as a deployment role
+ * is), its key minted through moto's window of unchecked calls; every later call is checked.
+ */
+async function mintDeployer(endpoint: string): Promise<SandboxCredentials> {
+  const post = async (path: string, body: string, headers: Record<string, string>) => {
+    const response = await fetch(`${endpoint}${path}`, { method: 'POST', body, headers, signal: AbortSignal.timeout(5_000) });
+    const text = await response.text();
+    assert.equal(response.status, 200, `${path}: ${text}`);
+    return text;
+  };
+  await post('/moto-api/reset-auth', '3', { 'content-type': 'text/plain' });
+  // moto routes an unchecked call by its credential scope alone: nothing secret signs these.
+  const iam = (params: Record<string, string>) =>
+    post('/', new URLSearchParams({ Version: '2010-05-08', ...params }).toString(), {
+      authorization: 'AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=none',
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+  await iam({ Action: 'CreateUser', UserName: PROFILE });
+  const policy = JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] });
+  await iam({ Action: 'PutUserPolicy', UserName: PROFILE, PolicyName: 'deployer', PolicyDocument: policy });
+  const created = await iam({ Action: 'CreateAccessKey', UserName: PROFILE });
+  const accessKeyId = /<AccessKeyId>([^<]+)</.exec(created)?.[1];
+  const secretAccessKey = /<SecretAccessKey>([^<]+)</.exec(created)?.[1];
+  assert.ok(accessKeyId !== undefined && secretAccessKey !== undefined, created);
+  return { accessKeyId, secretAccessKey };
+}
 
 function output<T>(result: CliResult): T {
   assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
@@ -93,9 +120,9 @@ describe('promotion to staging and production targets (real dev server, engine, 
     const containerId = stdout.trim();
     const port = (await run('docker', ['port', containerId, '5000/tcp'])).stdout.trim().split(':').pop() as string;
     const endpoint = `http://127.0.0.1:${port}`;
-    const credentials = await eventually('the staging moto to mint a key', () =>
-      mintMotoCredentials(endpoint, { sandboxId: PROFILE, services: ['cloudformation', 's3', 'sqs'] }, AbortSignal.timeout(5_000)).catch(() => undefined),
-    );
+    // fetch's timeout timer does not hold the event loop open, and nothing else runs yet: this does, while moto starts.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    const credentials = await eventually('the staging moto to mint a key', () => mintDeployer(endpoint).catch(() => undefined)).finally(() => clearInterval(keepAlive));
     staging = { endpoint, region: 'us-east-1', credentials, forcePathStyle: true };
     // The worker's credential chain reads the profile; nothing else of the key is given to the plane.
     process.env.AWS_SHARED_CREDENTIALS_FILE = file('credentials', `[${PROFILE}]\naws_access_key_id = ${credentials.accessKeyId}\naws_secret_access_key = ${credentials.secretAccessKey}\n`);

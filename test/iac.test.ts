@@ -290,6 +290,15 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     assert.match(ended.error?.message ?? '', /sandbox iac-doomed is (DESTROYING|DESTROYED)/);
   });
 
+  test("the sandbox's own key reads stacks but cannot change them: CloudFormation would make resources past its grants and past review", async () => {
+    assert.ok(JSON.parse(await aws(config, ['cloudformation', 'describe-stacks', '--stack-name', 'app'])).Stacks.length === 1);
+    const refused = await aws(config, ['cloudformation', 'create-stack', '--stack-name', 'sneaky', '--template-body', QUEUE_ONLY('sneaky')]).then(
+      () => 'accepted',
+      (err: { stderr?: string }) => /An error occurred \((\w+)\)/.exec(err.stderr ?? '')?.[1] ?? String(err.stderr),
+    );
+    assert.equal(refused, 'AccessDenied');
+  });
+
   test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
     const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
     failure(result, 4, 'NOT_FOUND');

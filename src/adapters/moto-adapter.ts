@@ -50,9 +50,17 @@ export const MOTO_UID = 10001;
  */
 const IAM_ACTION_PREFIX: Readonly<Record<string, string>> = { stepfunctions: 'states' };
 
-/** The IAM policy a sandbox's user gets: every action of each granted service, nothing else. */
+/**
+ * What the sandbox's own key may do with CloudFormation: read stacks, never change them.
+ * moto's CloudFormation creates resources without checking IAM, so a key that could
+ * create stacks could make any resource of any service, past the services granted and
+ * past the plane's plans and approvals (DESIGN §14): changes go through `sandboxctl iac`.
+ */
+const CLOUDFORMATION_READ_ACTIONS = ['cloudformation:Describe*', 'cloudformation:Get*', 'cloudformation:List*', 'cloudformation:ValidateTemplate'];
+
+/** The IAM policy a sandbox's user gets: every action of each granted service (CloudFormation: reading), nothing else. */
 export function grantedServicesPolicy(services: readonly string[]): string {
-  const actions = [...new Set(services.map((service) => `${IAM_ACTION_PREFIX[service] ?? service}:*`))].sort();
+  const actions = [...new Set(services.flatMap((service) => (service === 'cloudformation' ? CLOUDFORMATION_READ_ACTIONS : [`${IAM_ACTION_PREFIX[service] ?? service}:*`])))].sort();
   return JSON.stringify({ Version: '2012-10-17', Statement: [{ Sid: 'GrantedServices', Effect: 'Allow', Action: actions, Resource: '*' }] });
 }
 

@@ -4,11 +4,17 @@ import type { SandboxClient } from '../client/sandbox-client';
 import { iacRunIdSchema } from '../domain/iac/iac-run';
 import { MAX_TEMPLATE_BYTES, stackNameSchema } from '../domain/iac/template';
 import { sandboxIdSchema } from '../domain/sandbox-id';
+import { targetNameSchema } from '../domain/targets';
 import { DEFAULT_WAIT_SECONDS, ERRORS, registerTool, structured } from './sandbox-tools';
 
 const changeInput = z
   .object({
-    sandboxId: sandboxIdSchema.describe('The READY sandbox to change (one of yours: a moto or Floci sandbox).'),
+    sandboxId: sandboxIdSchema.optional().describe('The READY sandbox to change (one of yours: a moto or Floci sandbox). Give this or target.'),
+    target: targetNameSchema
+      .optional()
+      .describe(
+        "An operator's target to promote to (staging or production): only a template with the same parameters you APPLIED in one of your sandboxes within 24 h (PROOF_MISSING otherwise); people always approve it.",
+      ),
     template: z
       .string()
       .max(MAX_TEMPLATE_BYTES, 'must be at most 1 MiB')
@@ -63,7 +69,7 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     changeInput,
-    (args) => args.sandboxId,
+    (args) => args.sandboxId ?? args.target ?? '(none)',
     async (args) => {
       const { request: change, timeoutMs } = request(args);
       return structured({ ...(await (await sandboxes()).iac.plan(change, { timeoutMs })) });
@@ -78,13 +84,14 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
       description: [
         'Plan and apply a CloudFormation template (or a CDK app) to a stack in your sandbox. When policy asks for a human, the run waits in AWAITING_APPROVAL for a reviewer who approves its plan digest; call iac_status to follow it.',
         "The apply is checked through the services' own APIs: APPLIED only when the stack holds what the plan said.",
+        "With target instead of sandboxId it promotes what worked in your sandbox to an operator's target: planned against the target itself, shown to reviewers with its sandbox proof, applied only once they approve.",
         RESULT,
         ERRORS,
       ].join(' '),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     applyInput,
-    (args) => args.sandboxId,
+    (args) => args.sandboxId ?? args.target ?? '(none)',
     async ({ wait, ...args }) => {
       const { request: change, timeoutMs } = request(args);
       return structured({ ...(await (await sandboxes()).iac.apply(change, { wait, timeoutMs })) });
