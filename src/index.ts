@@ -1,7 +1,8 @@
 /**
  * The package entry, `cloud-sandbox-plane`: the client SDK agents and tools use to get
- * and manage sandboxes (and, through `StoreClient`, policy, approvers, audit, leaks and
- * hosts), its request schema, status and error types. Everything else in
+ * and manage sandboxes (`sandboxes.iac` for infrastructure as code in them and its
+ * promotion; through `StoreClient`, policy, approvers, audit, leaks, hosts and targets),
+ * its request schema, status and error types. Everything else in
  * `dist/` is internal and unreachable through the package's `exports`.
  *
  * @example
@@ -17,6 +18,11 @@ import type * as states from './domain/sandbox-states';
 // Re-exported by name: each of these carries its own JSDoc where it is declared.
 export { SandboxClient, generateSandboxId, requestDigest, withTimeLeft, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
+export { IacClient, generateIacRunId, type IacRequest, type IacRunSummary, type IacWaitOptions } from './client/iac-client';
+export { synthesizeCdkApp, type SynthesizedStack } from './client/cdk-synth';
+export type { IacApproval, IacProof, IacResourceRow, IacResourceStatus, IacState, IacStatus, ShownPlan } from './domain/iac/iac-run';
+export type { IacPlan, PlanChange, PropertyChange, SecurityFinding, UnsupportedResource } from './domain/iac/plan';
+export type { NewTargetInput, TargetRecord, TargetAuditEntry } from './domain/targets';
 export { AesGcmPayloadCodec, CodecKeysMissingError, generateCodecKey, formatCodecKey, parseCodecKeys, readCodecKeysFile, type CodecKey } from './codec';
 export type { ClientConfig } from './domain/client-config';
 export { SandboxPlaneError, isSandboxPlaneError, type ErrorDetails } from './domain/errors';

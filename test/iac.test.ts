@@ -208,7 +208,7 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a bucket name that is taken ends FAILED within seconds, listing what is really there', async () => {
     const started = Date.now();
-    const message = failure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'PROVISION_FAILED');
+    const message = failure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'IAC_APPLY_FAILED');
     assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
     assert.match(message, /BucketAlreadyExists/);
     const runs = output<{ runs: { runId: string; state: string }[] }>(await asAgent('iac', 'list', '--sandbox', sandboxId));
@@ -217,6 +217,9 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     const status = output<IacStatus>(await asAgent('iac', 'status', failed.runId));
     const rows = Object.fromEntries(status.resources.map((row) => [row.logicalId, row.status]));
     assert.equal(rows.Early, 'ORPHANED', 'the queue made before the failure is listed as there');
+    const clash = status.resources.find((row) => row.logicalId === 'Clash');
+    assert.equal(clash?.status, 'TAKEN', 'the bucket of that name was there before, not made by this apply');
+    assert.match(clash?.detail ?? '', /stack app holds it \(Bucket\)/);
     assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-made-before-the-failure']), /iac-made-before-the-failure/);
   });
 

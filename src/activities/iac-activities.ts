@@ -34,6 +34,8 @@ export interface PlannedChange {
   /** The stack's status before the change (`null`: no stack yet). */
   readonly baseStatus: string | null;
   readonly removed: readonly { logicalId: string; type: string; physicalId: string | null }[];
+  /** For an apply: what the change adds that already exists by its name, by logical id (see CloudFormationStacks.alreadyThere). */
+  readonly preexisting: Readonly<Record<string, string>>;
 }
 
 /** How an apply ended, as the plane checked it. */
@@ -98,7 +100,7 @@ async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: 
  * emulator holds it, cross-checked with the emulator's change set `name` (created, or
  * found again on a retry). A CDK template's bootstrap parameters are put in first.
  */
-async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string): Promise<PlannedChange> {
+async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string, purpose: 'plan' | 'apply'): Promise<PlannedChange> {
   if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
   const base = await stacks.current(input.stack);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: input.parameters, create: base === null });
@@ -113,7 +115,9 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
   const removed = plan.changes
     .filter((change) => change.action === 'Remove')
     .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null }));
-  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, baseStatus: base?.status ?? null, removed };
+  const added = plan.changes.filter((change) => change.action === 'Add').map((change) => change.logicalId);
+  const preexisting = purpose === 'apply' ? await stacks.alreadyThere(input.template, added) : {};
+  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, baseStatus: base?.status ?? null, removed, preexisting };
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */
@@ -133,7 +137,7 @@ export function createIacActivities(resolve: IacAccessResolver) {
       return withStacks(resolve, input.place, async (stacks, access) => {
         const name = changeSetName(input.runId, 'plan');
         try {
-          return await planWith(stacks, access, input, name);
+          return await planWith(stacks, access, input, name, 'plan');
         } finally {
           await stacks.discardChangeSet(input.stack, name);
         }
@@ -142,7 +146,7 @@ export function createIacActivities(resolve: IacAccessResolver) {
 
     /** The approved change's own change set, planned again: the workflow compares the digest with the approved one before executing. */
     async prepareIacApply(input: IacChangeRequest): Promise<PlannedChange> {
-      return withStacks(resolve, input.place, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply')));
+      return withStacks(resolve, input.place, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply'), 'apply'));
     },
 
     /** Removes the apply's change set when the run will not execute it (a stale plan). */
@@ -163,11 +167,14 @@ export function createIacActivities(resolve: IacAccessResolver) {
      * Waits (bounded, heartbeating the stack's events) until the stack settles, then
      * checks what it holds against the applied template through each service's own API.
      */
-    async settleIacChange(input: IacChangeRequest & { removed: PlannedChange['removed']; executionError: string | null }): Promise<AppliedChange> {
+    async settleIacChange(
+      input: IacChangeRequest & { removed: PlannedChange['removed']; preexisting?: PlannedChange['preexisting']; executionError: string | null; sinceIso?: string | null },
+    ): Promise<AppliedChange> {
       return withStacks(resolve, input.place, async (stacks) => {
         // A refused execution changes nothing more: look once, do not wait for a stack that will not move.
-        const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress) : await stacks.look(input.stack);
-        const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed });
+        const since = input.sinceIso ?? null;
+        const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress, since) : await stacks.look(input.stack, since);
+        const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed, preexisting: input.preexisting ?? {} });
         const problems: string[] = [];
         if (input.executionError !== null) problems.push(`the emulator refused to execute the change: ${input.executionError}`);
         if (seen.stuck) problems.push(`stack ${input.stack} was still ${seen.status} after ${SETTLE_TIMEOUT_MS / 60_000} minutes`);

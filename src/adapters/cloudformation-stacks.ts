@@ -353,10 +353,10 @@ export class CloudFormationStacks {
    * look's newest events to `progress` (the activity's heartbeat). Still in progress at
    * the bound is `stuck`: a failure with a reason, never a wait for ever.
    */
-  async settle(stack: string, timeoutMs: number, progress: (seen: StackSettled) => void): Promise<StackSettled> {
+  async settle(stack: string, timeoutMs: number, progress: (seen: StackSettled) => void, sinceIso: string | null = null): Promise<StackSettled> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const seen = await this.look(stack);
+      const seen = await this.look(stack, sinceIso);
       progress(seen);
       if (seen.status === null || !IN_PROGRESS.test(seen.status)) return seen;
       if (Date.now() > deadline) return { ...seen, stuck: true };
@@ -364,8 +364,8 @@ export class CloudFormationStacks {
     }
   }
 
-  /** The stack's status and newest events now. */
-  async look(stack: string): Promise<StackSettled> {
+  /** The stack's status now, and its newest events since `sinceIso` (the change's own; all when `null`). */
+  async look(stack: string, sinceIso: string | null = null): Promise<StackSettled> {
     let described;
     try {
       described = (await this.client.send(new DescribeStacksCommand({ StackName: stack }))).Stacks?.[0];
@@ -374,7 +374,9 @@ export class CloudFormationStacks {
       throw err;
     }
     const events = (await this.client.send(new DescribeStackEventsCommand({ StackName: stack })).catch(() => ({ StackEvents: [] }))).StackEvents ?? [];
+    const since = sinceIso === null ? 0 : Date.parse(sinceIso);
     const lines = events
+      .filter((event) => (event.Timestamp?.getTime() ?? Number.POSITIVE_INFINITY) >= since)
       .slice(0, EVENTS_KEPT)
       .reverse()
       .map((event) =>
@@ -432,13 +434,36 @@ export class CloudFormationStacks {
    * resource of `template` by the stack's physical id and the service's own answer, and
    * each one `removed` (with the physical id it had) gone or not.
    */
-  async verify(input: { stack: string; template: CfnTemplate; removed: readonly { logicalId: string; type: string; physicalId: string | null }[] }): Promise<IacResourceRow[]> {
+  /**
+   * The resources the change adds that already exist by the name the template gives them
+   * (another stack's, or made by hand): looked up before executing, so a failed apply
+   * tells them from what it made itself.
+   */
+  async alreadyThere(template: CfnTemplate, added: readonly string[]): Promise<Record<string, string>> {
+    const resources = (template.Resources ?? {}) as Record<string, { Type?: unknown }>;
+    const found: Record<string, string> = {};
+    for (const logicalId of added) {
+      const check = SERVICE_CHECKS[String(resources[logicalId]?.Type)];
+      const name = check === undefined ? null : literalName(template, logicalId, check.nameProperty);
+      const physicalId = name === null || check === undefined ? null : await check.byName(this.access, name);
+      if (physicalId !== null) found[logicalId] = physicalId;
+    }
+    return found;
+  }
+
+  async verify(input: {
+    stack: string;
+    template: CfnTemplate;
+    removed: readonly { logicalId: string; type: string; physicalId: string | null }[];
+    /** What {@link alreadyThere} found before the change ran. */
+    preexisting?: Readonly<Record<string, string>>;
+  }): Promise<IacResourceRow[]> {
     const listed = new Map((await this.stackResources(input.stack)).map((row) => [row.logicalId, row]));
     const resources = (input.template.Resources ?? {}) as Record<string, { Type?: unknown }>;
     const rows: IacResourceRow[] = [];
     for (const [logicalId, resource] of Object.entries(resources)) {
       const type = String(resource.Type);
-      rows.push(await this.verifyOne(input.template, logicalId, type, listed.get(logicalId)));
+      rows.push(await this.verifyOne(input.template, logicalId, type, listed.get(logicalId), input.preexisting?.[logicalId]));
     }
     for (const gone of input.removed) {
       const check = SERVICE_CHECKS[gone.type];
@@ -452,7 +477,7 @@ export class CloudFormationStacks {
     return rows.sort((a, b) => a.logicalId.localeCompare(b.logicalId));
   }
 
-  private async verifyOne(template: CfnTemplate, logicalId: string, type: string, listed: StackResourceListing | undefined): Promise<IacResourceRow> {
+  private async verifyOne(template: CfnTemplate, logicalId: string, type: string, listed: StackResourceListing | undefined, preexisting: string | undefined): Promise<IacResourceRow> {
     const row = (status: IacResourceStatus, physicalId: string | null, detail?: string): IacResourceRow => ({
       logicalId,
       type,
@@ -470,8 +495,17 @@ export class CloudFormationStacks {
     }
     const name = check === undefined ? null : literalName(template, logicalId, check.nameProperty);
     const found = name === null || check === undefined ? null : await check.byName(this.access, name);
+    if (found !== null && preexisting !== undefined) return row('TAKEN', found, await this.holderOf(found));
     if (found !== null) return row('ORPHANED', found, 'the service has it, but the stack does not list it');
     return row('MISSING', null, listed === undefined ? 'the stack does not list it' : `the stack lists it (${listed.status}) with no physical id`);
+  }
+
+  /** Who holds a resource that was there before the change: another stack, or nobody the plane can name. */
+  private async holderOf(physicalId: string): Promise<string> {
+    const holder = (await this.allStackResources().catch(() => [])).find((row) => row.physicalId === physicalId);
+    return holder === undefined
+      ? 'a resource of that name was there before this apply, made outside any stack'
+      : `a resource of that name was there before this apply: stack ${holder.stack} holds it (${holder.logicalId})`;
   }
 
   /** Whether a settled status is a success. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { sameEngine } from '../domain/engine-identity';
 import { iacTargetOfSandbox } from '../domain/iac/iac-run';
+import { serviceOfType } from '../domain/iac/iac-screening';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
@@ -350,12 +351,14 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const token = container.labels[OPERATOR_TOKEN_LABEL];
     const headers = cloudFormation.operatorHeader === undefined || token === undefined ? {} : { [cloudFormation.operatorHeader]: token };
     const supported = cloudFormation.supportedTypes(container.labels);
+    // A type the emulator models is still not made when its service cannot run here (lambda without an engine).
+    const runs = (type: string) => this.catalog[serviceOfType(type)]?.fidelity !== 'UNAVAILABLE';
     return {
       endpoint: publishedEndpoint(container, this.options.containerPort),
       region: this.options.region,
       headers,
       signer: { kind: 'operator' },
-      supports: (type) => supported.has(type),
+      supports: (type) => supported.has(type) && runs(type),
       target: iacTargetOfSandbox(sandboxId),
       seedsCdkBootstrap: true,
       name: this.name,

@@ -128,6 +128,25 @@ export class IacClient {
     return this.start('apply', request, options);
   }
 
+  /**
+   * Waits inside a run until it is planned or has ended (as `apply` does with its start),
+   * and answers like `apply`: a run that ends FAILED, DENIED or EXPIRED throws its code.
+   */
+  async waitFor(runId: string, options: IacWaitOptions = {}): Promise<IacStatus> {
+    const { wait, timeoutMs } = parseOrThrow(waitOptionsSchema, options, 'IaC wait options');
+    const current = await this.status(runId);
+    let status: IacStatus;
+    try {
+      status = await this.client.workflow.getHandle(current.workflowId).executeUpdate(iacAwaitUpdate, { args: [{ until: wait, timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)) }] });
+    } catch (err) {
+      // A run that has ended takes no update: its result is the answer.
+      status = await this.finalStatus(current.runId).catch(() => {
+        throw notFoundAsRun(err, current.runId);
+      });
+    }
+    return this.settle(status, wait, timeoutMs);
+  }
+
   /** A run's status (the workflow's `status` query); NOT_FOUND when there is none, or it is another principal's. */
   async status(runId: string): Promise<IacStatus> {
     const id = parseOrThrow(iacRunIdSchema, runId, 'IaC run id');
@@ -194,8 +213,12 @@ export class IacClient {
       const mapped = notFoundAsRun(err, current.runId);
       if (mapped.code === 'NOT_FOUND' || mapped.code === 'INTERNAL') {
         const after = await this.status(runId).catch(() => undefined);
-        if (after !== undefined && after.state !== 'AWAITING_APPROVAL')
-          throw new SandboxPlaneError('INVALID_STATE', `IaC run ${after.runId} is ${after.state}, not AWAITING_APPROVAL`, { details: { status: after } });
+        if (after !== undefined && after.state !== 'AWAITING_APPROVAL') {
+          throw new SandboxPlaneError('INVALID_STATE', `IaC run ${after.runId} is ${after.state}, not AWAITING_APPROVAL`, {
+            hint: `\`sandboxctl iac status ${after.runId}\` shows it.`,
+            details: { status: after },
+          });
+        }
       }
       throw mapped;
     }
@@ -293,7 +316,10 @@ export class IacClient {
       throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { details: { status: seen } });
     }
     if (!iacHasReached(until, seen.state)) {
-      throw new SandboxPlaneError('WAIT_TIMEOUT', `IaC run ${seen.runId} is still ${seen.state} after ${Math.round(timeoutMs / 1000)} s: ${seen.waitingFor}`, { details: { status: seen } });
+      throw new SandboxPlaneError('WAIT_TIMEOUT', `IaC run ${seen.runId} is still ${seen.state} after ${Math.round(timeoutMs / 1000)} s: ${seen.waitingFor}`, {
+        hint: `The run goes on: \`sandboxctl iac status ${seen.runId}\` shows it (or wait longer with --timeout).`,
+        details: { status: seen },
+      });
     }
     return seen;
   }
@@ -313,12 +339,17 @@ export class IacClient {
 
   /** A bound caller sees only its own runs; another principal's is NOT_FOUND, as if it did not exist. */
   private seenBy(status: IacStatus): IacStatus {
-    if (this.principal !== undefined && status.principal !== this.principal) throw new SandboxPlaneError('NOT_FOUND', `no IaC run ${status.runId}`);
+    if (this.principal !== undefined && status.principal !== this.principal)
+      throw new SandboxPlaneError('NOT_FOUND', `no IaC run ${status.runId}`, { hint: '`sandboxctl iac list` shows your runs.' });
     return status;
   }
 }
 
+/** The taxonomy error of a call about a run, its hint naming the run's commands rather than a sandbox's. */
 function notFoundAsRun(err: unknown, runId: string): SandboxPlaneError {
   const mapped = toSandboxError(err, runId);
-  return mapped.code === 'NOT_FOUND' ? new SandboxPlaneError('NOT_FOUND', `no IaC run ${runId}`, { details: { runId } }) : mapped;
+  if (mapped.code === 'NOT_FOUND') return new SandboxPlaneError('NOT_FOUND', `no IaC run ${runId}`, { hint: '`sandboxctl iac list` shows the runs.', details: { runId } });
+  if (mapped.code === 'INVALID_STATE')
+    return new SandboxPlaneError('INVALID_STATE', mapped.message, { hint: `\`sandboxctl iac status ${runId}\` shows its state.`, details: mapped.details });
+  return mapped;
 }

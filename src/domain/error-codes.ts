@@ -127,6 +127,12 @@ export const ERROR_CODES = {
     'A target takes only what worked in a sandbox: apply the same template and parameters in one of your sandboxes (`sandboxctl iac apply SANDBOX_ID --template FILE --wait`) until it is APPLIED with every resource verified, then promote it within 24 h.',
   ),
 
+  IAC_APPLY_FAILED: spec(
+    'failure',
+    false,
+    'The stack does not hold what the plan said: `sandboxctl iac status RUN_ID` lists what is there, resource by resource (an emulator does not roll back). Fix the template and apply again.',
+  ),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 

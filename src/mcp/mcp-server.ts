@@ -17,6 +17,7 @@ const INSTRUCTIONS = [
   'You act as the principal this server was started for: you see and change only your own sandboxes.',
   'Call create_sandbox with the services you need (wait "ready" to get the endpoint at once);',
   "pass the result's clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.",
+  'To change a sandbox with infrastructure code, call plan_iac, then apply_iac (a human may need to approve the plan); iac_status follows a run.',
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
 

@@ -132,9 +132,14 @@ class IacRunRecord {
   private claimed = false;
   private granted: Granted | undefined;
   private applyStarted = false;
+  /** When the execution began: the stack's events before it are earlier runs'. */
+  private applyStartedAt: string | null = null;
   private removed: PlannedChange['removed'] = [];
+  private preexisting: PlannedChange['preexisting'] = {};
   private auditStep = 0;
   private shownState: IacState | undefined;
+  /** Approvals that counted while more are needed (production's first): their decide update may answer. */
+  private readonly taken = new Set<PendingApproval>();
 
   constructor(private readonly input: unknown) {
     const parsed = iacRunInputSchema.safeParse(input);
@@ -224,6 +229,8 @@ class IacRunRecord {
         const attempt = pending.verdict as ApprovalAttempt;
         if (pending.tooLate === true) throw refusal('INVALID_STATE', `IaC run ${this.run.runId} is ${this.state}, not AWAITING_APPROVAL`);
         if (attempt.verdict === 'ignored') throw refusal(attempt.refusal ?? 'APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
+        // Answer with what the decision did: the run applying, denied, or waiting for the next approver.
+        await CancellationScope.nonCancellable(() => condition(() => this.state !== 'AWAITING_APPROVAL' || this.taken.has(pending)));
         return this.status();
       },
       {
@@ -347,7 +354,8 @@ class IacRunRecord {
         security: planned.plan.security.length,
       });
       if (run.mode === 'plan') {
-        this.enter('PLANNED', `Planned: nothing was changed. To make these changes, apply the same template and parameters to ${this.whereText} (sandboxctl iac apply).`);
+        const seeded = run.source.kind === 'cdk' && run.sandboxId !== undefined ? " (but for the CDK bootstrap parameter, the plane's own, which it keeps in the sandbox)" : '';
+        this.enter('PLANNED', `Planned: nothing was changed${seeded}. To make these changes, apply the same template and parameters to ${this.whereText} (sandboxctl iac apply).`);
         return;
       }
       if (this.approvalsNeeded > 0) await this.awaitApproval(screening.approvalTimeoutSeconds);
@@ -502,6 +510,7 @@ class IacRunRecord {
       waiting = waitingNow();
       this.waitingFor = `${waiting} Approved so far by ${this.approvals.map((given) => given.approver).join(', ')}.`;
       this.show();
+      this.taken.add(pending);
     }
   }
 
@@ -556,7 +565,9 @@ class IacRunRecord {
       throw new Refused('FAILED', 'PLAN_STALE', `stack ${run.stack} changed since the plan was approved (plan ${approved}, now ${prepared.plan.digest}); nothing was applied: plan again`);
     }
     this.removed = prepared.removed;
+    this.preexisting = prepared.preexisting;
     this.applyStarted = true;
+    this.applyStartedAt = new Date().toISOString();
     let executionError: string | null = null;
     try {
       const executed = await executeStep(granted.taskQueue).executeIacChange({ place: granted.place, runId: run.runId, stack: run.stack });
@@ -572,7 +583,13 @@ class IacRunRecord {
   private async settle(executionError: string | null): Promise<void> {
     const run = this.run;
     const granted = this.granted as Granted;
-    const outcome: AppliedChange = await settleStep(granted.taskQueue).settleIacChange({ ...this.changeRequest(), removed: this.removed, executionError });
+    const outcome: AppliedChange = await settleStep(granted.taskQueue).settleIacChange({
+      ...this.changeRequest(),
+      removed: this.removed,
+      preexisting: this.preexisting,
+      executionError,
+      sinceIso: this.applyStartedAt,
+    });
     this.resources = outcome.resources;
     this.events = outcome.events;
     const summary = {
@@ -588,9 +605,9 @@ class IacRunRecord {
       this.enter('APPLIED', `Applied to stack ${run.stack}: ${describeRows(outcome.resources)}.`);
       return;
     }
-    this.error = { code: 'PROVISION_FAILED', message: outcome.problems.join('; ') };
+    this.error = { code: 'IAC_APPLY_FAILED', message: outcome.problems.join('; ') };
     await this.audit('iac_failed', 'plane', 'failed', this.error.message, summary);
-    this.enter('FAILED', `Failed: ${this.error.message}. What the stack holds is in resources${granted.place.kind === 'sandbox' ? '; the emulator does not roll back' : ''}.`);
+    this.enter('FAILED', `Failed: ${this.error.message}. What the stack holds is in resources.`);
   }
 
   /** A cancelled run ends with a verdict: after the apply began, what the stack holds is checked first. */

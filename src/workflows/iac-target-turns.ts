@@ -35,7 +35,8 @@ export async function iacTargetTurns(input: IacTargetTurnsInput): Promise<void> 
     }
     const claim = parsed.data;
     const outcome = locks.claim(claim, Date.now());
-    if ('full' in outcome) tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for target ${input.target}; try again once some have ended` });
+    if ('full' in outcome)
+      tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for one stack of target ${input.target}; try again once some have ended` });
     else if (outcome.granted) grant(claim);
     else tellRun(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
   });

@@ -30,7 +30,8 @@ export function registerIacTurns(ctx: LifecycleContext): void {
       });
     }
     const outcome = ctx.iacLocks.claim(claim, Date.now());
-    if ('full' in outcome) return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for sandbox ${request.id}; try again once some have ended` });
+    if ('full' in outcome)
+      return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for one stack of sandbox ${request.id}; try again once some have ended` });
     if (outcome.granted) return grant(ctx, claim);
     return tellRun(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
   });

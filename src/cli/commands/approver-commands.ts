@@ -24,7 +24,7 @@ async function formatEnrolment(approver: { name: string; otpauthUri: string }): 
 
 /** approvers add, list, remove: who may approve or deny requests. */
 export function registerApproverCommands(program: Command): void {
-  const approvers = program.command('approvers').description('the people who may approve or deny sandboxes AWAITING_APPROVAL (never their own requests)');
+  const approvers = program.command('approvers').description('the people who may approve or deny sandboxes and IaC runs AWAITING_APPROVAL (never their own requests)');
 
   approvers
     .command('add')

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { IacRequest } from '../../client/iac-client';
 import { loadConfig } from '../../config/config';
 import { SandboxPlaneError } from '../../domain/errors';
-import { iacRunIdSchema } from '../../domain/iac/iac-run';
+import { iacRunIdSchema, isIacTerminal } from '../../domain/iac/iac-run';
 import { MAX_TEMPLATE_BYTES, stackNameSchema } from '../../domain/iac/template';
 import { principalSchema } from '../../domain/sandbox-request';
 import { sandboxIdSchema } from '../../domain/sandbox-id';
@@ -144,9 +144,14 @@ export function registerIacCommands(program: Command): void {
         const options = parseCliOptions(changeOptionsSchema, raw);
         const config = loadConfig();
         const request = await changeRequest(sandboxId, options, options.principal ?? config.principal);
-        const status = await withSandboxClient(config, (sandboxes) =>
-          sandboxes.iac.apply(request, { wait: options.wait ? 'ended' : 'planned', ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }) }),
-        );
+        const timeout = options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 };
+        const status = await withSandboxClient(config, async (sandboxes) => {
+          const planned = await sandboxes.iac.apply(request, { wait: 'planned', ...timeout });
+          if (!options.wait || isIacTerminal(planned.state)) return planned;
+          // A person may take a while: the requester learns the run and its plan before the wait goes on.
+          if (!options.json) process.stderr.write(`IaC run ${planned.runId} is ${planned.state}: ${planned.waitingFor}\n`);
+          return sandboxes.iac.waitFor(planned.runId, { wait: 'ended', ...timeout });
+        });
         printResult({ json: options.json }, status, formatIacStatus(status));
       }),
     );

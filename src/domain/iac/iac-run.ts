@@ -31,13 +31,14 @@ export function isIacTerminal(state: IacState): boolean {
  * - `NOT_CREATED`: the emulator does not implement the type (the plan said so);
  * - `MISSING`: the emulator implements the type, yet neither the stack nor the service has it;
  * - `ORPHANED`: the service has it, but the stack does not list it (a failed apply left it);
+ * - `TAKEN`: a resource of that name was there before the apply (another stack's, or made by hand);
  * - `REMOVED` / `STILL_PRESENT`: a resource the change removes is gone, or is not.
  */
-export const IAC_RESOURCE_STATUSES = ['VERIFIED', 'UNVERIFIED', 'NOT_CREATED', 'MISSING', 'ORPHANED', 'REMOVED', 'STILL_PRESENT'] as const;
+export const IAC_RESOURCE_STATUSES = ['VERIFIED', 'UNVERIFIED', 'NOT_CREATED', 'MISSING', 'ORPHANED', 'TAKEN', 'REMOVED', 'STILL_PRESENT'] as const;
 export type IacResourceStatus = (typeof IAC_RESOURCE_STATUSES)[number];
 
 /** Statuses that make an apply FAILED: the stack does not hold what the plan said it would. */
-export const FAILING_RESOURCE_STATUSES: ReadonlySet<IacResourceStatus> = new Set(['MISSING', 'ORPHANED', 'STILL_PRESENT']);
+export const FAILING_RESOURCE_STATUSES: ReadonlySet<IacResourceStatus> = new Set(['MISSING', 'ORPHANED', 'TAKEN', 'STILL_PRESENT']);
 
 export interface IacResourceRow {
   readonly logicalId: string;
@@ -125,7 +126,7 @@ export interface IacStatus {
   readonly stack: string;
   readonly source: IacSource;
   readonly plan: ShownPlan | null;
-  /** The policy's word on applying (`null` for a plan-only run). */
+  /** The policy's word on the run (`null` until screened, or when its input was refused). */
   readonly decision: { readonly effect: string; readonly reasons: readonly string[] } | null;
   /** For a target: the sandbox run that applied the same template and parameters (the gate), once found. */
   readonly proof: IacProof | null;

@@ -18,12 +18,13 @@ export interface IacDecision {
  */
 export function templateServices(template: CfnTemplate): string[] {
   const resources = (template.Resources ?? {}) as Record<string, { Type?: unknown }>;
-  const services = new Set<string>();
-  for (const resource of Object.values(resources)) {
-    const parts = String(resource.Type).split('::');
-    services.add((parts[0] === 'AWS' ? (parts[1] ?? '') : (parts[0] ?? '')).toLowerCase());
-  }
-  return [...services].sort();
+  return [...new Set(Object.values(resources).map((resource) => serviceOfType(String(resource.Type))))].sort();
+}
+
+/** The service a resource type belongs to, as catalogs and policy rows name it: `AWS::SQS::Queue` → `sqs`, `Custom::X` → `custom`. */
+export function serviceOfType(type: string): string {
+  const parts = type.split('::');
+  return (parts[0] === 'AWS' ? (parts[1] ?? '') : (parts[0] ?? '')).toLowerCase();
 }
 
 /**
