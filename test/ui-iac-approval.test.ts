@@ -152,7 +152,7 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
       await screenshot(page, SHOTS, 'details-3-how-to-approve-and-changes');
       fs.writeFileSync(path.join(SCREENSHOT_ROOT, SHOTS, 'details-current-details.txt'), `${details}\n`);
       const digest = waiting.plan?.digest as string;
-      assert.match(details, new RegExp(`^IaC plan AWAITING_APPROVAL: stack reviewed on ${sandboxId}$`, 'm'));
+      assert.match(details, new RegExp(`^IaC plan AWAITING_APPROVAL: stack reviewed on sandbox ${sandboxId}$`, 'm'));
       assert.ok(details.includes(`Plan digest ${digest}`), `the details show the digest ${digest}:\n${details}`);
       assert.match(details, /^Summary: 4 to add, 0 to change, 0 to remove; 1 unsupported; 1 security$/m);
 

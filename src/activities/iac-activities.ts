@@ -86,7 +86,10 @@ export const targetAccess: IacAccessResolver = async (place) => {
 async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: (stacks: CloudFormationStacks, access: IacAccess) => Promise<T>): Promise<T> {
   return withTaxonomy(async () => {
     const access = await resolve(place);
-    const stacks = new CloudFormationStacks(access);
+    const context = Context.current();
+    // Every step beats: a worker that dies mid-step is noticed in seconds, not at the step's timeout.
+    context.heartbeat();
+    const stacks = new CloudFormationStacks(access, () => context.heartbeat());
     try {
       return await work(stacks, access);
     } finally {

@@ -228,7 +228,11 @@ function isStackMissing(err: unknown): boolean {
 export class CloudFormationStacks {
   private readonly client: CloudFormationClient;
 
-  constructor(private readonly access: IacAccess) {
+  /** @param beat says the caller is alive (an activity's heartbeat) at each step of a wait or a check. */
+  constructor(
+    private readonly access: IacAccess,
+    private readonly beat: () => void = () => undefined,
+  ) {
     this.client = operatorClient((settings) => new CloudFormationClient(settings), access);
   }
 
@@ -303,6 +307,7 @@ export class CloudFormationStacks {
     }
     const deadline = Date.now() + CHANGE_SET_WAIT_MS;
     for (;;) {
+      this.beat();
       const described = await this.describeChangeSet(input.stack, input.name);
       const status = described?.Status;
       if (status === 'CREATE_COMPLETE') return (described?.Changes ?? []).flatMap((change) => (change.ResourceChange === undefined ? [] : [toEmulatorChange(change.ResourceChange)]));
@@ -443,6 +448,7 @@ export class CloudFormationStacks {
     const resources = (template.Resources ?? {}) as Record<string, { Type?: unknown }>;
     const found: Record<string, string> = {};
     for (const logicalId of added) {
+      this.beat();
       const check = SERVICE_CHECKS[String(resources[logicalId]?.Type)];
       const name = check === undefined ? null : literalName(template, logicalId, check.nameProperty);
       const physicalId = name === null || check === undefined ? null : await check.byName(this.access, name);
@@ -463,6 +469,7 @@ export class CloudFormationStacks {
     const rows: IacResourceRow[] = [];
     for (const [logicalId, resource] of Object.entries(resources)) {
       const type = String(resource.Type);
+      this.beat();
       rows.push(await this.verifyOne(input.template, logicalId, type, listed.get(logicalId), input.preexisting?.[logicalId]));
     }
     for (const gone of input.removed) {

@@ -299,7 +299,7 @@ class IacRunRecord {
         : planDetailsMarkdown(this.plan, {
             runId: this.run.runId,
             stack: this.run.stack,
-            target: this.where,
+            target: this.whereText,
             proof: this.proof,
             principal: this.run.principal,
             state: this.state,

@@ -11,11 +11,15 @@ type IacSteps = TargetActivities;
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
 
-/** Planning and checking: each retried for about two minutes (a Docker, emulator or network blip is ridden out). */
+/**
+ * Planning and checking: each retried for about two minutes (a Docker, emulator or network
+ * blip is ridden out); a step beats, so one whose worker died is tried again in seconds.
+ */
 export function planningSteps(taskQueue: string): IacSteps {
   return proxyActivities<IacSteps>({
     taskQueue,
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '30 seconds',
     retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
   });
 }
@@ -39,6 +43,7 @@ export function executeStep(taskQueue: string): IacSteps {
   return proxyActivities<IacSteps>({
     taskQueue,
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '30 seconds',
     retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes },
   });
 }
