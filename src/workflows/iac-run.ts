@@ -1,23 +1,11 @@
-import {
-  CancellationScope,
-  allHandlersFinished,
-  condition,
-  getExternalWorkflowHandle,
-  isCancellation,
-  log,
-  setCurrentDetails,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { AppliedChange, IacPlace, PlannedChange } from '../activities';
+import { CancellationScope, allHandlersFinished, condition, isCancellation, log, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { AppliedChange, PlannedChange } from '../activities';
 import { formatDuration } from '../domain/duration';
 import type { ErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
-import { iacTargetTurnsWorkflowId, iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
+import { iacWorkflowIdFor } from '../domain/contract-names';
 import {
   iacAwaitPayloadSchema,
-  iacApprovalPayloadSchema,
   iacDecidePayloadSchema,
   iacHasReached,
   iacRequestDigest,
@@ -27,8 +15,6 @@ import {
   isIacTerminal,
   PROOF_WINDOW_SECONDS,
   type AdmittedIacRun,
-  type IacApproval,
-  type IacClaimAnswer,
   type IacProof,
   type IacResourceRow,
   type IacState,
@@ -41,43 +27,23 @@ import { templateDigest } from '../domain/iac/plan';
 import { validateTemplate } from '../domain/iac/template';
 import { MAX_PAYLOAD_CHARS, payloadChars, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
-import type { AdapterName } from '../domain/service-catalog';
 import { approvalsNeeded, capabilityOfEnvironment, type TargetRecord } from '../domain/targets';
-import { targetsQueue } from '../domain/task-queues';
 import { describeIssues } from '../domain/validation';
 import { storeActivities } from './activity-routes';
-import { ApprovalInbox, type PendingApproval } from './approval-inbox';
-import { claimStackSignal, iacApproveSignal, iacAwaitUpdate, iacDecideUpdate, iacDenySignal, iacStatusQuery, releaseStackSignal, stackAnswerSignal } from './iac-messages';
+import type { PendingApproval } from './approval-inbox';
+import { IacApprovals } from './iac-approvals';
+import { iacApproveSignal, iacAwaitUpdate, iacDecideUpdate, iacDenySignal, iacStatusQuery, stackAnswerSignal } from './iac-messages';
+import { IacRefused } from './iac-refusal';
+import { IacStackTurn, type Granted } from './iac-stack-turn';
 import { executeStep, planningSteps, settleStep } from './iac-steps';
 import { iso } from './iso-time';
 import { failureCode, refusal } from './workflow-failures';
 
 /** What a run may take beyond waiting for approval: planning, applying, checking. Its stack turn is leased for that long. */
 const RUN_BUDGET_MS = 45 * 60_000;
-/** A sandbox's lifecycle answers a claim at once; silence this long means it cannot (ended, or a build from before IaC). */
-const CLAIM_ANSWER_WAIT_MS = 60_000;
-
-/** The approvals that did not count that status shows: the newest (the audit trail has them all). */
-const ATTEMPTS_SHOWN = 20;
 
 /** Resource statuses a sandbox proof accepts: every supported resource checked through its service, nothing left standing. */
 const PROVEN_STATUSES: ReadonlySet<IacResourceRow['status']> = new Set(['VERIFIED', 'REMOVED', 'NOT_CREATED']);
-
-class Refused extends Error {
-  constructor(
-    readonly state: IacState,
-    readonly code: ErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Where the run's steps go once it holds the stack: the sandbox's docker host (as its lifecycle granted it), or the targets queue. */
-interface Granted {
-  readonly place: IacPlace;
-  readonly taskQueue: string;
-}
 
 /**
  * One infrastructure-as-code change of one stack, in a sandbox or promoted to an
@@ -116,20 +82,16 @@ class IacRunRecord {
   private waitingFor = 'Screening the change against flags and policy.';
   private plan: ShownPlan | null = null;
   private decision: IacDecision | null = null;
-  private readonly approvals: IacApproval[] = [];
-  /** Approvals that did not count, newest last. */
-  private readonly attempts: ApprovalAttempt[] = [];
   private resources: readonly IacResourceRow[] = [];
   private events: readonly string[] = [];
   private error: { code: ErrorCode; message: string } | null = null;
-  private readonly inbox = new ApprovalInbox([]);
+  private readonly approvals: IacApprovals;
   /** A target's run: the target as its operator registered it, and the sandbox run it rests on. */
   private targetRecord: TargetRecord | undefined;
   private proof: IacProof | null = null;
   private approvalsNeeded = 0;
-  private answer: IacClaimAnswer | undefined;
-  /** Set once the lifecycle was asked for the stack: the run gives its turn (or its place in line) back at the end. */
-  private claimed = false;
+  /** The stack's turn, once asked for; where the steps go, once granted. */
+  private turn: IacStackTurn | undefined;
   private granted: Granted | undefined;
   private applyStarted = false;
   /** When the execution began: the stack's events before it are earlier runs'. */
@@ -138,8 +100,6 @@ class IacRunRecord {
   private preexisting: PlannedChange['preexisting'] = {};
   private auditStep = 0;
   private shownState: IacState | undefined;
-  /** Approvals that counted while more are needed (production's first): their decide update may answer. */
-  private readonly taken = new Set<PendingApproval>();
 
   constructor(private readonly input: unknown) {
     const parsed = iacRunInputSchema.safeParse(input);
@@ -154,6 +114,7 @@ class IacRunRecord {
       }
     }
     this.admitted = problem === undefined && parsed.success ? parsed.data : undefined;
+    this.approvals = new IacApprovals(this.admitted?.principal ?? '', (action, actor, effect, reason) => this.audit(action, actor, effect, reason));
     this.digest = this.admitted === undefined ? '' : iacRequestDigest(this.admitted);
     if (problem !== undefined) {
       this.state = 'FAILED';
@@ -161,12 +122,6 @@ class IacRunRecord {
       this.waitingFor = `Refused (INVALID_INPUT): ${problem}. Nothing was planned or applied.`;
     }
     this.show(true);
-  }
-
-  /** The lifecycle's word, after it granted the stack, that the sandbox is ending: nothing can be applied any more. */
-  private get sandboxEnded(): Extract<IacClaimAnswer, { answer: 'refused' }> | undefined {
-    const answer = this.answer;
-    return this.granted !== undefined && answer?.answer === 'refused' ? answer : undefined;
   }
 
   /** What the run changes, as its search attribute and plan name it: `sandbox:<id>` or `target:<name>`. */
@@ -187,13 +142,11 @@ class IacRunRecord {
 
   register(): void {
     setHandler(iacStatusQuery, () => this.status());
-    setHandler(stackAnswerSignal, (answer) => {
-      this.answer = answer;
-    });
+    setHandler(stackAnswerSignal, (answer) => this.turn?.heard(answer));
     const onSignal = (signal: 'approve' | 'deny') => (payload: unknown) => {
       if (this.state !== 'AWAITING_APPROVAL') return;
       const size = payloadChars(payload);
-      this.inbox.enqueue(size > MAX_PAYLOAD_CHARS ? { signal, payload: null, oversizedChars: size } : { signal, payload });
+      this.approvals.inbox.enqueue(size > MAX_PAYLOAD_CHARS ? { signal, payload: null, oversizedChars: size } : { signal, payload });
     };
     setHandler(iacApproveSignal, onSignal('approve'));
     setHandler(iacDenySignal, onSignal('deny'));
@@ -224,13 +177,13 @@ class IacRunRecord {
       async (payload) => {
         const { decision, ...rest } = iacDecidePayloadSchema.parse(payload);
         const pending: PendingApproval = { signal: decision, payload: rest, fromUpdate: true };
-        if (!this.inbox.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
+        if (!this.approvals.inbox.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
         await CancellationScope.nonCancellable(() => condition(() => pending.verdict !== undefined));
         const attempt = pending.verdict as ApprovalAttempt;
         if (pending.tooLate === true) throw refusal('INVALID_STATE', `IaC run ${this.run.runId} is ${this.state}, not AWAITING_APPROVAL`);
         if (attempt.verdict === 'ignored') throw refusal(attempt.refusal ?? 'APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
         // Answer with what the decision did: the run applying, denied, or waiting for the next approver.
-        await CancellationScope.nonCancellable(() => condition(() => this.state !== 'AWAITING_APPROVAL' || this.taken.has(pending)));
+        await CancellationScope.nonCancellable(() => condition(() => this.state !== 'AWAITING_APPROVAL' || this.approvals.hasTaken(pending)));
         return this.status();
       },
       {
@@ -266,8 +219,8 @@ class IacRunRecord {
       decision: this.decision === null ? null : { effect: this.decision.effect, reasons: [...this.decision.reasons] },
       proof: this.proof,
       approvalsNeeded: this.approvalsNeeded,
-      approvals: [...this.approvals],
-      approvalAttempts: [...this.attempts],
+      approvals: [...this.approvals.given],
+      approvalAttempts: [...this.approvals.ignored],
       resources: [...this.resources],
       events: [...this.events],
       waitingFor: this.waitingFor,
@@ -338,12 +291,15 @@ class IacRunRecord {
       if (this.targetRecord !== undefined) upsertSearchAttributes([{ key: SandboxCapability, value: capability }]);
       const screening = await storeActivities().screenIacRun({ principal: run.principal, template: run.template, capability });
       this.decision = screening.decision;
-      if (screening.decision.effect === 'deny') throw new Refused('DENIED', screening.decision.code ?? 'POLICY_DENIED', screening.decision.reasons.join('; '));
+      if (screening.decision.effect === 'deny') throw new IacRefused('DENIED', screening.decision.code ?? 'POLICY_DENIED', screening.decision.reasons.join('; '));
       this.approvalsNeeded = this.targetRecord !== undefined ? approvalsNeeded(this.targetRecord.environment) : screening.decision.effect === 'require_approval' ? 1 : 0;
       if (this.targetRecord !== undefined && run.mode === 'apply') await this.findProof();
       this.enter('PLANNING', `Waiting for the turn of stack ${run.stack} in ${this.whereText}.`);
       const leaseMs = RUN_BUDGET_MS + (run.mode === 'apply' ? screening.approvalTimeoutSeconds * 1000 : 0);
-      this.granted = await this.claimStack(Date.now() + leaseMs);
+      this.turn = new IacStackTurn(run, this.targetRecord);
+      this.granted = await this.turn.claim(Date.now() + leaseMs, (behind, leaseUntilMs) =>
+        this.enter('PLANNING', `Waiting for stack ${run.stack}: run ${behind} changes it now (its turn ends by ${iso(leaseUntilMs)} at the latest).`),
+      );
       this.enter('PLANNING', `Planning stack ${run.stack} in ${this.whereText}.`);
       const planned = await planningSteps(this.granted.taskQueue).planIacChange(this.changeRequest());
       this.plan = planned.plan;
@@ -361,7 +317,7 @@ class IacRunRecord {
       if (this.approvalsNeeded > 0) await this.awaitApproval(screening.approvalTimeoutSeconds);
       await this.apply();
     } catch (err) {
-      if (err instanceof Refused) {
+      if (err instanceof IacRefused) {
         this.error = { code: err.code, message: err.message };
         await this.audit(`iac_${err.state.toLowerCase()}`, 'plane', err.state.toLowerCase(), err.message, { code: err.code });
         this.enter(err.state, `${err.state === 'DENIED' ? 'Refused' : 'Failed'} (${err.code}): ${err.message}`);
@@ -386,7 +342,7 @@ class IacRunRecord {
     this.proof = await storeActivities().findIacProof({ principal: run.principal, templateDigest: digest, withinSeconds: PROOF_WINDOW_SECONDS });
     if (this.proof === null) {
       await this.audit('iac_proof_missing', 'plane', 'refused', null, { templateDigest: digest });
-      throw new Refused(
+      throw new IacRefused(
         'FAILED',
         'PROOF_MISSING',
         `no sandbox of ${run.principal} APPLIED this template with these parameters (digest ${digest}) with every supported resource verified in the last ${PROOF_WINDOW_SECONDS / 3600} h; nothing was asked of ${this.whereText}`,
@@ -400,95 +356,30 @@ class IacRunRecord {
     return { place: granted.place, runId: this.run.runId, stack: this.run.stack, template: this.run.template, parameters: this.run.parameters };
   }
 
-  /** Asks for the stack's turn: from the sandbox's lifecycle, or from the target's keeper of turns (started by the claim if none runs). */
-  private async sendClaim(leaseUntilMs: number): Promise<void> {
-    const run = this.run;
-    const claim = { runId: run.runId, stack: run.stack, principal: run.principal, leaseUntilMs };
-    if (run.target !== undefined) {
-      await storeActivities().claimTargetStack({ target: run.target, taskQueue: workflowInfo().taskQueue, claim });
-    } else {
-      try {
-        await getExternalWorkflowHandle(workflowIdFor(run.sandboxId as string)).signal(claimStackSignal, claim);
-      } catch {
-        throw new Refused('FAILED', 'NOT_FOUND', `no sandbox ${run.sandboxId as string} (it does not exist, or it has ended)`);
-      }
-    }
-    this.claimed = true;
-  }
-
-  /** What a grant lets the run do, and where its steps go. */
-  private granting(answer: Extract<IacClaimAnswer, { answer: 'granted' }>): Granted {
-    const target = this.targetRecord;
-    if (target !== undefined) {
-      const { name, region, endpoint, profile } = target;
-      return { place: { kind: 'target', target: { name, region, endpoint, profile } }, taskQueue: targetsQueue(workflowInfo().taskQueue) };
-    }
-    const sandbox = answer.sandbox;
-    if (sandbox === undefined) throw new Refused('FAILED', 'INTERNAL', `sandbox ${this.run.sandboxId as string} granted the stack without saying where it runs`);
-    return {
-      place: {
-        kind: 'sandbox',
-        sandboxId: this.run.sandboxId as string,
-        adapter: sandbox.adapter as AdapterName,
-        runtime: { ...sandbox.runtime, runtimeIds: [...sandbox.runtime.runtimeIds] },
-      },
-      taskQueue: sandbox.placement.taskQueue,
-    };
-  }
-
-  /**
-   * Claims the stack's turn and waits for it: granted, refused, or queued behind a run
-   * whose lease ends at a known time (then it asks again).
-   */
-  private async claimStack(leaseUntilMs: number): Promise<Granted> {
-    const run = this.run;
-    for (;;) {
-      this.answer = undefined;
-      await this.sendClaim(leaseUntilMs);
-      if (!(await condition(() => this.answer !== undefined, CLAIM_ANSWER_WAIT_MS))) {
-        throw new Refused(
-          'FAILED',
-          'INVALID_STATE',
-          `${this.whereText} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (a sandbox of a build from before infrastructure as code cannot: create a new sandbox)`,
-        );
-      }
-      const answer = this.answer as unknown as IacClaimAnswer;
-      if (answer.answer === 'refused') throw new Refused('FAILED', answer.code, answer.message);
-      if (answer.answer === 'granted') return this.granting(answer);
-      this.enter('PLANNING', `Waiting for stack ${run.stack}: run ${answer.behind} changes it now (its turn ends by ${iso(answer.leaseUntilMs)} at the latest).`);
-      // Woken by the grant when the other run ends; else asks again once the other's lease is over.
-      this.answer = undefined;
-      await condition(() => this.answer !== undefined, Math.max(1_000, answer.leaseUntilMs - Date.now() + 1_000));
-      const next = this.answer as IacClaimAnswer | undefined;
-      if (next?.answer === 'granted') return this.granting(next);
-      if (next?.answer === 'refused') throw new Refused('FAILED', next.code, next.message);
-    }
-  }
-
   private async awaitApproval(timeoutSeconds: number): Promise<void> {
     const run = this.run;
     const plan = this.plan as ShownPlan;
     const deadlineMs = Date.now() + timeoutSeconds * 1000;
     const needed = this.approvalsNeeded;
     const waitingNow = () =>
-      `Waiting for ${needed === 1 ? 'a reviewer' : `${needed - this.approvals.length} more of ${needed} different reviewers`} to approve plan ${plan.digest} by ${iso(deadlineMs)}, ` +
+      `Waiting for ${needed === 1 ? 'a reviewer' : `${needed - this.approvals.given.length} more of ${needed} different reviewers`} to approve plan ${plan.digest} by ${iso(deadlineMs)}, ` +
       `each with their current code; ${run.principal}, who asked, cannot.`;
     let waiting = waitingNow();
     this.enter('AWAITING_APPROVAL', waiting);
     await this.audit('iac_awaiting_approval', 'policy', 'require_approval', (this.decision?.reasons ?? []).join('; ') || null, { digest: plan.digest });
     for (;;) {
       const remaining = deadlineMs - Date.now();
-      if (remaining <= 0 || !(await condition(() => this.inbox.size > 0 || this.sandboxEnded !== undefined, remaining))) {
-        this.inbox.closeWith('the run has EXPIRED, no longer awaiting approval');
-        throw new Refused('EXPIRED', 'APPROVAL_EXPIRED', `no approval within ${formatDuration(timeoutSeconds)}; nothing was applied`);
+      if (remaining <= 0 || !(await condition(() => this.approvals.inbox.size > 0 || this.turn?.ended !== undefined, remaining))) {
+        this.approvals.inbox.closeWith('the run has EXPIRED, no longer awaiting approval');
+        throw new IacRefused('EXPIRED', 'APPROVAL_EXPIRED', `no approval within ${formatDuration(timeoutSeconds)}; nothing was applied`);
       }
-      const ended = this.sandboxEnded;
+      const ended = this.turn?.ended;
       if (ended !== undefined) {
-        this.inbox.closeWith('the sandbox is no longer READY');
-        throw new Refused('FAILED', ended.code, ended.message);
+        this.approvals.inbox.closeWith('the sandbox is no longer READY');
+        throw new IacRefused('FAILED', ended.code, ended.message);
       }
-      const pending = this.inbox.take() as PendingApproval;
-      const attempt = await this.judge(pending, plan.digest);
+      const pending = this.approvals.inbox.take() as PendingApproval;
+      const attempt = await this.approvals.judge(pending, plan.digest, needed);
       pending.verdict = attempt;
       if (attempt.verdict === 'ignored') {
         // Whoever signalled from the UI reads why here: a signal has no answer of its own.
@@ -496,55 +387,21 @@ class IacRunRecord {
         this.show();
         continue;
       }
-      const approval = { approver: attempt.approver as string, reason: attempt.reason, at: attempt.at };
-      this.approvals.push(approval);
+      const approval = this.approvals.count(attempt);
       if (pending.signal === 'deny') {
-        this.inbox.closeWith('the run was denied already');
-        throw new Refused('DENIED', 'APPROVAL_DENIED', `denied by ${approval.approver}${approval.reason ? `: ${approval.reason}` : ''}; nothing was applied`);
+        this.approvals.inbox.closeWith('the run was denied already');
+        throw new IacRefused('DENIED', 'APPROVAL_DENIED', `denied by ${approval.approver}${approval.reason ? `: ${approval.reason}` : ''}; nothing was applied`);
       }
-      await this.audit('iac_approved', approval.approver, 'allow', approval.reason || null, { digest: plan.digest, approvals: this.approvals.length, needed });
-      if (this.approvals.length >= needed) {
-        this.inbox.closeWith('the run was approved already');
+      await this.audit('iac_approved', approval.approver, 'allow', approval.reason || null, { digest: plan.digest, approvals: this.approvals.given.length, needed });
+      if (this.approvals.given.length >= needed) {
+        this.approvals.inbox.closeWith('the run was approved already');
         return;
       }
       waiting = waitingNow();
-      this.waitingFor = `${waiting} Approved so far by ${this.approvals.map((given) => given.approver).join(', ')}.`;
+      this.waitingFor = `${waiting} Approved so far by ${this.approvals.given.map((given) => given.approver).join(', ')}.`;
       this.show();
-      this.taken.add(pending);
+      this.approvals.answer(pending);
     }
-  }
-
-  /** Validates one approve/deny; an invalid, unauthorized or stale one is audited and ignored, never fatal. */
-  private async judge(pending: PendingApproval, digest: string): Promise<ApprovalAttempt> {
-    const at = new Date().toISOString();
-    const ignore = async (approver: string | null, why: string, refusalCode?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
-      const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusalCode !== undefined ? { refusal: refusalCode } : {}) };
-      this.attempts.push(attempt);
-      if (this.attempts.length > ATTEMPTS_SHOWN) this.attempts.shift();
-      await this.audit(`iac_${pending.signal}_ignored`, approver ?? 'unknown', 'ignored', why);
-      return attempt;
-    };
-    if (pending.oversizedChars !== undefined) return ignore(null, `the payload is ${pending.oversizedChars} characters of JSON, more than ${MAX_PAYLOAD_CHARS}`);
-    const parsed = iacApprovalPayloadSchema.safeParse(pending.payload);
-    if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send {"approver", "reason", "code", "planDigest": "${digest}"}`);
-    const { approver, reason, code, planDigest } = parsed.data;
-    if (approver === this.run.principal) return ignore(approver, `${approver} requested this change and cannot ${pending.signal} it`);
-    if (pending.signal === 'approve' && this.approvals.some((given) => given.approver === approver)) {
-      return ignore(approver, `${approver} approved this run already; it needs ${this.approvalsNeeded} different approvers`);
-    }
-    if (planDigest !== digest) return ignore(approver, `PLAN_STALE: the ${pending.signal} names plan ${planDigest}, but this run holds plan ${digest}`);
-    const { workflowId, runId } = workflowInfo();
-    let proof;
-    try {
-      proof = await storeActivities().verifyApproval({ approver, code: code ?? null, use: `${workflowId}/${runId}/${this.inbox.nextProofCheck()}` });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      const error = failureCode(err, 'STORE_UNAVAILABLE');
-      return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send it again`);
-    }
-    if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
-    if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
-    return { signal: pending.signal, approver, verdict: 'accepted', reason, at };
   }
 
   /** Applies the approved plan: planned again against the stack as it is now, executed once, waited for and checked. */
@@ -562,7 +419,7 @@ class IacRunRecord {
     if (prepared.plan.digest !== approved) {
       await steps.discardIacApply({ place: granted.place, runId: run.runId, stack: run.stack });
       this.plan = prepared.plan;
-      throw new Refused('FAILED', 'PLAN_STALE', `stack ${run.stack} changed since the plan was approved (plan ${approved}, now ${prepared.plan.digest}); nothing was applied: plan again`);
+      throw new IacRefused('FAILED', 'PLAN_STALE', `stack ${run.stack} changed since the plan was approved (plan ${approved}, now ${prepared.plan.digest}); nothing was applied: plan again`);
     }
     this.removed = prepared.removed;
     this.preexisting = prepared.preexisting;
@@ -612,7 +469,7 @@ class IacRunRecord {
 
   /** A cancelled run ends with a verdict: after the apply began, what the stack holds is checked first. */
   async cancelled(): Promise<void> {
-    this.inbox.closeWith('the run was cancelled');
+    this.approvals.inbox.closeWith('the run was cancelled');
     if (this.admitted === undefined || isIacTerminal(this.state)) return;
     if (this.applyStarted && this.granted !== undefined) {
       try {
@@ -629,12 +486,7 @@ class IacRunRecord {
 
   /** Gives the stack's turn (or the run's place in line) back to its keeper, whatever happened. */
   async finish(): Promise<void> {
-    if (this.admitted === undefined || !this.claimed) return;
-    const { sandboxId, target, runId, stack } = this.run;
-    const keeper = sandboxId !== undefined ? workflowIdFor(sandboxId) : iacTargetTurnsWorkflowId(target as string);
-    await getExternalWorkflowHandle(keeper)
-      .signal(releaseStackSignal, { runId, stack })
-      .catch(() => undefined);
+    await this.turn?.release();
   }
 }
 
