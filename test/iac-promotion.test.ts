@@ -159,6 +159,8 @@ describe('promotion to staging and production targets (real dev server, engine, 
 
   test('a template never applied in a sandbox is refused for staging with PROOF_MISSING, and nothing changes there', async () => {
     failure(await asAgent('iac', 'apply', '--target', 'staging', '--template', file('never.json', NEVER_TRIED), '--wait'), 3, 'PROOF_MISSING');
+    // A plan alone would read the target's stack and make a change set there: only an apply goes that far.
+    failure(await asAgent('iac', 'plan', '--target', 'staging', '--template', file('never.json', NEVER_TRIED)), 2, 'INVALID_INPUT');
     assert.deepEqual(JSON.parse(await awsStaging(['cloudformation', 'list-stacks'])).StackSummaries, []);
     assert.deepEqual(JSON.parse((await awsStaging(['sqs', 'list-queues'])) || '{}').QueueUrls ?? [], []);
   });
@@ -182,7 +184,9 @@ describe('promotion to staging and production targets (real dev server, engine, 
     );
     assert.deepEqual(waiting.plan?.unsupported, [], 'a target is a real account: nothing is named unsupported');
 
-    failure(await asAgent('iac', 'approve', waiting.runId, '--approver', 'agent-promo', '--code', await selfApprover.code()), 3, 'APPROVER_NOT_ALLOWED');
+    // The requester decides nothing: its own bound client is refused outright, and its name as an approver too.
+    failure(await asAgent('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'PRINCIPAL_MISMATCH');
+    failure(await asOperator('iac', 'approve', waiting.runId, '--approver', 'agent-promo', '--code', await selfApprover.code()), 3, 'APPROVER_NOT_ALLOWED');
     output(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()));
     const applied = await eventually('the staging run to end', async () => {
       const status = output<IacStatus>(await asOperator('iac', 'status', waiting.runId));

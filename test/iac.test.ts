@@ -302,6 +302,13 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     assert.equal(refused, 'AccessDenied');
   });
 
+  test('a template that touches a service the sandbox was not granted is refused (the plane applies as itself)', async () => {
+    await worker.sandboxes.create({ id: 'iac-narrow', principal: 'agent-iac', adapter: 'moto', services: ['sqs'] }, { wait: 'ready' });
+    const message = failure(await asAgent('iac', 'plan', 'iac-narrow', '--template', file('first.yaml', FIRST)), 3, 'SERVICE_NOT_ALLOWED');
+    assert.match(message, /touches dynamodb, s3, sns, which sandbox iac-narrow was not granted/);
+    await worker.sandboxes.destroy('iac-narrow');
+  });
+
   test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
     const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
     failure(result, 4, 'NOT_FOUND');

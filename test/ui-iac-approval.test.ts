@@ -49,7 +49,7 @@ const TEMPLATE = JSON.stringify({
 /** Another stack's plan: a run that ends PLANNED, which the filtered list must not show, and whose digest is a real but wrong one. */
 const OTHER_TEMPLATE = JSON.stringify({ Resources: { Other: { Type: 'AWS::SQS::Queue', Properties: { QueueName: 'ui-iac-other' } } } });
 /** The details' heading of each section, in the order plan-text.ts writes them. */
-const HEADINGS = { security: 'Security', unsupported: 'Unsupported (will NOT be created by this emulator)', approve: 'How to approve', changes: 'Changes' } as const;
+const HEADINGS = { security: 'Security', unsupported: 'Unsupported (will NOT be created there)', approve: 'How to approve', changes: 'Changes' } as const;
 /** Visibility (the list) trails the workflow by a moment; the list is searched again until then. */
 const LIST_TIMEOUT_MS = 30_000;
 const TEST_TIMEOUT_MS = 240_000;
@@ -91,7 +91,7 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     worker.store.policies.add({ principalPattern: PRINCIPAL, capability: 'cloud.iac.local', effect: 'require_approval' });
     alice = await enrolApprover(worker, 'alice');
-    await worker.sandboxes.create({ id: sandboxId, principal: PRINCIPAL, adapter: 'moto', services: ['sqs', 'sns', 'cloudformation'] }, { wait: 'ready' });
+    await worker.sandboxes.create({ id: sandboxId, principal: PRINCIPAL, adapter: 'moto', services: ['sqs', 'sns', 'iam', 'cloudformation'] }, { wait: 'ready' });
 
     planned = await worker.sandboxes.iac.plan({ sandboxId, principal: PRINCIPAL, template: OTHER_TEMPLATE, templateName: 'other.json', stack: 'other' });
     assert.equal(planned.state, 'PLANNED', planned.waitingFor);
@@ -161,7 +161,7 @@ describe('IaC approval from the Temporal Web UI, in a headless Chromium, of a pl
         'Add Queue (AWS::SQS::Queue)',
         'Add Role (AWS::IAM::Role)',
         // Where it is listed, the unsupported resource says it will not be made.
-        'Add Subscription (AWS::SNS::Subscription) — not created by this emulator',
+        'Add Subscription (AWS::SNS::Subscription) — not created there',
         'Add Topic (AWS::SNS::Topic)',
       ]) {
         assert.ok(changes.split('\n').includes(line), `the changes list "${line}":\n${changes}`);

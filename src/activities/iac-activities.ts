@@ -31,8 +31,6 @@ export interface IacChangeRequest {
 /** A computed plan, and what an apply checks afterwards: the physical ids of what the change removes. */
 export interface PlannedChange {
   readonly plan: ShownPlan;
-  /** The stack's status before the change (`null`: no stack yet). */
-  readonly baseStatus: string | null;
   readonly removed: readonly { logicalId: string; type: string; physicalId: string | null }[];
   /** For an apply: what the change adds that already exists by its name, by logical id (see CloudFormationStacks.alreadyThere). */
   readonly preexisting: Readonly<Record<string, string>>;
@@ -60,7 +58,9 @@ export function sandboxAccess(adapters: AdapterRegistry): IacAccessResolver {
     if (place.kind !== 'sandbox') throw new SandboxPlaneError('INTERNAL', `a docker worker was asked to reach target ${place.target.name}`);
     const adapter = adapters[place.adapter];
     if (adapter?.iacAccess === undefined) {
-      throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `the ${place.adapter} adapter has no CloudFormation: infrastructure as code needs a moto (or Floci) sandbox`);
+      throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `the ${place.adapter} adapter has no CloudFormation: infrastructure as code needs a moto (or Floci) sandbox`, {
+        hint: 'Create a sandbox with `--adapter moto` (and the services the template touches) and plan there.',
+      });
     }
     return adapter.iacAccess(place.sandboxId, { runtimeIds: place.runtime.runtimeIds, ...(place.runtime.engineId === undefined ? {} : { engineId: place.runtime.engineId }) });
   };
@@ -87,12 +87,15 @@ async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: 
   return withTaxonomy(async () => {
     const access = await resolve(place);
     const context = Context.current();
-    // Every step beats: a worker that dies mid-step is noticed in seconds, not at the step's timeout.
+    // Every step beats, on a timer too (one call may take long: moto executes a change set in
+    // its answer): a worker that dies mid-step is noticed in seconds, not at the step's timeout.
     context.heartbeat();
+    const beating = setInterval(() => context.heartbeat(), 10_000);
     const stacks = new CloudFormationStacks(access, () => context.heartbeat());
     try {
       return await work(stacks, access);
     } finally {
+      clearInterval(beating);
       stacks.close();
     }
   });
@@ -105,7 +108,7 @@ async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: 
  */
 async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string, purpose: 'plan' | 'apply'): Promise<PlannedChange> {
   if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
-  const base = await stacks.current(input.stack);
+  const base = await stacks.current(input.stack, name);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: input.parameters, create: base === null });
   const plan = buildPlan({
     // An approval of this plan is for this place: the same change elsewhere is another plan.
@@ -120,7 +123,7 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
     .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null }));
   const added = plan.changes.filter((change) => change.action === 'Add').map((change) => change.logicalId);
   const preexisting = purpose === 'apply' ? await stacks.alreadyThere(input.template, added) : {};
-  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, baseStatus: base?.status ?? null, removed, preexisting };
+  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, removed, preexisting };
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */

@@ -9,6 +9,7 @@ import {
   DescribeStacksCommand,
   ExecuteChangeSetCommand,
   GetTemplateCommand,
+  ListChangeSetsCommand,
   ListStackResourcesCommand,
   ListStacksCommand,
   type Parameter,
@@ -133,6 +134,8 @@ async function exists(probe: () => Promise<unknown>): Promise<boolean> {
     return true;
   } catch (err) {
     if (isAbsent(err)) return false;
+    // Forbidden is somebody's: on a real account a bucket name another account holds answers 403.
+    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 403) return true;
     throw err;
   }
 }
@@ -233,7 +236,9 @@ export class CloudFormationStacks {
     private readonly access: IacAccess,
     private readonly beat: () => void = () => undefined,
   ) {
-    this.client = operatorClient((settings) => new CloudFormationClient(settings), access);
+    // No SDK retries: a retried CreateChangeSet makes moto a second stack of the name, and a
+    // retried ExecuteChangeSet hides whether the first ran. The activity retries, looking first.
+    this.client = operatorClient((settings) => new CloudFormationClient({ ...settings, maxAttempts: 1 }), access);
   }
 
   close(): void {
@@ -245,7 +250,7 @@ export class CloudFormationStacks {
    * ran a change set (a plan's, or an apply that failed before creating anything) is
    * removed first: moto would put a second stack of the same name beside it.
    */
-  async current(stack: string): Promise<StackNow | null> {
+  async current(stack: string, ownChangeSet?: string): Promise<StackNow | null> {
     let described;
     try {
       described = (await this.client.send(new DescribeStacksCommand({ StackName: stack }))).Stacks?.[0];
@@ -255,12 +260,32 @@ export class CloudFormationStacks {
     }
     if (described === undefined) return null;
     if (described.StackStatus === 'REVIEW_IN_PROGRESS') {
-      await this.client.send(new DeleteStackCommand({ StackName: stack }));
+      await this.discardShell(stack, described.StackId ?? stack, ownChangeSet);
       return null;
     }
     const body = (await this.client.send(new GetTemplateCommand({ StackName: stack, TemplateStage: 'Original' }))).TemplateBody ?? '{}';
     const template = readTemplateText(body, `the template stack ${stack} holds`) as CfnTemplate;
     return { status: described.StackStatus ?? 'UNKNOWN', template, parameters: parametersOf(described.Parameters), physicalIds: await this.physicalIds(stack) };
+  }
+
+  /**
+   * A REVIEW_IN_PROGRESS stack never created anything: this run's own (a retried step
+   * keeps it and its change set), the plane's left over (removed, by its id: moto removes
+   * every stack of a name), or someone else's under review (refused, never touched).
+   */
+  private async discardShell(stack: string, stackId: string, ownChangeSet: string | undefined): Promise<void> {
+    // moto lists every stack's change sets whatever stack is asked for: keep this stack's.
+    const names = ((await this.client.send(new ListChangeSetsCommand({ StackName: stackId }))).Summaries ?? [])
+      .filter((summary) => summary.StackId === undefined || summary.StackId === stackId)
+      .map((summary) => summary.ChangeSetName ?? '');
+    if (ownChangeSet !== undefined && names.includes(ownChangeSet)) return;
+    const others = names.filter((name) => !name.startsWith('sandboxplane-'));
+    if (others.length > 0) {
+      throw new SandboxPlaneError('INVALID_STATE', `stack ${stack} is under review with change sets the plane did not make (${others.join(', ')}); nothing was changed`, {
+        hint: 'Let its owner execute or delete those change sets, or choose another --stack.',
+      });
+    }
+    await this.client.send(new DeleteStackCommand({ StackName: stackId }));
   }
 
   private async physicalIds(stack: string): Promise<Record<string, string>> {
@@ -344,11 +369,17 @@ export class CloudFormationStacks {
   async execute(stack: string, name: string): Promise<{ outcome: 'executed' | 'already' } | { outcome: 'failed'; error: string }> {
     const described = await this.describeChangeSet(stack, name);
     if (described === undefined) return { outcome: 'failed', error: `change set ${name} of stack ${stack} is gone` };
-    if (described.ExecutionStatus !== 'AVAILABLE') return { outcome: 'already' };
+    const before = executionOutcome(described.ExecutionStatus, described.StatusReason);
+    if (before !== 'available') return before;
     try {
-      await this.client.send(new ExecuteChangeSetCommand({ StackName: stack, ChangeSetName: name }));
+      // The token makes CloudFormation take a repeated call as the same execution.
+      await this.client.send(new ExecuteChangeSetCommand({ StackName: stack, ChangeSetName: name, ClientRequestToken: name }));
       return { outcome: 'executed' };
     } catch (err) {
+      // An answer lost on the way back is not a refusal: the change set's own status says whether it ran.
+      const after = await this.describeChangeSet(stack, name).catch(() => undefined);
+      const outcome = executionOutcome(after?.ExecutionStatus, after?.StatusReason);
+      if (outcome !== 'available' && outcome.outcome !== 'failed') return { outcome: 'executed' };
       return { outcome: 'failed', error: describeError(err) };
     }
   }
@@ -474,6 +505,10 @@ export class CloudFormationStacks {
     }
     for (const gone of input.removed) {
       const check = SERVICE_CHECKS[gone.type];
+      if (listed.has(gone.logicalId)) {
+        rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'STILL_PRESENT', detail: 'the stack still lists it' });
+        continue;
+      }
       if (gone.physicalId === null || check === undefined || !this.access.supports(gone.type)) {
         rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'REMOVED', detail: 'the stack no longer lists it' });
         continue;
@@ -492,7 +527,7 @@ export class CloudFormationStacks {
       status,
       ...(detail === undefined ? {} : { detail }),
     });
-    if (!this.access.supports(type)) return row('NOT_CREATED', null, `${this.access.name} does not implement this type`);
+    if (!this.access.supports(type)) return row('NOT_CREATED', null, `${this.access.name} does not create this type here`);
     const check = SERVICE_CHECKS[type];
     if (listed?.physicalId !== undefined && listed.physicalId !== null) {
       if (check === undefined) return row('UNVERIFIED', listed.physicalId, `the stack says ${listed.status}; the plane has no check of its own for ${type}`);
@@ -518,6 +553,25 @@ export class CloudFormationStacks {
   /** Whether a settled status is a success. */
   static succeeded(status: string | null): boolean {
     return status !== null && SETTLED_OK.has(status);
+  }
+}
+
+/** What a change set's execution status says of an execution: not yet (`available`), under way or done, or impossible. */
+function executionOutcome(status: string | undefined, reason: string | undefined): 'available' | { outcome: 'already' } | { outcome: 'failed'; error: string } {
+  switch (status) {
+    case 'AVAILABLE':
+      return 'available';
+    case 'EXECUTE_IN_PROGRESS':
+    case 'EXECUTE_COMPLETE':
+    case 'EXECUTE_FAILED':
+      return { outcome: 'already' };
+    case 'OBSOLETE':
+      return { outcome: 'failed', error: 'the change set is obsolete: the stack changed after it was made' };
+    case 'UNAVAILABLE':
+      // CloudFormation's "no changes": nothing to execute, and the stack is checked all the same.
+      return { outcome: 'already' };
+    default:
+      return { outcome: 'failed', error: `the change set cannot be executed (${status ?? 'no status'}${reason ? `: ${reason}` : ''})` };
   }
 }
 

@@ -183,7 +183,8 @@ export class IacClient {
     } catch (err) {
       throw toSandboxError(err, '(iac list)');
     }
-    return rows;
+    // Visibility lists open runs before closed ones: newest first is the caller's order.
+    return rows.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   }
 
   /**
@@ -201,6 +202,12 @@ export class IacClient {
   }
 
   private async decide(runId: string, decision: 'approve' | 'deny', payload: { approver: string; code?: string; reason?: string; planDigest?: string }): Promise<IacStatus> {
+    // A bound caller sees only its own runs, which are the ones it must never decide.
+    if (this.principal !== undefined) {
+      throw new SandboxPlaneError('PRINCIPAL_MISMATCH', `this client acts as ${this.principal}, who cannot ${decision} an IaC run`, {
+        hint: 'Reviewers decide with an unbound client (no SANDBOXPLANE_PRINCIPAL) and their own code.',
+      });
+    }
     const current = await this.status(runId);
     const planDigest = payload.planDigest ?? current.plan?.digest;
     if (planDigest === undefined) throw new SandboxPlaneError('INVALID_STATE', `IaC run ${current.runId} is ${current.state} and has no plan to ${decision} yet`);
@@ -313,7 +320,9 @@ export class IacClient {
     const seen = this.seenBy(status);
     if (UNSUCCESSFUL.has(seen.state)) {
       const code = isErrorCode(seen.error?.code) ? seen.error.code : 'INTERNAL';
-      throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { details: { status: seen } });
+      // An unknown target is the run's NOT_FOUND too: its hint is the targets'.
+      const hint = code === 'NOT_FOUND' && seen.target !== null ? { hint: '`sandboxctl targets list` shows the targets an operator registered.' } : {};
+      throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { ...hint, details: { status: seen } });
     }
     if (!iacHasReached(until, seen.state)) {
       throw new SandboxPlaneError('WAIT_TIMEOUT', `IaC run ${seen.runId} is still ${seen.state} after ${Math.round(timeoutMs / 1000)} s: ${seen.waitingFor}`, {

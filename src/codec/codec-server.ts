@@ -41,9 +41,11 @@ export interface CodecServer {
 const base64 = z.string().regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
 const bodySchema = z
   .object({
-    payloads: z.array(z.object({ metadata: z.record(z.string(), base64).nullish(), data: base64.nullish() }).passthrough()),
+    // The temporal CLI leaves the list out when it has nothing to code: that is an empty list.
+    payloads: z.array(z.object({ metadata: z.record(z.string(), base64).nullish(), data: base64.nullish() }).passthrough()).default([]),
   })
-  .passthrough();
+  // Strict: with the list optional, a body of some other shape must still be refused, not coded as nothing.
+  .strict();
 
 type JsonPayload = { metadata: Record<string, string>; data: string };
 

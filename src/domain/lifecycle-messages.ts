@@ -125,7 +125,15 @@ export const lifecycleInputSchema = z.object({
       destroyRequest: z.object({ reason: z.string(), actor: z.string() }).nullable(),
       inbox: z.array(z.object({ signal: z.enum(['approve', 'deny']), payload: z.unknown(), oversizedChars: z.number().optional() })),
       /** Stacks IaC runs hold or wait for (workflows/iac-stack-locks.ts). */
-      iacLocks: z.array(z.object({ stack: z.string(), holder: z.object({ runId: z.string() }).passthrough(), waiting: z.array(z.object({ runId: z.string() }).passthrough()) })).default([]),
+      iacLocks: z
+        .array(
+          z.object({
+            stack: z.string(),
+            holder: z.object({ runId: z.string(), stack: z.string(), leaseMs: z.number(), leaseUntilMs: z.number(), services: z.array(z.string()) }).passthrough(),
+            waiting: z.array(z.object({ runId: z.string(), stack: z.string(), leaseMs: z.number(), services: z.array(z.string()) }).passthrough()),
+          }),
+        )
+        .default([]),
     })
     .optional(),
 });

@@ -66,7 +66,8 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
         RESULT,
         ERRORS,
       ].join(' '),
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      // Not read-only: a CDK app's plan puts the bootstrap parameter into the sandbox.
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     changeInput,
     (args) => args.sandboxId ?? args.target ?? '(none)',
@@ -88,7 +89,8 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
         RESULT,
         ERRORS,
       ].join(' '),
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      // Idempotent only with a runId: without one each call is a new run.
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     applyInput,
     (args) => args.sandboxId ?? args.target ?? '(none)',

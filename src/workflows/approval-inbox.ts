@@ -38,6 +38,11 @@ export class ApprovalInbox {
     return this.waiting.length;
   }
 
+  /** Whether one more would be dropped. */
+  get full(): boolean {
+    return this.waiting.length >= INBOX_LIMIT;
+  }
+
   /** The oldest request still to be judged. */
   take(): PendingApproval | undefined {
     return this.waiting.shift();

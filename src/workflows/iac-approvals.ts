@@ -26,6 +26,8 @@ export class IacApprovals {
   readonly ignored: ApprovalAttempt[] = [];
   /** Approvals that counted while more are needed (production's first): their decide update may answer. */
   private readonly taken = new Set<PendingApproval>();
+  /** How many did not count in all (only the newest are kept in `ignored`). */
+  ignoredInAll = 0;
 
   constructor(
     private readonly requester: string,
@@ -55,6 +57,7 @@ export class IacApprovals {
     const ignore = async (approver: string | null, why: string, refusalCode?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
       const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusalCode !== undefined ? { refusal: refusalCode } : {}) };
       this.ignored.push(attempt);
+      this.ignoredInAll += 1;
       if (this.ignored.length > ATTEMPTS_SHOWN) this.ignored.shift();
       await this.audit(`iac_${pending.signal}_ignored`, approver ?? 'unknown', 'ignored', why);
       return attempt;

@@ -1,4 +1,16 @@
-import { CancellationScope, allHandlersFinished, condition, isCancellation, log, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  TimeoutFailure,
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  log,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AppliedChange, PlannedChange } from '../activities';
 import { formatDuration } from '../domain/duration';
 import type { ErrorCode } from '../domain/error-codes';
@@ -21,7 +33,7 @@ import {
   type IacStatus,
   type ShownPlan,
 } from '../domain/iac/iac-run';
-import type { IacDecision } from '../domain/iac/iac-screening';
+import { templateServices, type IacDecision } from '../domain/iac/iac-screening';
 import { planDetailsMarkdown } from '../domain/iac/plan-text';
 import { templateDigest } from '../domain/iac/plan';
 import { validateTemplate } from '../domain/iac/template';
@@ -35,12 +47,19 @@ import { IacApprovals } from './iac-approvals';
 import { iacApproveSignal, iacAwaitUpdate, iacDecideUpdate, iacDenySignal, iacStatusQuery, stackAnswerSignal } from './iac-messages';
 import { IacRefused } from './iac-refusal';
 import { IacStackTurn, type Granted } from './iac-stack-turn';
-import { executeStep, planningSteps, settleStep } from './iac-steps';
+import { executeStep, planningSteps, settleStep, STEP_PICKUP } from './iac-steps';
 import { iso } from './iso-time';
 import { failureCode, refusal } from './workflow-failures';
 
-/** What a run may take beyond waiting for approval: planning, applying, checking. Its stack turn is leased for that long. */
-const RUN_BUDGET_MS = 45 * 60_000;
+/**
+ * What a run may take beyond waiting for people: planning, applying and checking with
+ * every retry its steps allow (the settle step alone may take 5 × 15 minutes). Its stack
+ * turn is leased for that long, counted from the grant, and the approval wait on top.
+ */
+const RUN_BUDGET_MS = 3 * 3_600_000;
+
+/** Approvals that did not count, at most, before the run ends DENIED: the history of one run stays bounded. */
+const MAX_IGNORED_APPROVALS = 100;
 
 /** Resource statuses a sandbox proof accepts: every supported resource checked through its service, nothing left standing. */
 const PROVEN_STATUSES: ReadonlySet<IacResourceRow['status']> = new Set(['VERIFIED', 'REMOVED', 'NOT_CREATED']);
@@ -180,7 +199,7 @@ class IacRunRecord {
         if (!this.approvals.inbox.enqueue(pending)) throw refusal('INVALID_STATE', 'too many approvals are waiting to be judged; try again shortly');
         await CancellationScope.nonCancellable(() => condition(() => pending.verdict !== undefined));
         const attempt = pending.verdict as ApprovalAttempt;
-        if (pending.tooLate === true) throw refusal('INVALID_STATE', `IaC run ${this.run.runId} is ${this.state}, not AWAITING_APPROVAL`);
+        if (pending.tooLate === true) throw refusal('INVALID_STATE', `IaC run ${this.run.runId} no longer awaits approval: ${attempt.reason}`);
         if (attempt.verdict === 'ignored') throw refusal(attempt.refusal ?? 'APPROVER_NOT_ALLOWED', `the ${decision} was ignored: ${attempt.reason}`);
         // Answer with what the decision did: the run applying, denied, or waiting for the next approver.
         await CancellationScope.nonCancellable(() => condition(() => this.state !== 'AWAITING_APPROVAL' || this.approvals.hasTaken(pending)));
@@ -192,6 +211,7 @@ class IacRunRecord {
           const parsed = iacDecidePayloadSchema.safeParse(payload);
           if (!parsed.success) throw refusal('INVALID_INPUT', `invalid decide payload: ${describeIssues(parsed.error.issues)}`);
           if (this.state !== 'AWAITING_APPROVAL') throw refusal('INVALID_STATE', `IaC run ${this.admitted?.runId ?? ''} is ${this.state}, not AWAITING_APPROVAL`);
+          if (this.approvals.inbox.full) throw refusal('RATE_LIMITED', 'too many approvals are waiting to be judged; try again shortly');
           if (this.plan !== null && parsed.data.planDigest !== this.plan.digest) {
             throw refusal('PLAN_STALE', `the approval names plan ${parsed.data.planDigest}, but this run holds plan ${this.plan.digest}`);
           }
@@ -254,6 +274,7 @@ class IacRunRecord {
             stack: this.run.stack,
             target: this.whereText,
             proof: this.proof,
+            crossCheck: this.plan.crossCheck,
             principal: this.run.principal,
             state: this.state,
             waitingFor: this.waitingFor,
@@ -297,7 +318,7 @@ class IacRunRecord {
       this.enter('PLANNING', `Waiting for the turn of stack ${run.stack} in ${this.whereText}.`);
       const leaseMs = RUN_BUDGET_MS + (run.mode === 'apply' ? screening.approvalTimeoutSeconds * 1000 : 0);
       this.turn = new IacStackTurn(run, this.targetRecord);
-      this.granted = await this.turn.claim(Date.now() + leaseMs, (behind, leaseUntilMs) =>
+      this.granted = await this.turn.claim(leaseMs, templateServices(run.template), (behind, leaseUntilMs) =>
         this.enter('PLANNING', `Waiting for stack ${run.stack}: run ${behind} changes it now (its turn ends by ${iso(leaseUntilMs)} at the latest).`),
       );
       this.enter('PLANNING', `Planning stack ${run.stack} in ${this.whereText}.`);
@@ -311,7 +332,11 @@ class IacRunRecord {
       });
       if (run.mode === 'plan') {
         const seeded = run.source.kind === 'cdk' && run.sandboxId !== undefined ? " (but for the CDK bootstrap parameter, the plane's own, which it keeps in the sandbox)" : '';
-        this.enter('PLANNED', `Planned: nothing was changed${seeded}. To make these changes, apply the same template and parameters to ${this.whereText} (sandboxctl iac apply).`);
+        const next =
+          planned.plan.changes.length === 0
+            ? `the stack already matches this template: applying it would change nothing`
+            : `to make these changes, apply the same template and parameters to ${this.whereText} (sandboxctl iac apply)`;
+        this.enter('PLANNED', `Planned: nothing was changed${seeded}; ${next}.`);
         return;
       }
       if (this.approvalsNeeded > 0) await this.awaitApproval(screening.approvalTimeoutSeconds);
@@ -324,7 +349,7 @@ class IacRunRecord {
         return;
       }
       if (isCancellation(err)) throw err;
-      const error = failureCode(err, 'INTERNAL');
+      const error = noWorkerFor(err, this.granted) ?? failureCode(err, 'INTERNAL');
       this.error = error;
       await this.audit('iac_failed', 'plane', 'failed', error.message, { code: error.code });
       this.enter('FAILED', `Failed (${error.code}): ${error.message}`);
@@ -381,6 +406,11 @@ class IacRunRecord {
       const pending = this.approvals.inbox.take() as PendingApproval;
       const attempt = await this.approvals.judge(pending, plan.digest, needed);
       pending.verdict = attempt;
+      if (attempt.verdict === 'ignored' && this.approvals.ignoredInAll >= MAX_IGNORED_APPROVALS) {
+        // Each judged attempt stays in the history: a flood must not grow it until Temporal ends the run without a verdict.
+        this.approvals.inbox.closeWith('the run has ended: too many approvals that did not count');
+        throw new IacRefused('DENIED', 'RATE_LIMITED', `${MAX_IGNORED_APPROVALS} approvals or denials did not count; nothing was applied. Apply again for a fresh run`);
+      }
       if (attempt.verdict === 'ignored') {
         // Whoever signalled from the UI reads why here: a signal has no answer of its own.
         this.waitingFor = `${waiting} The last ${attempt.signal} (${attempt.approver ?? 'unnamed'}, ${attempt.at}) was ignored: ${attempt.reason}`;
@@ -423,6 +453,13 @@ class IacRunRecord {
     }
     this.removed = prepared.removed;
     this.preexisting = prepared.preexisting;
+    // The proof must still hold when the change is made, not only when it was asked for.
+    if (this.targetRecord !== undefined) await this.findProof();
+    const lost = this.turn?.ended;
+    if (lost !== undefined) {
+      await steps.discardIacApply({ place: granted.place, runId: run.runId, stack: run.stack });
+      throw new IacRefused('FAILED', lost.code, `${lost.message}; nothing was applied`);
+    }
     this.applyStarted = true;
     this.applyStartedAt = new Date().toISOString();
     let executionError: string | null = null;
@@ -431,13 +468,14 @@ class IacRunRecord {
       if (executed.outcome === 'failed') executionError = executed.error;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      executionError = `the execution's answer was lost (${failureCode(err, 'INTERNAL').message}); what the stack holds is below`;
+      // Whether it ran is unknown: the stack is waited for and checked as if it had, and says.
+      log.warn("the change set's execution did not answer; waiting for the stack", { error: failureCode(err, 'INTERNAL').message });
     }
     await this.settle(executionError);
   }
 
   /** Waits for the stack, checks it, and gives the verdict: APPLIED only when the stack holds what the plan said. */
-  private async settle(executionError: string | null): Promise<void> {
+  private async settle(executionError: string | null, note = ''): Promise<void> {
     const run = this.run;
     const granted = this.granted as Granted;
     const outcome: AppliedChange = await settleStep(granted.taskQueue).settleIacChange({
@@ -455,16 +493,17 @@ class IacRunRecord {
       // What a promotion's proof is looked up by (see findProof).
       principal: run.principal,
       templateDigest: templateDigest(run.template, run.parameters),
-      allVerified: outcome.ok && outcome.resources.every((row) => PROVEN_STATUSES.has(row.status)),
+      // A template the sandbox could not make any of proves nothing.
+      allVerified: outcome.ok && outcome.resources.some((row) => row.status === 'VERIFIED') && outcome.resources.every((row) => PROVEN_STATUSES.has(row.status)),
     };
     if (outcome.ok) {
       await this.audit('iac_applied', 'plane', 'applied', null, summary);
-      this.enter('APPLIED', `Applied to stack ${run.stack}: ${describeRows(outcome.resources)}.`);
+      this.enter('APPLIED', `${note ? `${note} ` : ''}Applied to stack ${run.stack}: ${describeRows(outcome.resources)}.`);
       return;
     }
     this.error = { code: 'IAC_APPLY_FAILED', message: outcome.problems.join('; ') };
     await this.audit('iac_failed', 'plane', 'failed', this.error.message, summary);
-    this.enter('FAILED', `Failed: ${this.error.message}. What the stack holds is in resources.`);
+    this.enter('FAILED', `${note ? `${note} ` : ''}Failed: ${this.error.message}. What the stack holds is in resources.`);
   }
 
   /** A cancelled run ends with a verdict: after the apply began, what the stack holds is checked first. */
@@ -473,7 +512,8 @@ class IacRunRecord {
     if (this.admitted === undefined || isIacTerminal(this.state)) return;
     if (this.applyStarted && this.granted !== undefined) {
       try {
-        await this.settle('the run was cancelled during the apply');
+        // A change set once executed runs to its end: the run waits for it, and says what it made.
+        await this.settle(null, 'The run was cancelled during the apply, too late to stop it.');
         return;
       } catch (err) {
         this.error = failureCode(err, 'INTERNAL');
@@ -488,6 +528,14 @@ class IacRunRecord {
   async finish(): Promise<void> {
     await this.turn?.release();
   }
+}
+
+/** A step nobody picked up: no worker serves the queue of the run's sandbox host or of targets, said so with what to start. */
+function noWorkerFor(err: unknown, granted: Granted | undefined): { code: ErrorCode; message: string } | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (!(cause instanceof TimeoutFailure) || cause.timeoutType !== 'SCHEDULE_TO_START' || granted === undefined) return undefined;
+  const start = granted.place.kind === 'target' ? "`sandboxctl worker --role targets`, where the targets' AWS profiles are" : "the docker worker of the sandbox's host";
+  return { code: 'PROVISION_UNAVAILABLE', message: `no worker took the step from ${granted.taskQueue} within ${STEP_PICKUP}: start ${start}` };
 }
 
 function describeRows(rows: readonly IacResourceRow[]): string {

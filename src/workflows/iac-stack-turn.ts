@@ -1,7 +1,7 @@
-import { condition, getExternalWorkflowHandle, workflowInfo } from '@temporalio/workflow';
+import { condition, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
 import type { IacPlace } from '../activities';
 import { iacTargetTurnsWorkflowId, workflowIdFor } from '../domain/contract-names';
-import type { AdmittedIacRun, IacClaimAnswer } from '../domain/iac/iac-run';
+import { iacClaimAnswerSchema, type AdmittedIacRun, type IacClaimAnswer } from '../domain/iac/iac-run';
 import type { AdapterName } from '../domain/service-catalog';
 import type { TargetRecord } from '../domain/targets';
 import { targetsQueue } from '../domain/task-queues';
@@ -33,9 +33,15 @@ export class IacStackTurn {
     private readonly target: TargetRecord | undefined,
   ) {}
 
-  /** The keeper's answer, as its signal brings it. */
-  heard(answer: IacClaimAnswer): void {
-    this.answer = answer;
+  /** The keeper's answer, as its signal brings it: checked (anyone may signal a run), and a grant taken only while a claim waits for one. */
+  heard(payload: unknown): void {
+    const parsed = iacClaimAnswerSchema.safeParse(payload);
+    if (!parsed.success) {
+      log.warn('malformed stack answer ignored');
+      return;
+    }
+    if (parsed.data.answer === 'granted' && (this.granted || !this.asked)) return;
+    this.answer = parsed.data;
   }
 
   /** The keeper's word, after it granted the stack, that the sandbox is ending: nothing can be applied any more. */
@@ -48,16 +54,16 @@ export class IacStackTurn {
    * Claims the stack and waits for it: granted, refused (an IacRefused), or queued behind
    * a run whose lease ends at a known time (`queued` is told; the claim is sent again then).
    */
-  async claim(leaseUntilMs: number, queued: (behind: string, leaseUntilMs: number) => void): Promise<Granted> {
+  async claim(leaseMs: number, services: readonly string[], queued: (behind: string, leaseUntilMs: number) => void): Promise<Granted> {
     for (;;) {
       this.answer = undefined;
-      await this.send(leaseUntilMs);
+      await this.send(leaseMs, services);
       if (!(await condition(() => this.answer !== undefined, CLAIM_ANSWER_WAIT_MS))) {
-        throw new IacRefused(
-          'FAILED',
-          'INVALID_STATE',
-          `${this.keeperText} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (a sandbox of a build from before infrastructure as code cannot: create a new sandbox)`,
-        );
+        const why =
+          this.run.sandboxId !== undefined
+            ? 'a sandbox of a build from before infrastructure as code cannot: create a new sandbox'
+            : 'no lifecycle worker of the current build serves the plane: `sandboxctl deployment` shows its pollers';
+        throw new IacRefused('FAILED', 'INVALID_STATE', `${this.keeperText} did not answer within ${CLAIM_ANSWER_WAIT_MS / 1000} s (${why})`);
       }
       const answer = this.answer as unknown as IacClaimAnswer;
       if (answer.answer === 'refused') throw new IacRefused('FAILED', answer.code, answer.message);
@@ -88,9 +94,9 @@ export class IacStackTurn {
     return this.run.sandboxId !== undefined ? `sandbox ${this.run.sandboxId}` : `the turns of target ${this.run.target as string}`;
   }
 
-  private async send(leaseUntilMs: number): Promise<void> {
+  private async send(leaseMs: number, services: readonly string[]): Promise<void> {
     const { runId, stack, principal, sandboxId, target } = this.run;
-    const claim = { runId, stack, principal, leaseUntilMs };
+    const claim = { runId, stack, principal, leaseMs, services: [...services] };
     if (target !== undefined) {
       // Workflow code cannot signal-with-start: the store role's activity does.
       await storeActivities().claimTargetStack({ target, taskQueue: workflowInfo().taskQueue, claim });

@@ -11,6 +11,9 @@ type IacSteps = TargetActivities;
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
 
+/** How long a step may wait for a worker to take it: no docker or targets worker serving the queue is an answer, not a wait of days. */
+export const STEP_PICKUP = '2 minutes';
+
 /**
  * Planning and checking: each retried for about two minutes (a Docker, emulator or network
  * blip is ridden out); a step beats, so one whose worker died is tried again in seconds.
@@ -20,6 +23,7 @@ export function planningSteps(taskQueue: string): IacSteps {
     taskQueue,
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '30 seconds',
+    scheduleToStartTimeout: STEP_PICKUP,
     retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
   });
 }

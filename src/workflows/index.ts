@@ -1,6 +1,5 @@
 import { setWorkflowOptions } from '@temporalio/workflow';
 import { iacRun } from './iac-run';
-import { iacTargetTurns } from './iac-target-turns';
 import { sandboxLifecycle } from './sandbox-lifecycle';
 
 export { cleanupHostSweep, cleanupSweep } from './cleanup-sweep';
@@ -11,10 +10,10 @@ export { sandboxLifecycle } from './sandbox-lifecycle';
 export { storeCommand } from './store-command';
 export { warmPoolReport } from './warm-pool-report';
 
-// A sandbox's lifecycle, an IaC run and a target's turns (which may wait hours for a reviewer) finish on
+// A sandbox's lifecycle and an IaC run (which may wait hours for a reviewer) finish on
 // the build that started them (DESIGN §16): a new build needs no patch branches for
-// them. Every other workflow is short and follows the current build (the worker's
-// default, AUTO_UPGRADE).
+// them. Every other workflow follows the current build (the worker's default,
+// AUTO_UPGRADE): they are short, or (a target's turns) small and kept replay-safe, so
+// a rollout never waits for them to end.
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, sandboxLifecycle);
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, iacRun);
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, iacTargetTurns);

@@ -2,6 +2,7 @@ import { log, setHandler } from '@temporalio/workflow';
 import { iacStackClaimSchema, type IacStackClaim } from '../domain/iac/iac-run';
 import { stateOf } from '../domain/lifecycle-record';
 import { claimStackSignal, releaseStackSignal, tellRun } from './iac-messages';
+import type { Handover } from './iac-stack-locks';
 import type { LifecycleContext } from './lifecycle-context';
 
 /**
@@ -29,9 +30,19 @@ export function registerIacTurns(ctx: LifecycleContext): void {
         message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox`,
       });
     }
+    // The plane applies as itself: a template may touch only what the sandbox was granted, as its own key may.
+    const ungranted = claim.services.filter((service) => service !== 'cloudformation' && !request.services.includes(service));
+    if (ungranted.length > 0) {
+      return tellRun(claim, {
+        answer: 'refused',
+        code: 'SERVICE_NOT_ALLOWED',
+        message: `the template touches ${ungranted.join(', ')}, which sandbox ${request.id} was not granted (it has ${request.services.join(', ')}); create a sandbox with those services`,
+      });
+    }
     const outcome = ctx.iacLocks.claim(claim, Date.now());
     if ('full' in outcome)
       return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for one stack of sandbox ${request.id}; try again once some have ended` });
+    if (outcome.handover !== undefined) handOver(ctx, outcome.handover, claim.runId);
     if (outcome.granted) return grant(ctx, claim);
     return tellRun(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });
   });
@@ -42,6 +53,12 @@ export function registerIacTurns(ctx: LifecycleContext): void {
     const next = ctx.iacLocks.release(runId, stack, Date.now());
     if (next !== undefined) grant(ctx, next);
   });
+}
+
+/** Tells a holder whose lease ran out that it lost the stack, and the next holder (unless it is `claimant`, told by its own claim) that it has it. */
+function handOver(ctx: LifecycleContext, handover: Handover, claimant: string): void {
+  tellRun(handover.passedOver, { answer: 'refused', code: 'INVALID_STATE', message: `the turn of stack ${handover.passedOver.stack} ran out; the change was not made` });
+  if (handover.next !== undefined && handover.next.runId !== claimant) grant(ctx, handover.next);
 }
 
 /** Tells every run that holds or waits for a stack that the sandbox is no longer READY. */

@@ -102,6 +102,12 @@ describe('sandboxctl codec-server (the codec server HTTP API)', () => {
     assert.equal(missing.status, 400);
   });
 
+  test('an empty body is an empty list, as the temporal CLI sends it when it has nothing to code', async () => {
+    const empty = await post('/encode', '{}');
+    assert.equal(empty.status, 200);
+    assert.deepEqual(await empty.json(), { payloads: [] });
+  });
+
   test('a payload under an unknown key id is 422 naming the key id; wrong paths and methods are 404 and 405', async () => {
     const other = new AesGcmPayloadCodec([generateCodecKey()]);
     const [foreign] = await other.encode([defaultPayloadConverter.toPayload('x')]);

@@ -425,7 +425,7 @@ describe('plan text', () => {
     assert.ok(text.includes(plan.digest));
     assert.ok(text.includes('`Properties.VisibilityTimeout`: `30` → `60`'), text);
     assert.ok(text.includes('**Remove** `Subscription` (`AWS::SNS::Subscription`)'));
-    assert.match(text, /### Unsupported \(will NOT be created by this emulator\)\n\n- none/);
+    assert.match(text, /### Unsupported \(will NOT be created there\)\n\n- none/);
     assert.ok(text.includes('sandboxctl iac approve run-7 --approver NAME --code NNNNNN'));
     const payload = /```\n(\{[^`]*\})\n```/.exec(text)?.[1] ?? '';
     assert.deepEqual(JSON.parse(payload), { approver: '<your name>', reason: '<why>', code: '<6 digits>', planDigest: plan.digest }, 'the signal payload, with this digest');
@@ -437,7 +437,7 @@ describe('plan text', () => {
     assert.equal(planSummaryLine(plan), '0 to add, 1 to change, 1 to remove; 0 unsupported; 0 security');
 
     const added = planDetailsMarkdown(buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions }), context);
-    assert.ok(added.includes('**Add** `Subscription` (`AWS::SNS::Subscription`) — **not created by this emulator**'), 'an unsupported Add says so where it is listed');
+    assert.ok(added.includes('**Add** `Subscription` (`AWS::SNS::Subscription`) — **not created there**'), 'an unsupported Add says so where it is listed');
 
     const applied = planDetailsMarkdown(plan, { ...context, state: 'APPLIED', waitingFor: 'Applied.' });
     assert.doesNotMatch(applied, /iac approve/);

@@ -114,7 +114,9 @@ export function registerIacCommands(program: Command): void {
       .argument('[sandbox-id]', 'the READY sandbox to change (yours); leave it out with --target')
       .option(
         '--target <name>',
-        "an operator's target to promote to (`sandboxctl targets list`): only what was APPLIED in one of your sandboxes within 24 h, and only with people's approval (two for production)",
+        name === 'apply'
+          ? "promote to an operator's target instead (`sandboxctl targets list`): only what was APPLIED in one of your sandboxes within 24 h, planned against the target, applied once people approve (two for production)"
+          : 'refused: a target is planned only as part of `iac apply --target`, which shows the plan and waits for approval',
       )
       .option('--template <file>', 'a CloudFormation template, JSON or YAML (at most 1 MiB)')
       .option('--cdk-app <dir>', "a CDK v2 app (its cdk.json); synthesized here with the app's own aws-cdk-lib, never on a worker")

@@ -1,4 +1,5 @@
 import type { IacRunSummary } from '../../client/iac-client';
+import { cleanDisplayText } from '../../domain/display-text';
 import type { IacStatus } from '../../domain/iac/iac-run';
 import type { PlanChange } from '../../domain/iac/plan';
 import { formatFields, formatTable } from './table';
@@ -7,7 +8,8 @@ const SYMBOL: Readonly<Record<PlanChange['action'], string>> = { Add: '+', Modif
 
 /** A value as a reviewer reads it: compact JSON, cut when long. */
 function shown(value: unknown): string {
-  const text = value === null || value === undefined ? '(none)' : typeof value === 'string' ? value : JSON.stringify(value);
+  // An agent's strings: never a control character to the reviewer's terminal.
+  const text = cleanDisplayText(value === null || value === undefined ? '(none)' : typeof value === 'string' ? value : JSON.stringify(value));
   return text.length > 100 ? `${text.slice(0, 99)}…` : text;
 }
 
@@ -22,7 +24,7 @@ function planLines(status: IacStatus): string[] {
     if (change.action === 'Modify') for (const property of change.properties) lines.push(`      ${property.path}: ${shown(property.before)} → ${shown(property.after)}`);
   }
   if (plan.unsupported.length > 0) {
-    lines.push('unsupported (the emulator will NOT create these):');
+    lines.push('unsupported (will NOT be created there):');
     for (const row of plan.unsupported) lines.push(`  ! ${row.logicalId}  ${row.type}`);
   }
   if (plan.security.length > 0) {
@@ -43,7 +45,7 @@ export function formatIacStatus(status: IacStatus): string {
   ];
   if (status.decision !== null) fields.push(['decision', `${status.decision.effect}: ${status.decision.reasons.join('; ')}`]);
   if (status.proof !== null) fields.push(['proof', `run ${status.proof.iacRunId} APPLIED it in sandbox ${status.proof.sandboxId} at ${status.proof.at}`]);
-  if (status.approvalsNeeded > 1) fields.push(['approvals', `${status.approvals.filter((given) => given.approver !== '').length} of ${status.approvalsNeeded} different approvers`]);
+  if (status.approvalsNeeded > 1) fields.push(['approvals', `${status.approvals.length} of ${status.approvalsNeeded} different approvers`]);
   for (const approval of status.approvals) fields.push(['decided by', `${approval.approver}${approval.reason ? ` (${approval.reason})` : ''} at ${approval.at}`]);
   if (status.error !== null) fields.push(['error', `${status.error.code}: ${status.error.message}`]);
   fields.push(['now', status.waitingFor]);

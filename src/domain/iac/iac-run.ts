@@ -1,17 +1,20 @@
 import { z } from 'zod';
 import { approvalPayloadSchema, type ApprovalAttempt } from '../lifecycle-messages';
 import { cleanDisplayText } from '../display-text';
-import type { ErrorCode } from '../error-codes';
+import { isErrorCode, type ErrorCode } from '../error-codes';
 import { sandboxIdSchema } from '../sandbox-id';
 import type { IacPlan } from './plan';
 import { sha256Hex } from '../sha256';
 import { targetNameSchema } from '../targets';
-import { canonicalJson, stackNameSchema } from './template';
+import { canonicalJson, stackNameSchema, utf8ByteLength } from './template';
 
 /**
  * One IaC change (DESIGN §14): its states, input, status and messages — what the `iacRun`
  * workflow, its activities and every caller share.
  */
+
+/** What CloudFormation takes as a request's TemplateBody: a promotion sends no more (a sandbox takes up to MAX_TEMPLATE_BYTES). */
+export const MAX_TARGET_TEMPLATE_BYTES = 51_200;
 
 /** Every state of an IaC run; the terminal ones end it (DESIGN §11, "IaC"). */
 export const IAC_STATES = ['PLANNING', 'PLANNED', 'AWAITING_APPROVAL', 'APPLYING', 'APPLIED', 'FAILED', 'DENIED', 'EXPIRED'] as const;
@@ -82,7 +85,17 @@ export const iacRunInputSchema = z
     source: iacSourceSchema,
   })
   .strict()
-  .refine((run) => (run.sandboxId === undefined) !== (run.target === undefined), { message: 'name exactly one of sandboxId and target', path: ['sandboxId'] });
+  .refine((run) => (run.sandboxId === undefined) !== (run.target === undefined), { message: 'name exactly one of sandboxId and target', path: ['sandboxId'] })
+  // CloudFormation itself takes at most this much template in a request: a target is real CloudFormation.
+  .refine((run) => run.target === undefined || utf8ByteLength(JSON.stringify(run.template)) <= MAX_TARGET_TEMPLATE_BYTES, {
+    message: `a target takes at most ${MAX_TARGET_TEMPLATE_BYTES} bytes of template (CloudFormation's TemplateBody limit); split the stack`,
+    path: ['template'],
+  })
+  // A target's plan reads its stack and makes a change set there: only an apply, which people approve, goes that far.
+  .refine((run) => run.target === undefined || run.mode === 'apply', {
+    message: "a target is planned only as part of its apply (sandboxctl iac apply --target), which shows the plan and waits for people's approval",
+    path: ['mode'],
+  });
 export type IacRunInput = z.input<typeof iacRunInputSchema>;
 export type AdmittedIacRun = z.output<typeof iacRunInputSchema>;
 
@@ -175,20 +188,27 @@ export type IacApprovalPayload = z.input<typeof iacApprovalPayloadSchema>;
 export const iacDecidePayloadSchema = iacApprovalPayloadSchema.extend({ decision: z.enum(['approve', 'deny']) });
 export type IacDecidePayload = z.input<typeof iacDecidePayloadSchema>;
 
-/** The stack lock's key within one sandbox. */
+/** A run's claim of its stack's turn, as it sends it to the keeper (a sandbox's lifecycle, or a target's turns). */
 export interface IacStackClaim {
   readonly runId: string;
   readonly stack: string;
   readonly principal: string;
-  /** When the run's workflow times out at the latest: the lock is not held past it. */
-  readonly leaseUntilMs: number;
+  /** How long the run may hold the stack once granted: its approval wait and its steps' whole retry budget. */
+  readonly leaseMs: number;
+  /** The services the template touches: a sandbox takes only templates within the services it was granted. */
+  readonly services: readonly string[];
 }
 
 export const iacStackClaimSchema = z.object({
   runId: iacRunIdSchema,
   stack: stackNameSchema,
   principal: z.string().max(200),
-  leaseUntilMs: z.number().int().nonnegative(),
+  leaseMs: z
+    .number()
+    .int()
+    .positive()
+    .max(7 * 86_400_000),
+  services: z.array(z.string().max(64)).max(200),
 });
 
 /** The lifecycle's answer to a claim: the run holds the stack now, waits behind another, or is refused. */
@@ -196,6 +216,22 @@ export type IacClaimAnswer =
   | { readonly answer: 'granted'; readonly sandbox?: IacSandboxGrant }
   | { readonly answer: 'queued'; readonly behind: string; readonly leaseUntilMs: number }
   | { readonly answer: 'refused'; readonly code: ErrorCode; readonly message: string };
+
+/** A keeper's answer as a run receives it: a signal anyone could send, so checked like any input. */
+export const iacClaimAnswerSchema: z.ZodType<IacClaimAnswer, z.ZodTypeDef, unknown> = z.discriminatedUnion('answer', [
+  z.object({
+    answer: z.literal('granted'),
+    sandbox: z
+      .object({
+        adapter: z.string().max(32),
+        placement: z.object({ hostId: z.string().max(200), taskQueue: z.string().min(1).max(500) }),
+        runtime: z.object({ runtimeIds: z.array(z.string().max(200)).max(16), engineId: z.string().max(500).optional() }),
+      })
+      .optional(),
+  }),
+  z.object({ answer: z.literal('queued'), behind: z.string().max(100), leaseUntilMs: z.number().int().nonnegative() }),
+  z.object({ answer: z.literal('refused'), code: z.string().refine(isErrorCode, 'must be a taxonomy code') as unknown as z.ZodType<ErrorCode>, message: z.string().max(4000) }),
+]) as unknown as z.ZodType<IacClaimAnswer, z.ZodTypeDef, unknown>;
 
 /** What a sandbox's lifecycle tells the run it grants a stack: where the sandbox runs. */
 export interface IacSandboxGrant {

@@ -24,6 +24,8 @@ export interface PlanDetailsContext {
   readonly waitingFor: string;
   /** For a promotion: the sandbox run that applied the same template and parameters, shown beside the plan. */
   readonly proof?: { readonly sandboxId: string; readonly iacRunId: string; readonly at: string } | null;
+  /** Where the target's own change set disagreed with the plane's diff, in words. */
+  readonly crossCheck?: readonly string[];
 }
 
 /** `3 to add, 1 to change, 1 to remove; 1 unsupported; 0 security`. */
@@ -68,12 +70,22 @@ export function planDetailsMarkdown(plan: IacPlan, context: PlanDetailsContext):
     { more: (count) => `- … and ${count} more findings ${seeAll}`, empty: '- none' },
   );
   const unsupported = boundedSection(
-    '### Unsupported (will NOT be created by this emulator)',
+    '### Unsupported (will NOT be created there)',
     plan.unsupported.map((resource) => [`- ${code(plain(resource.logicalId))} (${code(plain(resource.type))})`]),
     sectionBudget,
     { more: (count) => `- … and ${count} more ${seeAll}`, empty: '- none' },
   );
-  const before = [head, security, unsupported, approval].filter((part) => part !== '').join('\n\n');
+  const notes = context.crossCheck ?? [];
+  const disagreements = boundedSection(
+    "### Where the target's own change set disagrees",
+    notes.map((note) => [`- ${escapeMarkdown(plain(note))}`]),
+    sectionBudget,
+    {
+      more: (count) => `- … and ${count} more ${seeAll}`,
+      empty: '',
+    },
+  );
+  const before = [head, security, unsupported, notes.length > 0 ? disagreements : '', approval].filter((part) => part !== '').join('\n\n');
   const unsupportedIds = new Set(plan.unsupported.map((resource) => resource.logicalId));
   const changes = boundedSection(
     '### Changes',
@@ -109,7 +121,7 @@ function approvalSection(runId: string, digest: string): string {
 
 function changeLines(change: PlanChange, unsupported: boolean): string[] {
   return [
-    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})${unsupported && change.action !== 'Remove' ? ' — **not created by this emulator**' : ''}`,
+    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})${unsupported && change.action !== 'Remove' ? ' — **not created there**' : ''}`,
     ...change.properties.map((property) => `  - ${code(plain(property.path))}: ${code(shortJson(property.before))} → ${code(shortJson(property.after))}`),
   ];
 }
