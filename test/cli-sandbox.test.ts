@@ -5,31 +5,12 @@ import type { ApprovalOutcome, SandboxSummary } from '../src/client/sandbox-clie
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { AuditEntry, PolicyRecord } from '../src/domain/store-commands';
 import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
-import { runCli, type CliResult } from './helpers/cli';
+import { runCli } from './helpers/cli';
+import { cliFailure, cliOutput } from './helpers/cli-json';
 import { authenticatorFor, type TestAuthenticator } from './helpers/approvers';
 import { eventually } from './helpers/eventually';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
-
-interface ErrorDocument {
-  error: { code: string; message: string; hint: string };
-}
-
-/** The one JSON document on stdout of a command that succeeded. */
-function output<T>(result: CliResult): T {
-  assert.equal(result.code, 0, `exit ${result.code}; stderr: ${result.stderr}`);
-  return JSON.parse(result.stdout) as T;
-}
-
-/** The `{"error": ...}` document on stderr of a command that failed with `exitCode`. */
-function failure(result: CliResult, exitCode: number, code: string): ErrorDocument['error'] {
-  assert.equal(result.code, exitCode, `expected exit ${exitCode}; stdout: ${result.stdout} stderr: ${result.stderr}`);
-  assert.equal(result.stdout, '');
-  const { error } = JSON.parse(result.stderr) as ErrorDocument;
-  assert.equal(error.code, code, error.message);
-  assert.ok(error.hint.length > 0, 'every error carries a hint');
-  return error;
-}
 
 // The tests run in order and build on each other: the first one adds the policy rows
 // and the approver the later ones rely on.
@@ -49,31 +30,31 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       cli('policy', 'add', '--principal', 'intern-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval', '--max-concurrent', '2', '--json'),
       cli('policy', 'add', '--principal', 'temp', '--capability', 'cloud.iac.local', '--effect', 'deny', '--json'),
     ]);
-    const allowRow = output<PolicyRecord>(allow);
+    const allowRow = cliOutput<PolicyRecord>(allow);
     assert.deepEqual(
       { ...allowRow, id: 0, createdAt: '' },
       { id: 0, principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: 3600, services: ['s3', 'sqs'], maxConcurrent: null, createdAt: '' },
     );
-    assert.equal(output<PolicyRecord>(gated).maxConcurrent, 2);
-    const scratchRow = output<PolicyRecord>(scratch);
+    assert.equal(cliOutput<PolicyRecord>(gated).maxConcurrent, 2);
+    const scratchRow = cliOutput<PolicyRecord>(scratch);
 
-    const removed = output<PolicyRecord>(await cli('policy', 'remove', String(scratchRow.id), '--json'));
+    const removed = cliOutput<PolicyRecord>(await cli('policy', 'remove', String(scratchRow.id), '--json'));
     assert.equal(removed.principalPattern, 'temp');
 
     const [list, approverAdded] = await Promise.all([cli('policy', 'list', '--json'), cli('approvers', 'add', 'alice', '--json')]);
-    const { policies } = output<{ policies: PolicyRecord[] }>(list);
+    const { policies } = cliOutput<{ policies: PolicyRecord[] }>(list);
     assert.deepEqual(policies.map((p) => [p.principalPattern, p.effect]).sort(), [
       ['agent-*', 'allow'],
       ['intern-*', 'require_approval'],
     ]);
-    const enrolled = output<{ name: string; addedAt: string; otpauthUri: string }>(approverAdded);
+    const enrolled = cliOutput<{ name: string; addedAt: string; otpauthUri: string }>(approverAdded);
     assert.equal(enrolled.name, 'alice');
     assert.match(enrolled.otpauthUri, /^otpauth:\/\/totp\/.*alice\?secret=[A-Z2-7]+&/, 'the secret is shown to the enroller, once');
     alice = authenticatorFor('alice', enrolled.otpauthUri);
-    const twice = failure(await cli('approvers', 'add', 'alice', '--json'), 3, 'INVALID_STATE');
+    const twice = cliFailure(await cli('approvers', 'add', 'alice', '--json'), 3, 'INVALID_STATE');
     assert.match(twice.hint, /approvers remove alice/, 'nobody re-enrols alice in passing');
 
-    const { approvers } = output<{ approvers: { name: string; addedAt: string }[] }>(await cli('approvers', 'list', '--json'));
+    const { approvers } = cliOutput<{ approvers: { name: string; addedAt: string }[] }>(await cli('approvers', 'list', '--json'));
     assert.deepEqual(
       approvers.map((a) => a.name),
       ['alice'],
@@ -82,7 +63,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
   });
 
   test('create --wait → READY; status, list, extend (and past the ceiling), destroy, audit', async () => {
-    const ready = output<SandboxStatus>(
+    const ready = cliOutput<SandboxStatus>(
       await cli('create', '--id', 'cli-ready', '--principal', 'agent-1', '--services', 's3,sqs', '--ttl', '30m', '--label', 'team=infra', '--wait', '--json'),
     );
     assert.equal(ready.state, 'READY');
@@ -91,7 +72,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.deepEqual(ready.labels, { team: 'infra' });
     assert.ok(ready.timeLeftSeconds !== null && ready.timeLeftSeconds > 29 * 60 && ready.timeLeftSeconds <= 30 * 60);
 
-    const status = output<SandboxStatus>(await cli('status', 'cli-ready', '--json'));
+    const status = cliOutput<SandboxStatus>(await cli('status', 'cli-ready', '--json'));
     for (const field of ['id', 'workflowId', 'state', 'principal', 'capability', 'adapter', 'services', 'expiresAt', 'timeLeftSeconds', 'endpoint', 'clientConfig', 'fidelity', 'decision']) {
       assert.ok(field in status, `status --json has ${field}`);
     }
@@ -106,24 +87,24 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     // Visibility lags the workflow by about a second.
     let listed: SandboxSummary[] = [];
     for (let attempt = 0; attempt < 5 && !listed.some((row) => row.id === 'cli-ready'); attempt += 1) {
-      listed = output<{ sandboxes: SandboxSummary[] }>(await cli('list', '--state', 'READY', '--json')).sandboxes;
+      listed = cliOutput<{ sandboxes: SandboxSummary[] }>(await cli('list', '--state', 'READY', '--json')).sandboxes;
     }
     assert.ok(
       listed.some((row) => row.id === 'cli-ready' && row.state === 'READY' && row.principal === 'agent-1'),
       JSON.stringify(listed),
     );
 
-    const extended = output<SandboxStatus>(await cli('extend', 'cli-ready', '--ttl', '10m', '--reason', 'more tests', '--json'));
+    const extended = cliOutput<SandboxStatus>(await cli('extend', 'cli-ready', '--ttl', '10m', '--reason', 'more tests', '--json'));
     assert.equal(Date.parse(extended.expiresAt ?? '') - Date.parse(ready.expiresAt ?? ''), 10 * 60_000);
 
-    const ceiling = failure(await cli('extend', 'cli-ready', '--ttl', '2h', '--json'), 3, 'TTL_EXCEEDS_CEILING');
+    const ceiling = cliFailure(await cli('extend', 'cli-ready', '--ttl', '2h', '--json'), 3, 'TTL_EXCEEDS_CEILING');
     assert.match(ceiling.message, /max TTL of 1h/);
 
-    const destroyed = output<SandboxStatus>(await cli('destroy', 'cli-ready', '--reason', 'finished', '--actor', 'ci-job', '--json'));
+    const destroyed = cliOutput<SandboxStatus>(await cli('destroy', 'cli-ready', '--reason', 'finished', '--actor', 'ci-job', '--json'));
     assert.equal(destroyed.state, 'DESTROYED');
     assert.equal(destroyed.clientConfig, null);
 
-    const audit = output<{ sandboxId: string; operations: AuditEntry[] }>(await cli('audit', 'cli-ready', '--json'));
+    const audit = cliOutput<{ sandboxId: string; operations: AuditEntry[] }>(await cli('audit', 'cli-ready', '--json'));
     assert.equal(audit.sandboxId, 'cli-ready');
     assert.deepEqual(
       audit.operations.map((op) => op.action),
@@ -144,20 +125,20 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.match(waiting.stdout, /^sandbox cli-review {2}AWAITING_APPROVAL/);
     assert.match(waiting.stdout, /sandboxctl approve cli-review --approver NAME/, 'the human output says how to approve');
     assert.match(waiting.stdout, /must not be intern-1/, "the workflow's own words are shown too");
-    assert.equal(output<SandboxStatus>(toDeny).state, 'AWAITING_APPROVAL');
+    assert.equal(cliOutput<SandboxStatus>(toDeny).state, 'AWAITING_APPROVAL');
 
-    const self = failure(await cli('approve', 'cli-review', '--approver', 'intern-1', '--json'), 3, 'APPROVER_NOT_ALLOWED');
+    const self = cliFailure(await cli('approve', 'cli-review', '--approver', 'intern-1', '--json'), 3, 'APPROVER_NOT_ALLOWED');
     assert.match(self.message, /requested this sandbox/);
-    const unlisted = failure(await cli('approve', 'cli-review', '--approver', 'mallory', '--json'), 3, 'APPROVER_NOT_ALLOWED');
+    const unlisted = cliFailure(await cli('approve', 'cli-review', '--approver', 'mallory', '--json'), 3, 'APPROVER_NOT_ALLOWED');
     assert.match(unlisted.message, /not on the approvers list/);
 
-    const forged = failure(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'forged', '--json'), 3, 'APPROVAL_UNVERIFIED');
+    const forged = cliFailure(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'forged', '--json'), 3, 'APPROVAL_UNVERIFIED');
     assert.match(forged.message, /no code/);
     assert.match(forged.hint, /--code/);
     const badCode = await cli('approve', 'cli-review', '--approver', 'alice', '--code', '12345', '--json');
-    assert.match(failure(badCode, 2, 'INVALID_INPUT').message, /--code/);
+    assert.match(cliFailure(badCode, 2, 'INVALID_INPUT').message, /--code/);
 
-    const approved = output<ApprovalOutcome>(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'fine', '--code', await alice.code(), '--json'));
+    const approved = cliOutput<ApprovalOutcome>(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'fine', '--code', await alice.code(), '--json'));
     assert.equal(approved.attempt.verdict, 'accepted');
     assert.ok(['PROVISIONING', 'READY'].includes(approved.status.state), approved.status.state);
     const deadline = Date.now() + 10_000;
@@ -168,7 +149,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     }
     assert.equal(state, 'READY');
 
-    const denied = output<ApprovalOutcome>(await cli('deny', 'cli-refuse', '--approver', 'alice', '--reason', 'use mocks', '--code', await alice.code(), '--json'));
+    const denied = cliOutput<ApprovalOutcome>(await cli('deny', 'cli-refuse', '--approver', 'alice', '--reason', 'use mocks', '--code', await alice.code(), '--json'));
     assert.equal(denied.status.state, 'DENIED');
     assert.equal(denied.status.error?.code, 'APPROVAL_DENIED');
     assert.deepEqual(
@@ -179,20 +160,20 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
 
   test("SANDBOXPLANE_PRINCIPAL: the CLI acts as that principal (its own sandboxes only, no one else's name); sandboxctl mcp needs one", async () => {
     const asAgent = (...args: string[]) => runCli(args, { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-own' });
-    const mine = output<SandboxStatus>(await asAgent('create', '--id', 'cli-own', '--services', 's3', '--wait', '--json'));
+    const mine = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'cli-own', '--services', 's3', '--wait', '--json'));
     assert.equal(mine.principal, 'agent-own', '--principal defaults to the caller');
     const other = await worker.sandboxes.create({ id: 'cli-other', principal: 'agent-other', services: ['s3'] }, { wait: 'ready' });
     assert.equal(other.state, 'READY');
-    assert.equal(failure(await asAgent('status', 'cli-other', '--json'), 4, 'NOT_FOUND').message, 'no sandbox cli-other');
-    failure(await asAgent('destroy', 'cli-other', '--json'), 4, 'NOT_FOUND');
-    const mismatch = failure(await asAgent('create', '--principal', 'admin', '--services', 's3', '--json'), 3, 'PRINCIPAL_MISMATCH');
+    assert.equal(cliFailure(await asAgent('status', 'cli-other', '--json'), 4, 'NOT_FOUND').message, 'no sandbox cli-other');
+    cliFailure(await asAgent('destroy', 'cli-other', '--json'), 4, 'NOT_FOUND');
+    const mismatch = cliFailure(await asAgent('create', '--principal', 'admin', '--services', 's3', '--json'), 3, 'PRINCIPAL_MISMATCH');
     assert.match(mismatch.message, /acts as agent-own/);
-    const listed = output<{ sandboxes: SandboxSummary[] }>(await asAgent('list', '--json')).sandboxes;
+    const listed = cliOutput<{ sandboxes: SandboxSummary[] }>(await asAgent('list', '--json')).sandboxes;
     assert.ok(
       listed.every((row) => row.principal === 'agent-own'),
       JSON.stringify(listed),
     );
-    failure(await runCli(['mcp', '--json'], worker.env), 2, 'INVALID_INPUT');
+    cliFailure(await runCli(['mcp', '--json'], worker.env), 2, 'INVALID_INPUT');
     await worker.sandboxes.destroy('cli-own');
     await worker.sandboxes.destroy('cli-other');
   });
@@ -204,17 +185,17 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       cli('audit', 'nosuch', '--json'),
       cli('policy', 'remove', '999', '--json'),
     ]);
-    assert.match(failure(refused, 3, 'POLICY_DENIED').message, /no policy row lets stranger/);
-    assert.match(failure(status, 4, 'NOT_FOUND').message, /nosuch/);
-    assert.match(failure(audit, 4, 'NOT_FOUND').message, /nosuch/);
-    assert.match(failure(policy, 4, 'NOT_FOUND').message, /999/);
+    assert.match(cliFailure(refused, 3, 'POLICY_DENIED').message, /no policy row lets stranger/);
+    assert.match(cliFailure(status, 4, 'NOT_FOUND').message, /nosuch/);
+    assert.match(cliFailure(audit, 4, 'NOT_FOUND').message, /nosuch/);
+    assert.match(cliFailure(policy, 4, 'NOT_FOUND').message, /999/);
   });
 
   test('policy add works with no store file where the caller runs, and the change is a storeCommand execution', async () => {
     // The caller's SANDBOXPLANE_DB names nothing: only the store worker holds the file.
     const remote = { ...worker.env, SANDBOXPLANE_DB: '/nonexistent/x.sqlite' };
-    const added = output<PolicyRecord>(await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote));
-    const { policies } = output<{ policies: PolicyRecord[] }>(await runCli(['policy', 'list', '--json'], remote));
+    const added = cliOutput<PolicyRecord>(await runCli(['policy', 'add', '--principal', 'remote-*', '--capability', 'cloud.sandbox', '--effect', 'deny', '--json'], remote));
+    const { policies } = cliOutput<{ policies: PolicyRecord[] }>(await runCli(['policy', 'list', '--json'], remote));
     assert.ok(
       policies.some((row) => row.id === added.id && row.principalPattern === 'remote-*'),
       'the new row is listed',
@@ -242,7 +223,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
   test('hosts lists the docker host of the all-roles worker, with the documented fields', async () => {
     // The docker role registers its host when it starts; the store answers once it has.
     const local = await eventually('host local in `sandboxctl hosts`', async () => {
-      const { hosts } = output<{ hosts: Record<string, unknown>[] }>(await cli('hosts', '--json'));
+      const { hosts } = cliOutput<{ hosts: Record<string, unknown>[] }>(await cli('hosts', '--json'));
       return hosts.find((host) => host.hostId === 'local');
     });
     for (const field of ['hostId', 'taskQueue', 'capacity', 'live', 'adapters', 'lastSeenAt', 'warmPool']) assert.ok(field in local, `hosts[].${field}`);
@@ -258,9 +239,9 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       cli('create', '--services', 's3', '--ttl', '5x', '--json'),
       cli('policy', 'add', '--principal', 'p', '--capability', 'cloud.sandbox', '--effect', 'maybe', '--json'),
     ]);
-    const createError = failure(create, 2, 'INVALID_INPUT');
+    const createError = cliFailure(create, 2, 'INVALID_INPUT');
     assert.match(createError.message, /--principal is required/);
     assert.match(createError.message, /--ttl must be a duration such as 90s, 30m or 2h, got '5x'/);
-    assert.match(failure(policy, 2, 'INVALID_INPUT').message, /--effect must be one of allow, require_approval, deny, got 'maybe'/);
+    assert.match(cliFailure(policy, 2, 'INVALID_INPUT').message, /--effect must be one of allow, require_approval, deny, got 'maybe'/);
   });
 });

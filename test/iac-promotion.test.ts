@@ -22,7 +22,8 @@ import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCliEnv } from './helpers/aws-cli';
-import { runCli, type CliResult } from './helpers/cli';
+import { runCli } from './helpers/cli';
+import { cliFailure, cliOutput } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -70,18 +71,6 @@ async function mintDeployer(endpoint: string): Promise<SandboxCredentials> {
   const secretAccessKey = /<SecretAccessKey>([^<]+)</.exec(created)?.[1];
   assert.ok(accessKeyId !== undefined && secretAccessKey !== undefined, created);
   return { accessKeyId, secretAccessKey };
-}
-
-function output<T>(result: CliResult): T {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return JSON.parse(result.stdout) as T;
-}
-
-function failure(result: CliResult, exit: number, code: string): string {
-  assert.equal(result.code, exit, `exit ${result.code}, expected ${exit}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
-  assert.equal(error.code, code, error.message);
-  return error.message;
 }
 
 describe('promotion to staging and production targets (real dev server, engine, moto as the accounts, AWS CLI)', { skip }, () => {
@@ -140,8 +129,8 @@ describe('promotion to staging and production targets (real dev server, engine, 
       worker.store.policies.add({ principalPattern: 'agent-promo', capability, effect: 'allow' });
     }
     [alice, bob, selfApprover] = await Promise.all([enrolApprover(worker, 'alice'), enrolApprover(worker, 'bob'), enrolApprover(worker, 'agent-promo')]);
-    output(await asOperator('targets', 'add', 'staging', '--environment', 'staging', '--region', 'us-east-1', '--endpoint', endpoint, '--profile', PROFILE));
-    output(await asOperator('targets', 'add', 'prod', '--environment', 'production', '--region', 'us-east-1', '--endpoint', endpoint, '--profile', PROFILE));
+    cliOutput(await asOperator('targets', 'add', 'staging', '--environment', 'staging', '--region', 'us-east-1', '--endpoint', endpoint, '--profile', PROFILE));
+    cliOutput(await asOperator('targets', 'add', 'prod', '--environment', 'production', '--region', 'us-east-1', '--endpoint', endpoint, '--profile', PROFILE));
     await worker.sandboxes.create({ id: 'promo-sbx', principal: 'agent-promo', adapter: 'moto', services: ['s3', 'sqs'] }, { wait: 'ready' });
   });
 
@@ -158,19 +147,19 @@ describe('promotion to staging and production targets (real dev server, engine, 
   });
 
   test('a template never applied in a sandbox is refused for staging with PROOF_MISSING, and nothing changes there', async () => {
-    failure(await asAgent('iac', 'apply', '--target', 'staging', '--template', file('never.json', NEVER_TRIED), '--wait'), 3, 'PROOF_MISSING');
+    cliFailure(await asAgent('iac', 'apply', '--target', 'staging', '--template', file('never.json', NEVER_TRIED), '--wait'), 3, 'PROOF_MISSING');
     // A plan alone would read the target's stack and make a change set there: only an apply goes that far.
-    failure(await asAgent('iac', 'plan', '--target', 'staging', '--template', file('never.json', NEVER_TRIED)), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('iac', 'plan', '--target', 'staging', '--template', file('never.json', NEVER_TRIED)), 2, 'INVALID_INPUT');
     assert.deepEqual(JSON.parse(await awsStaging(['cloudformation', 'list-stacks'])).StackSummaries, []);
     assert.deepEqual(JSON.parse((await awsStaging(['sqs', 'list-queues'])) || '{}').QueueUrls ?? [], []);
   });
 
   test('once APPLIED in a sandbox, the staging run waits for people under an allow policy, shows the proof, and a valid approval applies it there', async () => {
     const template = file('app.json', TEMPLATE);
-    const tried = output<IacStatus>(await asAgent('iac', 'apply', 'promo-sbx', '--template', template, '--stack', 'app', '--wait'));
+    const tried = cliOutput<IacStatus>(await asAgent('iac', 'apply', 'promo-sbx', '--template', template, '--stack', 'app', '--wait'));
     assert.equal(tried.state, 'APPLIED', tried.waitingFor);
 
-    const waiting = output<IacStatus>(await asAgent('iac', 'apply', '--target', 'staging', '--template', template, '--stack', 'app'));
+    const waiting = cliOutput<IacStatus>(await asAgent('iac', 'apply', '--target', 'staging', '--template', template, '--stack', 'app'));
     assert.equal(waiting.state, 'AWAITING_APPROVAL', 'approval is required for a target whatever the policy row says');
     assert.equal(waiting.target, 'staging');
     assert.deepEqual([waiting.proof?.sandboxId, waiting.proof?.iacRunId], ['promo-sbx', tried.runId], 'the proof is the sandbox run');
@@ -185,11 +174,11 @@ describe('promotion to staging and production targets (real dev server, engine, 
     assert.deepEqual(waiting.plan?.unsupported, [], 'a target is a real account: nothing is named unsupported');
 
     // The requester decides nothing: its own bound client is refused outright, and its name as an approver too.
-    failure(await asAgent('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'PRINCIPAL_MISMATCH');
-    failure(await asOperator('iac', 'approve', waiting.runId, '--approver', 'agent-promo', '--code', await selfApprover.code()), 3, 'APPROVER_NOT_ALLOWED');
-    output(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()));
+    cliFailure(await asAgent('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'PRINCIPAL_MISMATCH');
+    cliFailure(await asOperator('iac', 'approve', waiting.runId, '--approver', 'agent-promo', '--code', await selfApprover.code()), 3, 'APPROVER_NOT_ALLOWED');
+    cliOutput(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()));
     const applied = await eventually('the staging run to end', async () => {
-      const status = output<IacStatus>(await asOperator('iac', 'status', waiting.runId));
+      const status = cliOutput<IacStatus>(await asOperator('iac', 'status', waiting.runId));
       return status.state === 'AWAITING_APPROVAL' || status.state === 'APPLYING' ? undefined : status;
     });
     assert.equal(applied.state, 'APPLIED', applied.waitingFor);
@@ -202,7 +191,7 @@ describe('promotion to staging and production targets (real dev server, engine, 
     );
     assert.match(await awsStaging(['sqs', 'get-queue-url', '--queue-name', 'promoted-queue']), /promoted-queue/);
     assert.ok(JSON.parse(await awsStaging(['s3api', 'list-buckets'])).Buckets.some((bucket: { Name: string }) => bucket.Name === 'promoted-bucket'));
-    const trail = output<{ operations: { action: string }[] }>(await asOperator('targets', 'audit', 'staging')).operations.map((row) => row.action);
+    const trail = cliOutput<{ operations: { action: string }[] }>(await asOperator('targets', 'audit', 'staging')).operations.map((row) => row.action);
     for (const action of ['iac_requested', 'iac_proof_found', 'iac_planned', 'iac_awaiting_approval', 'iac_approved', 'iac_applied'])
       assert.ok(trail.includes(action), `${action} in ${trail.join(', ')}`);
   });
@@ -243,20 +232,20 @@ describe('promotion to staging and production targets (real dev server, engine, 
 
   test('production refuses while its flag is off; with it on, one approver is not enough and a second, different one applies it', async () => {
     const template = file('prod.json', PRODUCTION);
-    output<IacStatus>(await asAgent('iac', 'apply', 'promo-sbx', '--template', template, '--stack', 'prod', '--wait'));
-    failure(await asAgent('iac', 'apply', '--target', 'prod', '--template', template, '--stack', 'prod', '--wait'), 3, 'FLAG_DISABLED');
+    cliOutput<IacStatus>(await asAgent('iac', 'apply', 'promo-sbx', '--template', template, '--stack', 'prod', '--wait'));
+    cliFailure(await asAgent('iac', 'apply', '--target', 'prod', '--template', template, '--stack', 'prod', '--wait'), 3, 'FLAG_DISABLED');
 
     await worker.stop();
     worker = await startWorker({ SANDBOXPLANE_FLAG_STAGING_APPLY: '1', SANDBOXPLANE_FLAG_PRODUCTION_APPLY: '1' });
-    const waiting = output<IacStatus>(await asAgent('iac', 'apply', '--target', 'prod', '--template', template, '--stack', 'prod'));
+    const waiting = cliOutput<IacStatus>(await asAgent('iac', 'apply', '--target', 'prod', '--template', template, '--stack', 'prod'));
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     assert.equal(waiting.approvalsNeeded, 2);
-    const first = output<IacStatus>(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()));
+    const first = cliOutput<IacStatus>(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()));
     assert.equal(first.state, 'AWAITING_APPROVAL', 'one approver is not enough for production');
-    failure(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'APPROVER_NOT_ALLOWED');
-    output(await asOperator('iac', 'approve', waiting.runId, '--approver', 'bob', '--code', await bob.code()));
+    cliFailure(await asOperator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'APPROVER_NOT_ALLOWED');
+    cliOutput(await asOperator('iac', 'approve', waiting.runId, '--approver', 'bob', '--code', await bob.code()));
     const applied = await eventually('the production run to end', async () => {
-      const status = output<IacStatus>(await asOperator('iac', 'status', waiting.runId));
+      const status = cliOutput<IacStatus>(await asOperator('iac', 'status', waiting.runId));
       return status.state === 'AWAITING_APPROVAL' || status.state === 'APPLYING' ? undefined : status;
     });
     assert.equal(applied.state, 'APPLIED', applied.waitingFor);

@@ -22,7 +22,8 @@ import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCliEnv } from './helpers/aws-cli';
-import { REPO_ROOT, runCli, type CliResult } from './helpers/cli';
+import { REPO_ROOT, runCli } from './helpers/cli';
+import { cliFailure, cliOutput } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
@@ -80,18 +81,6 @@ Resources:
 
 const QUEUE_ONLY = (name: string) => `{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "${name}"}}}}`;
 
-function output<T>(result: CliResult): T {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return JSON.parse(result.stdout) as T;
-}
-
-function failure(result: CliResult, exit: number, code: string): string {
-  assert.equal(result.code, exit, `exit ${result.code}, expected ${exit}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
-  assert.equal(error.code, code, error.message);
-  return error.message;
-}
-
 /** `aws <args>` with the sandbox's own key and endpoint. */
 async function aws(config: ClientConfig, args: string[]): Promise<string> {
   const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
@@ -138,7 +127,7 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
   });
 
   test('a plan names five Adds and the subscription moto skips as unsupported, and makes nothing', async () => {
-    const planned = output<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app'));
+    const planned = cliOutput<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app'));
     assert.equal(planned.state, 'PLANNED');
     assert.equal(planned.stack, 'app');
     assert.ok(planned.plan !== null);
@@ -165,7 +154,7 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
   });
 
   test('apply makes the bucket, queue and table (seen by the AWS CLI) and does not report the subscription created', async () => {
-    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app', '--wait'));
+    const applied = cliOutput<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', file('first.yaml', FIRST), '--stack', 'app', '--wait'));
     assert.equal(applied.state, 'APPLIED', applied.waitingFor);
     const status = Object.fromEntries(applied.resources.map((row) => [row.logicalId, row.status]));
     assert.deepEqual(status, { Bucket: 'VERIFIED', Queue: 'VERIFIED', Table: 'VERIFIED', Topic: 'VERIFIED', Subscription: 'NOT_CREATED' });
@@ -185,13 +174,13 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a changed VisibilityTimeout and a dropped subscription plan exactly that, and apply', async () => {
     const template = file('second.yaml', SECOND);
-    const planned = output<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', template, '--stack', 'app'));
+    const planned = cliOutput<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', template, '--stack', 'app'));
     assert.deepEqual(planned.plan?.changes, [
       { action: 'Modify', logicalId: 'Queue', type: 'AWS::SQS::Queue', properties: [{ path: 'Properties.VisibilityTimeout', before: 30, after: 60 }] },
       planned.plan?.changes.find((change) => change.logicalId === 'Subscription'),
     ]);
     assert.equal(planned.plan?.changes[1]?.action, 'Remove');
-    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', template, '--stack', 'app', '--wait'));
+    const applied = cliOutput<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', template, '--stack', 'app', '--wait'));
     assert.equal(applied.state, 'APPLIED', applied.waitingFor);
     const url = JSON.parse(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-test-queue'])).QueueUrl as string;
     const attributes = JSON.parse(await aws(config, ['sqs', 'get-queue-attributes', '--queue-url', url, '--attribute-names', 'VisibilityTimeout'])).Attributes;
@@ -199,7 +188,7 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
   });
 
   test('resources lists the stack resources beside what the emulator lists', async () => {
-    const listing = output<{ resources: { service: string; id: string; stack?: string; logicalId?: string }[] }>(await asAgent('resources', sandboxId));
+    const listing = cliOutput<{ resources: { service: string; id: string; stack?: string; logicalId?: string }[] }>(await asAgent('resources', sandboxId));
     const bucket = listing.resources.find((row) => row.service === 's3' && row.id === 'iac-test-bucket');
     assert.deepEqual([bucket?.stack, bucket?.logicalId], ['app', 'Bucket']);
     const queue = listing.resources.find((row) => row.service === 'sqs' && row.id === 'iac-test-queue');
@@ -208,13 +197,13 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a bucket name that is taken ends FAILED within seconds, listing what is really there', async () => {
     const started = Date.now();
-    const message = failure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'IAC_APPLY_FAILED');
+    const { message } = cliFailure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'IAC_APPLY_FAILED');
     assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
     assert.match(message, /BucketAlreadyExists/);
-    const runs = output<{ runs: { runId: string; state: string }[] }>(await asAgent('iac', 'list', '--sandbox', sandboxId));
+    const runs = cliOutput<{ runs: { runId: string; state: string }[] }>(await asAgent('iac', 'list', '--sandbox', sandboxId));
     const failed = runs.runs.find((run) => run.state === 'FAILED');
     assert.ok(failed !== undefined, JSON.stringify(runs));
-    const status = output<IacStatus>(await asAgent('iac', 'status', failed.runId));
+    const status = cliOutput<IacStatus>(await asAgent('iac', 'status', failed.runId));
     const rows = Object.fromEntries(status.resources.map((row) => [row.logicalId, row.status]));
     assert.equal(rows.Early, 'ORPHANED', 'the queue made before the failure is listed as there');
     const clash = status.resources.find((row) => row.logicalId === 'Clash');
@@ -225,19 +214,19 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('under require_approval the run waits; a wrong code and a stale digest are refused; the right code for the shown digest applies', async () => {
     const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('reviewed.json', QUEUE_ONLY('reviewed-queue'))));
+    const waiting = cliOutput<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('reviewed.json', QUEUE_ONLY('reviewed-queue'))));
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     const digest = waiting.plan?.digest as string;
     const operator = (...args: string[]) => runCli([...args, '--json'], worker.env);
-    failure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', '000000', '--plan-digest', digest), 3, 'APPROVAL_UNVERIFIED');
-    failure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', 'f'.repeat(64)), 3, 'PLAN_STALE');
-    const approved = output<IacStatus>(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', digest));
+    cliFailure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', '000000', '--plan-digest', digest), 3, 'APPROVAL_UNVERIFIED');
+    cliFailure(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', 'f'.repeat(64)), 3, 'PLAN_STALE');
+    const approved = cliOutput<IacStatus>(await operator('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code(), '--plan-digest', digest));
     assert.deepEqual(
       approved.approvals.map((approval) => approval.approver),
       ['alice'],
     );
     const done = await eventually('the approved run applied', async () => {
-      const status = output<IacStatus>(await operator('iac', 'status', waiting.runId));
+      const status = cliOutput<IacStatus>(await operator('iac', 'status', waiting.runId));
       return status.state === 'APPLIED' || status.state === 'FAILED' ? status : undefined;
     });
     assert.equal(done.state, 'APPLIED', done.waitingFor);
@@ -245,16 +234,16 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('one run at a time changes a stack: the next waits its turn and goes on once the first ends', async () => {
     const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    const first = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('turn-1.json', QUEUE_ONLY('turn-1')), '--stack', 'turns'));
+    const first = cliOutput<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('turn-1.json', QUEUE_ONLY('turn-1')), '--stack', 'turns'));
     assert.equal(first.state, 'AWAITING_APPROVAL');
     const second = await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('turn-2.json', QUEUE_ONLY('turn-2')), '--stack', 'turns', '--timeout', '3s');
-    failure(second, 1, 'WAIT_TIMEOUT');
+    cliFailure(second, 1, 'WAIT_TIMEOUT');
     const waited = JSON.parse(second.stderr) as { error: { message: string } };
     assert.match(waited.error.message, /Waiting for stack turns: run .* changes it now/);
-    output<IacStatus>(await runCli(['iac', 'deny', first.runId, '--approver', 'alice', '--code', await alice.code(), '--json'], worker.env));
+    cliOutput<IacStatus>(await runCli(['iac', 'deny', first.runId, '--approver', 'alice', '--code', await alice.code(), '--json'], worker.env));
     const runId = /IaC run (\S+) is still/.exec(waited.error.message)?.[1] as string;
     const planned = await eventually('the waiting plan ran', async () => {
-      const status = output<IacStatus>(await asReviewed('iac', 'status', runId));
+      const status = cliOutput<IacStatus>(await asReviewed('iac', 'status', runId));
       return status.state === 'PLANNED' ? status : undefined;
     });
     assert.deepEqual(
@@ -265,27 +254,29 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a run cancelled while it waits for approval ends FAILED and gives its stack to the next run at once', async () => {
     const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('cancel-1.json', QUEUE_ONLY('cancel-1')), '--stack', 'cancelled'));
+    const waiting = cliOutput<IacStatus>(await asReviewed('iac', 'apply', 'iac-reviewed', '--template', file('cancel-1.json', QUEUE_ONLY('cancel-1')), '--stack', 'cancelled'));
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     await worker.client.workflow.getHandle(waiting.workflowId).cancel();
     const ended = await eventually('the cancelled run ended', async () => {
-      const status = output<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
+      const status = cliOutput<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
       return status.state === 'AWAITING_APPROVAL' ? undefined : status;
     });
     assert.equal(ended.state, 'FAILED');
     assert.match(ended.error?.message ?? '', /cancelled before anything was applied/);
-    const next = output<IacStatus>(await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('cancel-2.json', QUEUE_ONLY('cancel-2')), '--stack', 'cancelled', '--timeout', '60s'));
+    const next = cliOutput<IacStatus>(
+      await asReviewed('iac', 'plan', 'iac-reviewed', '--template', file('cancel-2.json', QUEUE_ONLY('cancel-2')), '--stack', 'cancelled', '--timeout', '60s'),
+    );
     assert.equal(next.state, 'PLANNED', 'the next run did not wait for a lease');
   });
 
   test('a run waiting for approval ends FAILED when its sandbox is destroyed, nothing applied', async () => {
     await worker.sandboxes.create({ id: 'iac-doomed', principal: 'agent-reviewed', adapter: 'moto', services: ['sqs'] }, { wait: 'ready' });
     const asReviewed = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    const waiting = output<IacStatus>(await asReviewed('iac', 'apply', 'iac-doomed', '--template', file('doomed.json', QUEUE_ONLY('doomed'))));
+    const waiting = cliOutput<IacStatus>(await asReviewed('iac', 'apply', 'iac-doomed', '--template', file('doomed.json', QUEUE_ONLY('doomed'))));
     assert.equal(waiting.state, 'AWAITING_APPROVAL');
     await worker.sandboxes.destroy('iac-doomed');
     const ended = await eventually('the run to end', async () => {
-      const status = output<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
+      const status = cliOutput<IacStatus>(await asReviewed('iac', 'status', waiting.runId));
       return status.state === 'AWAITING_APPROVAL' ? undefined : status;
     });
     assert.equal(ended.state, 'FAILED');
@@ -304,14 +295,14 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a template that touches a service the sandbox was not granted is refused (the plane applies as itself)', async () => {
     await worker.sandboxes.create({ id: 'iac-narrow', principal: 'agent-iac', adapter: 'moto', services: ['sqs'] }, { wait: 'ready' });
-    const message = failure(await asAgent('iac', 'plan', 'iac-narrow', '--template', file('first.yaml', FIRST)), 3, 'SERVICE_NOT_ALLOWED');
+    const { message } = cliFailure(await asAgent('iac', 'plan', 'iac-narrow', '--template', file('first.yaml', FIRST)), 3, 'SERVICE_NOT_ALLOWED');
     assert.match(message, /touches dynamodb, s3, sns, which sandbox iac-narrow was not granted/);
     await worker.sandboxes.destroy('iac-narrow');
   });
 
   test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
     const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    failure(result, 4, 'NOT_FOUND');
+    cliFailure(result, 4, 'NOT_FOUND');
   });
 
   test("the MCP tools plan, apply and show a run as the server's principal; another principal's sandbox is NOT_FOUND", async () => {
@@ -345,21 +336,21 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
   });
 
   test('bad input is INVALID_INPUT before anything starts', async () => {
-    const before = output<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length;
-    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('broken.yaml', 'Resources:\n  A: [unclosed\n')), 2, 'INVALID_INPUT');
-    failure(
+    const before = cliOutput<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length;
+    cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('broken.yaml', 'Resources:\n  A: [unclosed\n')), 2, 'INVALID_INPUT');
+    cliFailure(
       await asAgent('iac', 'plan', sandboxId, '--template', file('bogus.json', '{"Resources": {"A": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": {"Fn::Bogus": "x"}}}}}')),
       2,
       'INVALID_INPUT',
     );
-    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--parameter', 'Nope=1'), 2, 'INVALID_INPUT');
-    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--stack', '1-not-a-stack'), 2, 'INVALID_INPUT');
-    failure(await asAgent('iac', 'plan', sandboxId, '--template', file('huge.json', `{"Resources": {}, "Description": "${'x'.repeat(1_100_000)}"}`)), 2, 'INVALID_INPUT');
-    assert.equal(output<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length, before, 'no run was started');
+    cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--parameter', 'Nope=1'), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--stack', '1-not-a-stack'), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('huge.json', `{"Resources": {}, "Description": "${'x'.repeat(1_100_000)}"}`)), 2, 'INVALID_INPUT');
+    assert.equal(cliOutput<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length, before, 'no run was started');
   });
 
   test('a CDK app made with aws-cdk-lib (a bucket and a queue) applies', async () => {
-    const applied = output<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--cdk-app', path.join(REPO_ROOT, 'test', 'fixtures', 'cdk-app'), '--wait'));
+    const applied = cliOutput<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--cdk-app', path.join(REPO_ROOT, 'test', 'fixtures', 'cdk-app'), '--wait'));
     assert.equal(applied.state, 'APPLIED', applied.waitingFor);
     const types = applied.resources.filter((row) => row.status === 'VERIFIED').map((row) => row.type);
     assert.deepEqual(types.sort(), ['AWS::S3::Bucket', 'AWS::SQS::Queue']);

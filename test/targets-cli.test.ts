@@ -5,29 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TargetAuditEntry, TargetRecord } from '../src/domain/targets';
-import { runCli, type CliResult } from './helpers/cli';
+import { runCli } from './helpers/cli';
+import { cliFailure, cliOutput } from './helpers/cli-json';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
-
-interface ErrorDocument {
-  error: { code: string; message: string; hint: string };
-}
-
-/** The one JSON document on stdout of a command that succeeded. */
-function output<T>(result: CliResult): T {
-  assert.equal(result.code, 0, `exit ${result.code}; stderr: ${result.stderr}`);
-  return JSON.parse(result.stdout) as T;
-}
-
-/** The `{"error": ...}` document on stderr of a command that failed with `exitCode`. */
-function failure(result: CliResult, exitCode: number, code: string): ErrorDocument['error'] {
-  assert.equal(result.code, exitCode, `expected exit ${exitCode}; stdout: ${result.stdout} stderr: ${result.stderr}`);
-  assert.equal(result.stdout, '');
-  const { error } = JSON.parse(result.stderr) as ErrorDocument;
-  assert.equal(error.code, code, error.message);
-  assert.ok(error.hint.length > 0, 'every error carries a hint');
-  return error;
-}
 
 // The tests run in order: the first registers the targets the later ones remove and audit.
 describe('sandboxctl targets', () => {
@@ -44,16 +25,16 @@ describe('sandboxctl targets', () => {
       cli('targets', 'add', 'staging-eu', '--environment', 'staging', '--region', 'eu-west-2', '--endpoint', 'http://127.0.0.1:5999', '--profile', 'plane-staging', '--json'),
       cli('targets', 'add', 'prod-us', '--environment', 'production', '--region', 'us-east-1', '--json'),
     ]);
-    const stagingRow = output<TargetRecord>(staging);
+    const stagingRow = cliOutput<TargetRecord>(staging);
     assert.deepEqual(
       { ...stagingRow, addedAt: '' },
       { name: 'staging-eu', environment: 'staging', region: 'eu-west-2', endpoint: 'http://127.0.0.1:5999', profile: 'plane-staging', addedAt: '' },
     );
     assert.ok(!Number.isNaN(Date.parse(stagingRow.addedAt)));
-    const productionRow = output<TargetRecord>(production);
+    const productionRow = cliOutput<TargetRecord>(production);
     assert.deepEqual([productionRow.endpoint, productionRow.profile], [null, null], 'left out: null');
 
-    const { targets } = output<{ targets: TargetRecord[] }>(await cli('targets', 'list', '--json'));
+    const { targets } = cliOutput<{ targets: TargetRecord[] }>(await cli('targets', 'list', '--json'));
     assert.deepEqual(targets, [productionRow, stagingRow], 'by name');
 
     const table = await cli('targets', 'list');
@@ -64,7 +45,7 @@ describe('sandboxctl targets', () => {
   });
 
   test('a bad target is refused (exit 2, INVALID_INPUT) naming every bad flag, and its secret is not printed back', async () => {
-    const bad = failure(
+    const bad = cliFailure(
       await cli('targets', 'add', 'bad', '--environment', 'dev', '--region', 'nowhere', '--endpoint', 'https://AKIAEXAMPLE:s3cr3t@cloudformation.example.com', '--profile', 'a b', '--json'),
       2,
       'INVALID_INPUT',
@@ -72,24 +53,24 @@ describe('sandboxctl targets', () => {
     for (const flag of ['--environment', '--region', '--endpoint', '--profile']) assert.match(bad.message, new RegExp(flag), bad.message);
     assert.ok(!bad.message.includes('s3cr3t') && !bad.message.includes('AKIAEXAMPLE'), bad.message);
 
-    failure(await cli('targets', 'add', 'Bad_Name', '--environment', 'staging', '--region', 'us-east-1', '--json'), 2, 'INVALID_INPUT');
-    failure(await cli('targets', 'add', 'no-region', '--environment', 'staging', '--json'), 2, 'INVALID_INPUT');
-    const twice = failure(await cli('targets', 'add', 'prod-us', '--environment', 'staging', '--region', 'us-east-1', '--json'), 3, 'INVALID_STATE');
+    cliFailure(await cli('targets', 'add', 'Bad_Name', '--environment', 'staging', '--region', 'us-east-1', '--json'), 2, 'INVALID_INPUT');
+    cliFailure(await cli('targets', 'add', 'no-region', '--environment', 'staging', '--json'), 2, 'INVALID_INPUT');
+    const twice = cliFailure(await cli('targets', 'add', 'prod-us', '--environment', 'staging', '--region', 'us-east-1', '--json'), 3, 'INVALID_STATE');
     assert.match(twice.hint, /targets remove prod-us/);
   });
 
   test('remove one (exit 0), remove it again (exit 4 NOT_FOUND); audit of an unknown target is NOT_FOUND, of a known one empty', async () => {
-    const removed = output<TargetRecord>(await cli('targets', 'remove', 'prod-us', '--json'));
+    const removed = cliOutput<TargetRecord>(await cli('targets', 'remove', 'prod-us', '--json'));
     assert.equal(removed.name, 'prod-us');
-    const again = failure(await cli('targets', 'remove', 'prod-us', '--json'), 4, 'NOT_FOUND');
+    const again = cliFailure(await cli('targets', 'remove', 'prod-us', '--json'), 4, 'NOT_FOUND');
     assert.match(again.hint, /sandboxctl targets list/);
-    const { targets } = output<{ targets: TargetRecord[] }>(await cli('targets', 'list', '--json'));
+    const { targets } = cliOutput<{ targets: TargetRecord[] }>(await cli('targets', 'list', '--json'));
     assert.deepEqual(
       targets.map((t) => t.name),
       ['staging-eu'],
     );
 
-    failure(await cli('targets', 'audit', 'never-registered', '--json'), 4, 'NOT_FOUND');
-    assert.deepEqual(output<{ target: string; operations: TargetAuditEntry[] }>(await cli('targets', 'audit', 'staging-eu', '--json')), { target: 'staging-eu', operations: [] });
+    cliFailure(await cli('targets', 'audit', 'never-registered', '--json'), 4, 'NOT_FOUND');
+    assert.deepEqual(cliOutput<{ target: string; operations: TargetAuditEntry[] }>(await cli('targets', 'audit', 'staging-eu', '--json')), { target: 'staging-eu', operations: [] });
   });
 });

@@ -97,6 +97,8 @@ export class IacStackTurn {
   private async send(leaseMs: number, services: readonly string[]): Promise<void> {
     const { runId, stack, principal, sandboxId, target } = this.run;
     const claim = { runId, stack, principal, leaseMs, services: [...services] };
+    // Asked before the signal is sent: the keeper's answer may arrive in the same activation as the send's completion.
+    this.asked = true;
     if (target !== undefined) {
       // Workflow code cannot signal-with-start: the store role's activity does.
       await storeActivities().claimTargetStack({ target, taskQueue: workflowInfo().taskQueue, claim });
@@ -104,10 +106,10 @@ export class IacStackTurn {
       try {
         await getExternalWorkflowHandle(workflowIdFor(sandboxId as string)).signal(claimStackSignal, claim);
       } catch {
+        this.asked = false;
         throw new IacRefused('FAILED', 'NOT_FOUND', `no sandbox ${sandboxId as string} (it does not exist, or it has ended)`);
       }
     }
-    this.asked = true;
   }
 
   private grant(answer: Extract<IacClaimAnswer, { answer: 'granted' }>): Granted {
