@@ -23,7 +23,7 @@ interface ErrorDocument {
   status?: SandboxStatus;
 }
 
-const TOOLS = ['create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'get_sandbox', 'list_sandboxes'];
+const TOOLS = ['apply_iac', 'create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'get_sandbox', 'iac_status', 'list_sandboxes', 'plan_iac'];
 
 function textOf(result: CallToolResult): string {
   return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
@@ -83,7 +83,7 @@ describe('sandboxctl mcp (stdio)', () => {
     await worker?.stop();
   });
 
-  test('lists the five tools with JSON input schemas derived from the SDK schemas', async () => {
+  test('lists the eight tools (five for sandboxes, three for IaC) with JSON input schemas derived from the SDK schemas', async () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name).sort(), TOOLS);
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -108,6 +108,13 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.ok(list.properties?.state?.enum?.includes('AWAITING_APPROVAL'));
     assert.equal(list.properties?.principal, undefined);
     assert.deepEqual(list.required ?? [], []);
+
+    const plan = byName.get('plan_iac')?.inputSchema as JsonSchema;
+    assert.deepEqual(plan.required ?? [], [], 'a sandbox or a target, a template or a CDK app: the tool says which is missing');
+    assert.equal(plan.properties?.principal, undefined, "who asks is the server's principal, never an argument");
+    assert.equal(plan.additionalProperties, false);
+    assert.deepEqual((byName.get('apply_iac')?.inputSchema as JsonSchema).properties?.wait?.enum, ['planned', 'ended']);
+    assert.deepEqual((byName.get('iac_status')?.inputSchema as JsonSchema).required, ['runId']);
 
     assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
     assert.deepEqual((byName.get('destroy_sandbox')?.inputSchema as JsonSchema).required, ['id']);
