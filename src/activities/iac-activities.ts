@@ -132,9 +132,9 @@ function heartbeatProgress(seen: StackSettled): void {
 }
 
 /**
- * The IaC steps of a docker host (DESIGN §14), on the queue of the host its sandbox runs
- * on (the emulator listens on that host's loopback). Each is safe to retry but
- * `executeIacChange`, which the workflow runs once.
+ * The IaC steps (DESIGN §14): a docker host's, on the queue of the host a sandbox runs on
+ * (the emulator listens on that host's loopback), or the targets worker's, with `resolve`
+ * reaching each. Each is safe to retry; `executeIacChange` looks before it executes.
  */
 export function createIacActivities(resolve: IacAccessResolver) {
   return {
@@ -176,17 +176,17 @@ export function createIacActivities(resolve: IacAccessResolver) {
     async settleIacChange(
       input: IacChangeRequest & { removed: PlannedChange['removed']; preexisting?: PlannedChange['preexisting']; executionError: string | null; sinceIso?: string | null },
     ): Promise<AppliedChange> {
-      return withStacks(resolve, input.place, async (stacks) => {
+      return withStacks(resolve, input.place, async (stacks, access) => {
         // A refused execution changes nothing more: look once, do not wait for a stack that will not move.
         const since = input.sinceIso ?? null;
         const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress, since) : await stacks.look(input.stack, since);
         const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed, preexisting: input.preexisting ?? {} });
         const problems: string[] = [];
-        if (input.executionError !== null) problems.push(`the emulator refused to execute the change: ${input.executionError}`);
+        if (input.executionError !== null) problems.push(`${access.name} refused to execute the change: ${input.executionError}`);
         if (seen.stuck) problems.push(`stack ${input.stack} was still ${seen.status} after ${SETTLE_TIMEOUT_MS / 60_000} minutes`);
         else if (!CloudFormationStacks.succeeded(seen.status)) {
           problems.push(
-            `stack ${input.stack} is ${seen.status ?? 'gone'}${seen.reason ? ` (${seen.reason})` : ''}${seen.status !== null && /IN_PROGRESS$/.test(seen.status) ? '; the emulator does not roll back' : ''}`,
+            `stack ${input.stack} is ${seen.status ?? 'gone'}${seen.reason ? ` (${seen.reason})` : ''}${seen.status !== null && /IN_PROGRESS$/.test(seen.status) && input.place.kind === 'sandbox' ? '; the emulator does not roll back' : ''}`,
           );
         }
         for (const row of resources) if (FAILING_RESOURCE_STATUSES.has(row.status)) problems.push(`${row.logicalId} (${row.type}) is ${row.status}${row.detail ? `: ${row.detail}` : ''}`);
