@@ -24,6 +24,7 @@ import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal
 import { parseOrThrow } from '../domain/validation';
 import { iacAwaitUpdate, iacDecideUpdate, iacStatusQuery } from '../workflows/iac-messages';
 import { toSandboxError } from './client-errors';
+import { quoted } from './visibility-query';
 import { synthesizeCdkApp } from './cdk-synth';
 
 /**
@@ -90,10 +91,6 @@ const UNSUCCESSFUL: ReadonlySet<IacState> = new Set(['FAILED', 'DENIED', 'EXPIRE
 
 /** Temporal keeps a run's workflow this long at most: well past any approval timeout and apply. */
 const RUN_EXECUTION_TIMEOUT = '3 days';
-
-function quoted(value: string): string {
-  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}
 
 /**
  * Infrastructure as code in a sandbox (DESIGN §14): plans, applies, approvals and their

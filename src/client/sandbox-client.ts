@@ -22,6 +22,7 @@ import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState 
 import { parseOrThrow } from '../domain/validation';
 import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
+import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
 import { connectTemporal } from './temporal-connection';
 
@@ -138,11 +139,6 @@ export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()):
     ...status,
     timeLeftSeconds: live ? Math.max(0, Math.round((Date.parse(status.expiresAt as string) - nowMs) / 1000)) : null,
   };
-}
-
-/** Quote a value for a visibility query. */
-function quoted(value: string): string {
-  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
 /**
