@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { Worker } from '@temporalio/worker';
 import type { ClientConfig } from '../src/domain/client-config';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -28,7 +29,8 @@ import { eventually } from './helpers/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
+import { testWorkflowBundle } from './helpers/workflow-bundle';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
@@ -357,5 +359,17 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     const buckets = JSON.parse(await aws(config, ['s3api', 'list-buckets'])).Buckets.map((bucket: { Name: string }) => bucket.Name);
     const bucket = applied.resources.find((row) => row.type === 'AWS::S3::Bucket')?.physicalId;
     assert.ok(bucket !== null && bucket !== undefined && buckets.includes(bucket), `${bucket} in ${buckets.join(', ')}`);
+  });
+
+  test("every run's history (IaC runs, and the workflows that kept their stack turns) replays on this build's workflow code", async () => {
+    const ids = [...(await worker.sandboxes.iac.list()).map((run) => run.workflowId), 'sandbox-iac-main', 'sandbox-iac-reviewed'];
+    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
+    assert.ok(histories.length >= 10, `collected ${histories.length} histories`);
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {
+      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
+      replayed += 1;
+    }
+    assert.equal(replayed, histories.length);
   });
 });
