@@ -1,3 +1,4 @@
+import type { SandboxCredentials } from '../domain/client-config';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 
@@ -77,6 +78,16 @@ export interface IacAccess {
   readonly name: string;
 }
 
+/** Where a restored state goes (DESIGN §15). */
+export interface RestoreTarget {
+  /** The services the sandbox was granted: a fork's own key is allowed these. */
+  readonly services: readonly string[];
+  /** The sandbox the state was taken from: another than the one restored into makes it a fork, with credentials of its own. */
+  readonly from: string;
+  /** The sandbox's credentials now, which a restore into the same sandbox keeps. */
+  readonly credentials?: SandboxCredentials;
+}
+
 /** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */
 export interface CloudEmulatorAdapter {
   readonly name: AdapterName;
@@ -106,6 +117,16 @@ export interface CloudEmulatorAdapter {
    * whose emulator has none. Throws RESOURCE_DISCOVERY_FAILED when no emulator runs.
    */
   iacAccess?(sandboxId: string, recorded?: RecordedRuntime | null): Promise<IacAccess>;
+  /**
+   * The emulator's state now, as text the plane keeps (DESIGN §15). Throws
+   * SNAPSHOT_UNSUPPORTED, saying why, where the emulator has no way to give it.
+   */
+  captureState(sandboxId: string, recorded?: RecordedRuntime | null): Promise<string>;
+  /**
+   * Replaces the emulator's state with `state` (from {@link captureState}) and returns the
+   * sandbox's credentials afterwards: its own for a restore, new ones for a fork.
+   */
+  restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials | undefined>;
 }
 
 export type AdapterRegistry = Readonly<Partial<Record<AdapterName, CloudEmulatorAdapter>>>;

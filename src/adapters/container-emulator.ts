@@ -9,7 +9,7 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
-import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, IacAccess, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing } from './cloud-emulator-adapter';
+import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, IacAccess, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing, RestoreTarget } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
@@ -84,6 +84,22 @@ export interface ContainerEmulatorOptions {
     readonly supportedTypes: (labels: Readonly<Record<string, string>>) => ReadonlySet<string>;
     readonly operatorHeader?: string;
   };
+  /** The emulator's state as the plane keeps it; without it a snapshot is SNAPSHOT_UNSUPPORTED with `noSnapshots` as the reason. */
+  readonly state?: EmulatorStateStore;
+  readonly noSnapshots?: string;
+}
+
+/** Where the plane reaches one running container: its operator endpoint and token, and its published endpoint. */
+export interface OperatorAccess {
+  readonly operatorEndpoint: string;
+  readonly endpoint: string;
+  readonly token: string;
+}
+
+/** How an emulator's state is taken and put back (DESIGN §15). */
+export interface EmulatorStateStore {
+  capture(operatorEndpoint: string, signal: AbortSignal): Promise<string>;
+  restore(access: OperatorAccess, state: string, target: RestoreTarget & { sandboxId: string }, progress: (done: number) => void, signal: AbortSignal): Promise<SandboxCredentials>;
 }
 
 /** An idle warm pool container, started and healthy. */
@@ -363,6 +379,33 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       seedsCdkBootstrap: true,
       name: this.name,
     };
+  }
+
+  async captureState(sandboxId: string, recorded?: RecordedRuntime | null): Promise<string> {
+    const access = await this.stateAccess(sandboxId, recorded);
+    return this.stateStore().capture(access.operatorEndpoint, AbortSignal.timeout(60_000));
+  }
+
+  async restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials> {
+    const access = await this.stateAccess(sandboxId, recorded);
+    const progress = (replayed: number) => context.heartbeat({ step: 'replaying the snapshot', replayed });
+    return this.stateStore().restore(access, state, { ...target, sandboxId }, progress, context.cancelled ?? new AbortController().signal);
+  }
+
+  private stateStore(): EmulatorStateStore {
+    const { state } = this.options;
+    if (state === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the ${this.name} adapter cannot snapshot a sandbox: ${this.options.noSnapshots ?? 'its emulator has no way to give its state'}`);
+    return state;
+  }
+
+  private async stateAccess(sandboxId: string, recorded: RecordedRuntime | null | undefined): Promise<OperatorAccess> {
+    this.stateStore();
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
+    if (container === undefined) throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to take its state from or put it into`);
+    const token = container.labels[OPERATOR_TOKEN_LABEL];
+    if (token === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `sandbox ${sandboxId}'s container has no operator token: it was started by a plane before snapshots`);
+    return { operatorEndpoint: operatorEndpoint(container, this.options.containerPort), endpoint: publishedEndpoint(container, this.options.containerPort), token };
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

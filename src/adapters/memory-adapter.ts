@@ -1,7 +1,11 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
+import { z } from 'zod';
 import type { CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, ResourceListing, ResourceRef } from './cloud-emulator-adapter';
+
+/** A memory sandbox's state as a snapshot keeps it: its resources. */
+const memoryStateSchema = z.object({ resources: z.array(z.object({ service: z.string(), type: z.string(), id: z.string() }).passthrough()) }).strict();
 
 const REGION = 'us-east-1';
 
@@ -60,6 +64,23 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
   async destroy(sandboxId: string): Promise<DestroyReport> {
     const existed = this.sandboxes.delete(sandboxId);
     return { removed: existed ? [`memory-${sandboxId}`] : [], remaining: [] };
+  }
+
+  async captureState(sandboxId: string): Promise<string> {
+    return JSON.stringify({ resources: this.held(sandboxId).resources });
+  }
+
+  async restoreState(sandboxId: string, state: string): Promise<undefined> {
+    const parsed = memoryStateSchema.safeParse(JSON.parse(state));
+    if (!parsed.success) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', 'the snapshot is not a memory sandbox\'s state');
+    this.held(sandboxId).resources = parsed.data.resources as ResourceRef[];
+    return undefined;
+  }
+
+  private held(sandboxId: string): { services: readonly string[]; resources: ResourceRef[] } {
+    const sandbox = this.sandboxes.get(sandboxId);
+    if (sandbox === undefined) throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `this worker holds no memory sandbox ${sandboxId} (memory sandboxes do not survive a restart)`);
+    return sandbox;
   }
 
   /** Ids of the sandboxes this adapter holds now (tests read it). */

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { clientConfigFor, type SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
@@ -5,8 +6,9 @@ import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
 import type { HealthReport } from './cloud-emulator-adapter';
-import { ContainerEmulatorAdapter } from './container-emulator';
+import { ContainerEmulatorAdapter, type OperatorAccess } from './container-emulator';
 import { fetchJson } from './health-gate';
+import { parseRecording, RECORDED_AS_HEADER, recordingHeader, replayRecording, type MintedIdentity } from './moto-recording';
 
 export const MOTO_PORT = 5000;
 const REGION = 'us-east-1';
@@ -70,6 +72,9 @@ export function grantedServicesPolicy(services: readonly string[]): string {
  */
 const MINTING_ACTIONS = ['CreateUser', 'PutUserPolicy', 'CreateAccessKey'] as const;
 
+/** The inline policy holding a sandbox user's grant. */
+const GRANT_POLICY_NAME = 'sandboxplane-granted-services';
+
 /**
  * Inside the no-auth window moto neither looks the key up nor checks the signature; it
  * reads only the credential scope, to route the request to IAM. So nothing secret signs these.
@@ -83,10 +88,19 @@ async function motoApiPost(endpoint: string, path: string, body: string, signal:
   if (response.status !== 200) throw new Error(`${endpoint}${path} answered HTTP ${response.status}`);
 }
 
-async function iamCall(endpoint: string, action: (typeof MINTING_ACTIONS)[number], params: Record<string, string>, signal: AbortSignal): Promise<string> {
+function iamCall(endpoint: string, action: (typeof MINTING_ACTIONS)[number], params: Record<string, string>, signal: AbortSignal): Promise<string> {
+  return signedIamCall(endpoint, {}, action, params, signal);
+}
+
+/** An IAM call as the plane's own, on the published endpoint: moto does not check it (see the guard script). */
+function operatorIamCall(access: OperatorAccess, action: string, params: Record<string, string>, signal: AbortSignal): Promise<string> {
+  return signedIamCall(access.endpoint, { [OPERATOR_HEADER]: access.token }, action, params, signal);
+}
+
+async function signedIamCall(endpoint: string, extraHeaders: Record<string, string>, action: string, params: Record<string, string>, signal: AbortSignal): Promise<string> {
   const response = await fetch(endpoint, {
     method: 'POST',
-    headers: { authorization: NO_AUTH_WINDOW_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: NO_AUTH_WINDOW_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded', ...extraHeaders },
     body: new URLSearchParams({ Action: action, Version: '2010-05-08', ...params }).toString(),
     signal,
   });
@@ -100,22 +114,89 @@ async function iamCall(endpoint: string, action: (typeof MINTING_ACTIONS)[number
 
 /**
  * Mints a sandbox's own credentials in its moto server: empties every backend (so a retry
- * or a pool's earlier tenant leaves nothing behind, IAM included), opens moto's no-auth
- * window for exactly the minting calls, and creates an IAM user named after the sandbox,
- * an inline policy allowing only the granted services, and an access key. moto checks
- * every later request's signature and policy (it starts with INITIAL_NO_AUTH_ACTION_COUNT=0).
+ * or a pool's earlier tenant leaves nothing behind, IAM included), then mints them from a
+ * fresh random seed (see {@link mintRecorded}). moto checks every later request's
+ * signature and policy (it starts with INITIAL_NO_AUTH_ACTION_COUNT=0).
  */
 export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal): Promise<SandboxCredentials> {
   await resetMoto(endpoint, signal);
+  return mintRecorded(endpoint, { seed: randomInt(0, 2 ** 31 - 1), user: grant.sandboxId, services: [...grant.services] }, signal);
+}
+
+/**
+ * Mints `identity`'s credentials and starts the recording of the sandbox's state
+ * (DESIGN §15): seeds moto's random (ids, keys), starts the recording afresh with a line
+ * saying how the key was minted, opens moto's no-auth window for exactly the minting calls,
+ * and creates an IAM user named after the sandbox, an inline policy allowing only the
+ * granted services, and an access key. The minting itself is not recorded: a restore mints
+ * again from the same seed and gets the same key. `endpoint` is the operator endpoint.
+ */
+export async function mintRecorded(endpoint: string, identity: MintedIdentity, signal: AbortSignal): Promise<SandboxCredentials> {
+  await motoApiPost(endpoint, '/moto-api/recorder/stop-recording', '', signal);
+  await motoApiPost(endpoint, `/moto-api/seed?a=${identity.seed}`, '', signal);
+  await motoApiPost(endpoint, '/moto-api/recorder/upload-recording', recordingHeader(identity), signal);
   await motoApiPost(endpoint, '/moto-api/reset-auth', String(MINTING_ACTIONS.length), signal);
-  const UserName = grant.sandboxId;
+  const UserName = identity.user;
   await iamCall(endpoint, 'CreateUser', { UserName }, signal);
-  await iamCall(endpoint, 'PutUserPolicy', { UserName, PolicyName: 'sandboxplane-granted-services', PolicyDocument: grantedServicesPolicy(grant.services) }, signal);
-  const created = await iamCall(endpoint, 'CreateAccessKey', { UserName }, signal);
+  await iamCall(endpoint, 'PutUserPolicy', { UserName, PolicyName: GRANT_POLICY_NAME, PolicyDocument: grantedServicesPolicy(identity.services) }, signal);
+  const credentials = accessKeyOf(await iamCall(endpoint, 'CreateAccessKey', { UserName }, signal));
+  await motoApiPost(endpoint, '/moto-api/recorder/start-recording', '', signal);
+  return credentials;
+}
+
+function accessKeyOf(created: string): SandboxCredentials {
   const accessKeyId = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(created)?.[1];
   const secretAccessKey = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(created)?.[1];
   if (accessKeyId === undefined || secretAccessKey === undefined) throw new Error('IAM CreateAccessKey answered without an access key');
   return { accessKeyId, secretAccessKey };
+}
+
+/** The recording so far (the snapshot's content): moto's own download, on the operator path only. */
+export async function downloadMotoRecording(operatorEndpoint: string, signal: AbortSignal): Promise<string> {
+  const response = await fetch(`${operatorEndpoint}/moto-api/recorder/download-recording`, { signal });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${operatorEndpoint.replace(/\/_sandboxplane\/.*/, '')} answered HTTP ${response.status} to the recording's download`);
+  return text;
+}
+
+/**
+ * Puts a recorded state into a moto container: empties it, mints the recording's own
+ * credentials from its seed, and replays its requests (recorded again as they go, so a
+ * later snapshot holds them). When the state goes to another sandbox than `from` (a fork),
+ * `from`'s keys are deleted and the sandbox gets a user and key of its own, made through the
+ * operator path so that a snapshot of the fork replays them too. Returns the sandbox's
+ * credentials: for a restore into `from` itself, the same ones it had.
+ */
+export async function restoreMotoRecording(
+  access: OperatorAccess,
+  text: string,
+  target: { sandboxId: string; services: readonly string[]; from: string; credentials?: SandboxCredentials },
+  progress: (done: number) => void,
+  signal: AbortSignal,
+): Promise<SandboxCredentials> {
+  const recording = parseRecording(text);
+  await resetMoto(access.operatorEndpoint, signal);
+  const minted = await mintRecorded(access.operatorEndpoint, recording.identity, signal);
+  await replayRecording({ endpoint: access.endpoint, operatorHeader: OPERATOR_HEADER, operatorToken: access.token }, recording.requests, progress, signal);
+  if (target.sandboxId !== target.from) return handOver(access, target.from, target, signal);
+  const expected = target.credentials ?? minted;
+  const keys = await operatorIamCall(access, 'ListAccessKeys', { UserName: target.sandboxId }, signal);
+  if (!keys.includes(`<AccessKeyId>${expected.accessKeyId}</AccessKeyId>`)) {
+    throw new Error(`the replayed state does not hold sandbox ${target.sandboxId}'s access key ${expected.accessKeyId}: its requests did not replay as they were recorded`);
+  }
+  return expected;
+}
+
+/** A fork's own identity: `from`'s keys stop working, and the fork's user, policy and key are made. */
+async function handOver(access: OperatorAccess, from: string, target: { sandboxId: string; services: readonly string[] }, signal: AbortSignal): Promise<SandboxCredentials> {
+  const listed = await operatorIamCall(access, 'ListAccessKeys', { UserName: from }, signal);
+  for (const [, AccessKeyId] of listed.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)) {
+    await operatorIamCall(access, 'DeleteAccessKey', { UserName: from, AccessKeyId: AccessKeyId ?? '' }, signal);
+  }
+  const UserName = target.sandboxId;
+  await operatorIamCall(access, 'CreateUser', { UserName }, signal);
+  await operatorIamCall(access, 'PutUserPolicy', { UserName, PolicyName: GRANT_POLICY_NAME, PolicyDocument: grantedServicesPolicy(target.services) }, signal);
+  return accessKeyOf(await operatorIamCall(access, 'CreateAccessKey', { UserName }, signal));
 }
 
 /** The environment variable that gives a moto container its operator token. */
@@ -133,7 +214,19 @@ export const OPERATOR_HEADER = 'x-sandboxplane-operator';
  * an agent's approved template through it, whatever the sandbox's own key may do, and a
  * wrong token is 403. Everything else goes to moto unchanged; moto's own `main` runs the
  * server (signals, request handler).
+ *
+ * moto's recorder (DESIGN §15: a snapshot is its recording) writes to /dev/shm, the one
+ * writable place of a read-only container, counted in its memory. It records AWS calls
+ * only: moto's own API (health probes, resets) is the plane's, never the sandbox's state.
+ * A call made with the token is recorded with {@link RECORDED_AS_HEADER} so that a replay
+ * sends the token again; the guard strips that header from every other call.
  */
+/** How WSGI names {@link RECORDED_AS_HEADER} in a request's environ. */
+const RECORDED_AS_ENVIRON = `HTTP_${RECORDED_AS_HEADER.toUpperCase().replaceAll('-', '_')}`;
+
+/** Where moto's recorder keeps the recording: tmpfs, inside the container's memory limit. */
+const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
+
 const MOTO_GUARD_SCRIPT = [
   'import contextvars, hmac, os',
   'from urllib.parse import unquote',
@@ -146,15 +239,23 @@ const MOTO_GUARD_SCRIPT = [
   'def authenticate(self, *args, **kwargs):',
   '    return None if operator_call.get() else checked(self, *args, **kwargs)',
   'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
+  'from moto.moto_api import recorder',
+  'record = recorder._record_request',
+  'def record_aws_calls(request, body=None):',
+  '    if not request.path.startswith("/moto-api/"):',
+  '        record(request, body)',
+  'recorder._record_request = record_aws_calls',
   'FORBIDDEN = [b\'{"error": "the emulator API is reserved for the sandbox plane"}\']',
   'class Guarded(server.DomainDispatcherApplication):',
   '    def __call__(self, environ, start_response):',
   '        path = environ.get("PATH_INFO", "")',
+  `        environ.pop("${RECORDED_AS_ENVIRON}", None)`,
   `        given = environ.pop("HTTP_${OPERATOR_HEADER.toUpperCase().replaceAll('-', '_')}", None)`,
   '        if given is not None:',
   '            if not (token and hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("latin-1"))):',
   '                start_response("403 Forbidden", [("Content-Type", "application/json")])',
   '                return FORBIDDEN',
+  `            environ["${RECORDED_AS_ENVIRON}"] = "operator"`,
   '            marker = operator_call.set(True)',
   '            try:',
   '                return super().__call__(environ, start_response)',
@@ -214,11 +315,12 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     command: ['/opt/moto/bin/python', '-c', MOTO_GUARD_SCRIPT],
     operatorToken: { envName: OPERATOR_TOKEN_ENV },
     // IAM authentication from the first request; minting opens a window of its own calls only.
-    environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0' }),
+    environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0', MOTO_RECORDER_FILEPATH: RECORDING_PATH }),
     // The sandbox's own key may list exactly the granted services, which is all a listing asks.
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
     cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER },
+    state: { capture: downloadMotoRecording, restore: restoreMotoRecording },
   });
 }

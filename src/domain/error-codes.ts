@@ -133,6 +133,17 @@ export const ERROR_CODES = {
     'The stack does not hold what the plan said: `sandboxctl iac status RUN_ID` lists what is there, resource by resource (an emulator does not roll back). Fix the template and apply again.',
   ),
 
+  SNAPSHOT_UNSUPPORTED: spec(
+    'refused',
+    false,
+    'This sandbox\'s emulator cannot be snapshotted (the message says why): use a moto sandbox (`sandboxctl create --adapter moto`) for state you want to keep, fork or pause.',
+  ),
+  SNAPSHOT_TOO_LARGE: spec(
+    'refused',
+    false,
+    'The sandbox\'s recorded state is over the plane\'s snapshot cap: remove what you do not need to keep, or ask the operator to raise SANDBOXPLANE_SNAPSHOT_MAX_BYTES (docs/snapshots.md).',
+  ),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 

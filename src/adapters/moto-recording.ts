@@ -1,0 +1,144 @@
+import { request as httpRequest, Agent } from 'node:http';
+import { z } from 'zod';
+import { SandboxPlaneError } from '../domain/errors';
+
+/**
+ * A moto sandbox's state as moto's own recorder keeps it (DESIGN §15): the requests made
+ * to it since its credentials were minted, one JSON object per line, after a first line
+ * of ours saying how they were minted. Restoring resets moto, mints the same credentials
+ * again from the same seed (moto's ids come from its seeded random, so the same key comes
+ * back and every recorded signature checks out) and replays the requests in order.
+ */
+
+/** How a sandbox's credentials were minted: enough to mint exactly them again. */
+export const mintedIdentitySchema = z
+  .object({
+    /** moto's random seed, set just before minting. */
+    seed: z.number().int().min(0).max(2 ** 31 - 1),
+    /** The IAM user minted (the sandbox id of the sandbox it was minted for). */
+    user: z.string().min(1).max(128),
+    /** The services its policy grants. */
+    services: z.array(z.string().min(1)).max(64),
+  })
+  .strict();
+export type MintedIdentity = z.infer<typeof mintedIdentitySchema>;
+
+const recordingHeaderSchema = z.object({ sandboxplane: mintedIdentitySchema.extend({ format: z.literal(1) }).strict() }).strict();
+
+/** The header line a fresh recording starts with. */
+export function recordingHeader(identity: MintedIdentity): string {
+  return `${JSON.stringify({ sandboxplane: { format: 1, ...identity } })}\n`;
+}
+
+/** One request as moto's recorder wrote it (moto/moto_api/_internal/recorder/models.py). */
+const recordedRequestSchema = z.object({
+  method: z.string().regex(/^[A-Z]{3,7}$/, 'must be an HTTP method'),
+  url: z.string().url(),
+  headers: z.record(z.string(), z.string()),
+  body: z.string().nullable().default(''),
+  body_encoded: z.boolean().default(false),
+});
+export type RecordedRequest = z.infer<typeof recordedRequestSchema>;
+
+export interface Recording {
+  readonly identity: MintedIdentity;
+  readonly requests: readonly RecordedRequest[];
+}
+
+/**
+ * The header the guard script gives a recorded call that came with the operator token
+ * (an IaC apply): replayed, it carries the token again. The guard strips it from every
+ * other call, so an agent cannot mark its own calls.
+ */
+export const RECORDED_AS_HEADER = 'X-Sandboxplane-Recorded-As';
+
+function corrupt(problem: string): SandboxPlaneError {
+  return new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the snapshot is not a recording this plane can restore: ${problem}`);
+}
+
+/** Reads a recording, refusing one that is not whole (a first line of ours, then moto's requests). */
+export function parseRecording(text: string): Recording {
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const [first, ...rest] = lines;
+  if (first === undefined) throw corrupt('it is empty');
+  const header = recordingHeaderSchema.safeParse(safeJson(first));
+  if (!header.success) throw corrupt('its first line does not say how its credentials were minted');
+  const { format: _format, ...identity } = header.data.sandboxplane;
+  const requests = rest.map((line, index) => {
+    const parsed = recordedRequestSchema.safeParse(safeJson(line));
+    if (!parsed.success) throw corrupt(`line ${index + 2} is not a recorded request`);
+    return parsed.data;
+  });
+  return { identity, requests };
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Hop-by-hop headers and the ones a replay sets itself: never sent as recorded. */
+const NOT_REPLAYED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'expect', 'content-length', RECORDED_AS_HEADER.toLowerCase()]);
+
+export interface ReplayTarget {
+  /** The container's published endpoint (`http://127.0.0.1:PORT`): a replay goes through the guard, as the calls did. */
+  readonly endpoint: string;
+  /** The operator header and token, for calls recorded as the plane's own. */
+  readonly operatorHeader: string;
+  readonly operatorToken: string;
+}
+
+export interface ReplayReport {
+  readonly replayed: number;
+  /** Calls refused again (as they were when recorded: moto records before it judges). */
+  readonly refused: number;
+}
+
+/**
+ * Sends each recorded request to the emulator again, in order and one at a time (ids come
+ * out the same only in the same order), with its recorded headers: the Host header and
+ * the signature included, so moto checks each call as it did the first time. A 5xx answer
+ * or a connection failure fails the replay.
+ */
+export async function replayRecording(target: ReplayTarget, requests: readonly RecordedRequest[], progress: (done: number) => void, signal: AbortSignal): Promise<ReplayReport> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const base = new URL(target.endpoint);
+  let refused = 0;
+  try {
+    for (const [index, recorded] of requests.entries()) {
+      signal.throwIfAborted();
+      const status = await send(agent, base, target, recorded, signal);
+      if (status >= 500) throw new Error(`replaying request ${index + 1} of ${requests.length} (${recorded.method} ${new URL(recorded.url).pathname}) answered HTTP ${status}`);
+      if (status >= 400) refused += 1;
+      if (index % 50 === 49) progress(index + 1);
+    }
+  } finally {
+    agent.destroy();
+  }
+  return { replayed: requests.length, refused };
+}
+
+function send(agent: Agent, base: URL, target: ReplayTarget, recorded: RecordedRequest, signal: AbortSignal): Promise<number> {
+  const url = new URL(recorded.url);
+  const body = recorded.body === null ? Buffer.alloc(0) : recorded.body_encoded ? Buffer.from(recorded.body, 'base64') : Buffer.from(recorded.body, 'utf8');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(recorded.headers)) if (!NOT_REPLAYED.has(name.toLowerCase())) headers[name] = value;
+  headers['Content-Length'] = String(body.length);
+  const asOperator = Object.entries(recorded.headers).some(([name, value]) => name.toLowerCase() === RECORDED_AS_HEADER.toLowerCase() && value === 'operator');
+  if (asOperator) headers[target.operatorHeader] = target.operatorToken;
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(
+      { agent, host: base.hostname, port: base.port, method: recorded.method, path: `${url.pathname}${url.search}`, headers, signal, setHost: false },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
