@@ -9,6 +9,7 @@ import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
 import { createIacActivities, sandboxAccess, targetAccess } from './iac-activities';
 import { createIacStoreActivities } from './iac-store-activities';
+import { createSnapshotRuntimeActivities, createSnapshotStoreActivities } from './snapshot-activities';
 import { createStoreCommandActivities } from './store-command-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
@@ -50,12 +51,19 @@ export function createStoreActivities(deps: StoreRoleDeps) {
     ...createProjectionSweepActivities(deps),
     ...createStoreCommandActivities(deps),
     ...createIacStoreActivities(deps),
+    ...createSnapshotStoreActivities(deps),
   };
 }
 
 /** A docker role's activities, on `<tq>-docker-<hostId>`. */
 export function createDockerActivities(deps: DockerRoleDeps) {
-  return { ...createRuntimeActivities(deps), ...createHostSweepActivities(deps), ...createWarmPoolActivities(deps), ...createIacActivities(sandboxAccess(deps.adapters)) };
+  return {
+    ...createRuntimeActivities(deps),
+    ...createHostSweepActivities(deps),
+    ...createWarmPoolActivities(deps),
+    ...createIacActivities(sandboxAccess(deps.adapters)),
+    ...createSnapshotRuntimeActivities(deps),
+  };
 }
 
 /** The targets role's activities, on `<tq>-targets`: IaC against operators' targets, with this worker's AWS credential chain. */

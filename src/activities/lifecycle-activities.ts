@@ -9,6 +9,7 @@ import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
+import type { SnapshotSource } from '../domain/snapshots';
 import type { SandboxState } from '../domain/sandbox-states';
 import { screenRequest, type Decision } from '../domain/screening';
 import { ADAPTER_NAMES, type AdapterName } from '../domain/service-catalog';
@@ -87,6 +88,12 @@ async function stackResourcesOf(adapter: CloudEmulatorAdapter, sandboxId: string
   }
 }
 
+/** The snapshot a fork starts from, when its principal holds it. */
+function sourceOf(store: Store, request: IdentifiedRequest): { source?: SnapshotSource } {
+  const source = request.fromSnapshot === undefined ? undefined : store.snapshots.find(request.fromSnapshot, request.principal);
+  return source === undefined ? {} : { source };
+}
+
 function adapterFor(adapters: AdapterRegistry, name: AdapterName): CloudEmulatorAdapter {
   const adapter = adapters[name];
   if (adapter === undefined) throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `this worker does not run the ${name} adapter`);
@@ -127,6 +134,7 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
       availableAdapters: registeredAdapters(store),
       ttl: deps.lifecycle,
+      ...sourceOf(store, input.request),
     });
     const state = input.nextStates[decision.effect];
     store.sandboxes.record(

@@ -55,6 +55,12 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     'hosts.remove': ({ hostId }) => hosts.remove(hostId),
     'targets.add': ({ kind: _kind, ...target }) => store.targets.add(target),
     'targets.list': () => ({ targets: store.targets.list() }),
+    'snapshots.list': ({ principal, sandboxId }) => ({ snapshots: store.snapshots.list(principal, sandboxId) }),
+    'snapshots.get': ({ principal, snapshotId }) => {
+      const snapshot = store.snapshots.find(snapshotId, principal);
+      if (snapshot === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`, { hint: '`sandboxctl snapshots` lists yours.' });
+      return snapshot;
+    },
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {
       const target = store.targets.get(name);

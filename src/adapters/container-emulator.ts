@@ -9,7 +9,18 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
-import type { AdapterContext, CloudEmulatorAdapter, DestroyReport, HealthReport, IacAccess, LaunchPlan, ProvisionRequest, RecordedRuntime, ResourceListing, RestoreTarget } from './cloud-emulator-adapter';
+import type {
+  AdapterContext,
+  CloudEmulatorAdapter,
+  DestroyReport,
+  HealthReport,
+  IacAccess,
+  LaunchPlan,
+  ProvisionRequest,
+  RecordedRuntime,
+  ResourceListing,
+  RestoreTarget,
+} from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
@@ -394,7 +405,8 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
 
   private stateStore(): EmulatorStateStore {
     const { state } = this.options;
-    if (state === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the ${this.name} adapter cannot snapshot a sandbox: ${this.options.noSnapshots ?? 'its emulator has no way to give its state'}`);
+    if (state === undefined)
+      throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the ${this.name} adapter cannot snapshot a sandbox: ${this.options.noSnapshots ?? 'its emulator has no way to give its state'}`);
     return state;
   }
 

@@ -93,6 +93,6 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     // Floci checks no credentials: the plane's calls need no operator header.
     cloudFormation: { supportedTypes: () => FLOCI_CLOUDFORMATION_TYPES },
     noSnapshots:
-      'the plane runs Floci with its in-memory storage, and snapshots through its persistent storage modes are not built (Floci\'s image cannot be pulled where the plane is tested)',
+      "the plane runs Floci with its in-memory storage, and snapshots through its persistent storage modes are not built (Floci's image cannot be pulled where the plane is tested)",
   });
 }

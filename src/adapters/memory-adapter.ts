@@ -72,7 +72,7 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
 
   async restoreState(sandboxId: string, state: string): Promise<undefined> {
     const parsed = memoryStateSchema.safeParse(JSON.parse(state));
-    if (!parsed.success) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', 'the snapshot is not a memory sandbox\'s state');
+    if (!parsed.success) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', "the snapshot is not a memory sandbox's state");
     this.held(sandboxId).resources = parsed.data.resources as ResourceRef[];
     return undefined;
   }

@@ -14,7 +14,11 @@ import { SandboxPlaneError } from '../domain/errors';
 export const mintedIdentitySchema = z
   .object({
     /** moto's random seed, set just before minting. */
-    seed: z.number().int().min(0).max(2 ** 31 - 1),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
     /** The IAM user minted (the sandbox id of the sandbox it was minted for). */
     user: z.string().min(1).max(128),
     /** The services its policy grants. */

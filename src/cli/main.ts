@@ -16,6 +16,7 @@ import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
+import { registerSnapshotCommands } from './commands/snapshot-commands';
 import { registerTargetCommands } from './commands/target-commands';
 import { printResult, reportError } from './output';
 import { workerConfig, workerOptionsSchema } from './worker-options';
@@ -140,6 +141,7 @@ export function buildProgram(): Command {
     );
 
   registerSandboxCommands(program);
+  registerSnapshotCommands(program);
   registerPolicyCommands(program);
   registerApproverCommands(program);
   registerCleanupCommands(program);

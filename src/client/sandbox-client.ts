@@ -20,10 +20,12 @@ import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
-import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
+import { snapshotIdSchema, type SnapshotSummary } from '../domain/snapshots';
+import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, restoreUpdate, snapshotUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
 import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
+import { StoreClient } from './store-client';
 import { connectTemporal } from './temporal-connection';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
@@ -395,6 +397,49 @@ export class SandboxClient {
     await this.ensureOwn(sandboxId);
     const status = await this.resendingUpdate(sandboxId, destroyUpdate, [options]);
     return status === 'ended' ? this.finalStatus(sandboxId) : withTimeLeft(this.seenBy(status));
+  }
+
+  /**
+   * Takes a snapshot of a READY sandbox's emulator state (DESIGN §15), kept by the plane
+   * and owned by the sandbox's principal: fork it with `create({ fromSnapshot })`, or put
+   * it back with {@link restore}. SNAPSHOT_UNSUPPORTED for an emulator that cannot give its
+   * state (Floci), SNAPSHOT_TOO_LARGE over the cap; INVALID_STATE unless READY.
+   *
+   * @example
+   * const { snapshotId } = await sandboxes.snapshot('sbx-1');
+   */
+  async snapshot(id: string, options: { actor?: string } = {}): Promise<SnapshotSummary> {
+    const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
+    return this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(snapshotUpdate, { args: [options] }));
+  }
+
+  /**
+   * Puts a snapshot's state back into a READY sandbox and resolves once it is there. The
+   * sandbox keeps its credentials when the snapshot is its own; a snapshot of another of
+   * your sandboxes brings new ones (status shows them). NOT_FOUND for a snapshot that is not
+   * yours; SERVICE_NOT_ALLOWED when it holds state of a service this sandbox lacks.
+   */
+  async restore(id: string, snapshotId: string, options: { actor?: string } = {}): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
+    await this.ensureOwn(sandboxId);
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(restoreUpdate, { args: [{ snapshotId: snapshot, ...options }] }));
+    return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
+  }
+
+  /**
+   * Snapshots, newest first: this client's principal's (everyone's for an operator's
+   * client, or `filter.principal`'s), of one sandbox with `filter.sandboxId`.
+   */
+  async snapshots(filter: { sandboxId?: string; principal?: string } = {}): Promise<SnapshotSummary[]> {
+    if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
+    const principal = this.principal ?? filter.principal;
+    const sandboxId = filter.sandboxId === undefined ? undefined : this.checkId(filter.sandboxId);
+    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshots({
+      ...(principal !== undefined ? { principal } : {}),
+      ...(sandboxId !== undefined ? { sandboxId } : {}),
+    });
   }
 
   /**

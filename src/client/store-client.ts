@@ -14,6 +14,7 @@ import {
   type StoreCommandKind,
   type StoreCommandResults,
 } from '../domain/store-commands';
+import type { SnapshotSource, SnapshotSummary } from '../domain/snapshots';
 import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/targets';
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
@@ -167,6 +168,19 @@ export class StoreClient {
    */
   async targetAudit(name: string): Promise<TargetAuditEntry[]> {
     return (await this.run({ kind: 'targets.audit', name })).operations;
+  }
+
+  /**
+   * Snapshots (DESIGN §15), newest first: `principal`'s own, or everyone's when left out
+   * (an operator's view); of one sandbox with `sandboxId`.
+   */
+  async snapshots(filter: { principal?: string; sandboxId?: string } = {}): Promise<SnapshotSummary[]> {
+    return (await this.run({ kind: 'snapshots.list', ...filter })).snapshots;
+  }
+
+  /** One of `principal`'s snapshots, with the adapter and services of its sandbox; NOT_FOUND when it is not theirs. */
+  async snapshot(principal: string, snapshotId: string): Promise<SnapshotSource> {
+    return this.run({ kind: 'snapshots.get', principal, snapshotId });
   }
 
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */

@@ -42,6 +42,9 @@ export const LIFECYCLE_MESSAGES = {
   decideUpdate: 'decide',
   /** From the cleanup sweep: it saw a mismatch under this READY sandbox; the health watch looks now. */
   checkHealthSignal: 'checkHealth',
+  /** Snapshots (DESIGN §15): take one of a READY sandbox, or put one back into it. */
+  snapshotUpdate: 'snapshot',
+  restoreUpdate: 'restore',
   statusQuery: 'status',
 } as const;
 

@@ -136,12 +136,12 @@ export const ERROR_CODES = {
   SNAPSHOT_UNSUPPORTED: spec(
     'refused',
     false,
-    'This sandbox\'s emulator cannot be snapshotted (the message says why): use a moto sandbox (`sandboxctl create --adapter moto`) for state you want to keep, fork or pause.',
+    "This sandbox's emulator cannot be snapshotted (the message says why): use a moto sandbox (`sandboxctl create --adapter moto`) for state you want to keep, fork or pause.",
   ),
   SNAPSHOT_TOO_LARGE: spec(
     'refused',
     false,
-    'The sandbox\'s recorded state is over the plane\'s snapshot cap: remove what you do not need to keep, or ask the operator to raise SANDBOXPLANE_SNAPSHOT_MAX_BYTES (docs/snapshots.md).',
+    "The sandbox's recorded state is over the plane's snapshot cap: the cap (1 MiB compressed) keeps one snapshot inside one Temporal payload: keep large objects out of the sandbox you snapshot (docs/snapshots.md).",
   ),
 
   // Lookups

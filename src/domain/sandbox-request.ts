@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CAPABILITIES } from './capabilities';
 import { cleanDisplayText } from './display-text';
 import { sandboxIdSchema } from './sandbox-id';
+import { snapshotIdSchema } from './snapshots';
 import { ADAPTER_NAMES } from './service-catalog';
 import { sha256Hex } from './sha256';
 
@@ -43,6 +44,8 @@ export const sandboxRequestSchema = z
       .record(labelKeySchema, z.string().max(256, 'label values are at most 256 characters').transform(cleanDisplayText))
       .refine((labels) => Object.keys(labels).length <= 32, 'at most 32 labels')
       .default({}),
+    /** A fork (DESIGN §15): the sandbox starts with this snapshot's state, in its own container with its own credentials. */
+    fromSnapshot: snapshotIdSchema.optional(),
   })
   .strict();
 

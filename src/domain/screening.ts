@@ -4,6 +4,7 @@ import { flagEnvName, type FeatureFlag, type FeatureFlags } from './feature-flag
 import { evaluatePolicy, type PolicyEffect, type PolicyRow } from './policy';
 import type { IdentifiedRequest } from './sandbox-request';
 import { screenServices, type AdapterName, type Fidelity } from './service-catalog';
+import { snapshotMisfit, type SnapshotSource } from './snapshots';
 import { grantTtl, type TtlSettings } from './ttl';
 
 const ADAPTER_FLAGS: Readonly<Record<AdapterName, FeatureFlag>> = {
@@ -34,6 +35,8 @@ export interface ScreeningInput {
   /** Adapters this worker can run. */
   readonly availableAdapters: readonly AdapterName[];
   readonly ttl: TtlSettings;
+  /** The snapshot a fork starts from, when the principal holds one by the request's `fromSnapshot` id. */
+  readonly source?: Pick<SnapshotSource, 'snapshotId' | 'adapter' | 'services'>;
 }
 
 /**
@@ -64,6 +67,12 @@ export function screenRequest(input: ScreeningInput): Decision {
   }
   if (!input.availableAdapters.includes(request.adapter)) {
     return denied('ADAPTER_UNAVAILABLE', `no docker host of this plane runs the ${request.adapter} adapter`);
+  }
+
+  if (request.fromSnapshot !== undefined) {
+    if (input.source === undefined) return denied('NOT_FOUND', `${request.principal} holds no snapshot ${request.fromSnapshot} (\`sandboxctl snapshots\` lists yours)`);
+    const misfit = snapshotMisfit(input.source, request);
+    if (misfit !== undefined) return denied(misfit.code, misfit.message);
   }
 
   const policy = evaluatePolicy({

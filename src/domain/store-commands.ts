@@ -12,7 +12,8 @@ import type { LeakFinding } from './leaks';
 import { approvalPayloadSchema } from './lifecycle-messages';
 import type { OperationRecord } from './lifecycle-record';
 import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
-import { sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
+import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
+import { snapshotIdSchema, type SnapshotSource, type SnapshotSummary } from './snapshots';
 import { newTargetSchema, targetNameSchema, type TargetAuditEntry, type TargetRecord } from './targets';
 
 /** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
@@ -53,6 +54,9 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('targets.remove'), name: targetNameSchema }).strict(),
   z.object({ kind: z.literal('targets.get'), name: targetNameSchema }).strict(),
   z.object({ kind: z.literal('targets.audit'), name: targetNameSchema }).strict(),
+  // A principal's own snapshots; an operator's client (no principal) lists everyone's.
+  z.object({ kind: z.literal('snapshots.list'), principal: principalSchema.optional(), sandboxId: sandboxIdSchema.optional() }).strict(),
+  z.object({ kind: z.literal('snapshots.get'), principal: principalSchema, snapshotId: snapshotIdSchema }).strict(),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -75,6 +79,8 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'targets.list',
   'targets.get',
   'targets.audit',
+  'snapshots.list',
+  'snapshots.get',
 ]);
 
 /** A policy row as the store keeps it. */
@@ -123,6 +129,8 @@ export interface StoreCommandResults {
   'targets.remove': TargetRecord;
   'targets.get': TargetRecord;
   'targets.audit': { target: string; operations: TargetAuditEntry[] };
+  'snapshots.list': { snapshots: SnapshotSummary[] };
+  'snapshots.get': SnapshotSource;
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

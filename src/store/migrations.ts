@@ -191,6 +191,27 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
 
   CREATE INDEX operations_iac_applied ON operations (at) WHERE action = 'iac_applied';
   `,
+  // 9: snapshots (DESIGN §15): content kept once per digest (gzip), and each snapshot a
+  // row naming its sandbox, principal and content. The sandbox's services say which
+  // sandboxes its state may go into.
+  `
+  CREATE TABLE snapshot_contents (
+    digest  TEXT PRIMARY KEY,
+    content BLOB NOT NULL,
+    bytes   INTEGER NOT NULL
+  ) STRICT;
+
+  CREATE TABLE snapshots (
+    snapshot_id TEXT PRIMARY KEY,
+    sandbox_id  TEXT NOT NULL,
+    principal   TEXT NOT NULL,
+    adapter     TEXT NOT NULL,
+    services    TEXT NOT NULL CHECK (json_valid(services)),
+    digest      TEXT NOT NULL REFERENCES snapshot_contents (digest),
+    created_at  TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX snapshots_principal ON snapshots (principal, created_at);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

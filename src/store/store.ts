@@ -4,6 +4,7 @@ import { HostRepository } from './host-repository';
 import { LeakRepository } from './leak-repository';
 import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
+import { SnapshotRepository } from './snapshot-repository';
 import { TargetRepository } from './target-repository';
 
 /**
@@ -17,6 +18,7 @@ export class Store {
   readonly leaks: LeakRepository;
   readonly hosts: HostRepository;
   readonly targets: TargetRepository;
+  readonly snapshots: SnapshotRepository;
 
   private constructor(
     readonly file: string,
@@ -28,6 +30,7 @@ export class Store {
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
     this.targets = new TargetRepository(db);
+    this.snapshots = new SnapshotRepository(db);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */

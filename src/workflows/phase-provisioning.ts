@@ -8,6 +8,7 @@ import { iso } from './iso-time';
 import type { DestroyRequest, LifecycleContext } from './lifecycle-context';
 import { ended, withdraw } from './phase-ending';
 import { freshWatch, pooledText, readyDetails, runtimeSummary } from './phase-ready';
+import { startFromSnapshot } from './lifecycle-snapshots';
 import { failureCode } from './workflow-failures';
 
 /** PROVISIONING: the row already says so, so a crash here leaves a visible sandbox for the sweep. */
@@ -31,7 +32,8 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     ctx.revise(ctx.phase, provisioningOn(placement, request.adapter));
   }
   try {
-    const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const provisioned = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    const handle = request.fromSnapshot === undefined ? provisioned : await startFromSnapshot(ctx, provisioned, request.fromSnapshot);
     const now = Date.now();
     const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
     const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
@@ -40,7 +42,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       actor: 'worker',
       effect: 'ready',
       reason: pooledText(request.adapter, handle),
-      summary: { ...runtimeSummary(handle), expiresAt: iso(expiresAtMs) },
+      summary: { ...runtimeSummary(handle), expiresAt: iso(expiresAtMs), ...(request.fromSnapshot !== undefined ? { fromSnapshot: request.fromSnapshot } : {}) },
     });
   } catch (err) {
     if (isCancellation(err)) throw err;

@@ -7,6 +7,7 @@ import { describeIssues } from '../domain/validation';
 import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
 import { endIacTurns, registerIacTurns } from './lifecycle-iac-turns';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
+import { registerSnapshotHandlers } from './lifecycle-snapshots';
 import { showRequester } from './lifecycle-display';
 import { awaitingApproval } from './phase-awaiting-approval';
 import { cancelled, ending } from './phase-ending';
@@ -27,6 +28,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   const ctx = new LifecycleContext(admitted.record, admitted.carried);
   registerLifecycleHandlers(ctx);
   registerIacTurns(ctx);
+  registerSnapshotHandlers(ctx);
   ctx.showInitial();
   if (admitted.ok) showRequester(admitted.record.request);
 

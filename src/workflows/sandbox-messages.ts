@@ -2,6 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { LIFECYCLE_MESSAGES } from '../domain/contract-names';
 import type { ApprovalPayload, AwaitStatePayload, DecidePayload, DecideResult, DestroyPayload, ExtendPayload, SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
+import type { RestorePayload, SnapshotPayload, SnapshotSummary } from '../domain/snapshots';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import type { CarriedLifecycle } from './lifecycle-context';
 
@@ -26,6 +27,10 @@ export const awaitStateUpdate = defineUpdate<SandboxStatus, [AwaitStatePayload]>
 
 /** Approve or deny from a program: judged like the signals, and the verdict is the result. */
 export const decideUpdate = defineUpdate<DecideResult, [DecidePayload]>(LIFECYCLE_MESSAGES.decideUpdate);
+
+/** Snapshots (DESIGN §15): `snapshot` answers with the snapshot kept; `restore` with the status once the state is back. */
+export const snapshotUpdate = defineUpdate<SnapshotSummary, [SnapshotPayload]>(LIFECYCLE_MESSAGES.snapshotUpdate);
+export const restoreUpdate = defineUpdate<SandboxStatus, [RestorePayload]>(LIFECYCLE_MESSAGES.restoreUpdate);
 
 export const statusQuery = defineQuery<SandboxStatus>(LIFECYCLE_MESSAGES.statusQuery);
 

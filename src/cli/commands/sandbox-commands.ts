@@ -1,7 +1,9 @@
 import os from 'node:os';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { loadConfig } from '../../config/config';
+import { loadConfig, type Config } from '../../config/config';
+import { SandboxPlaneError } from '../../domain/errors';
+import { snapshotIdSchema, type SnapshotSource } from '../../domain/snapshots';
 import { CAPABILITIES } from '../../domain/capabilities';
 import { DEFAULT_ADAPTER, principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
 import { SANDBOX_STATES } from '../../domain/sandbox-states';
@@ -35,7 +37,9 @@ const createOptionsSchema = z.object({
   id: sandboxIdSchema.optional(),
   // Required unless SANDBOXPLANE_PRINCIPAL says who calls (see the create action).
   principal: principalSchema.optional(),
-  services: commaListSchema.pipe(request.services),
+  // Required unless --from-snapshot names a snapshot, whose sandbox's services are the default (see the create action).
+  services: commaListSchema.pipe(request.services).optional(),
+  fromSnapshot: snapshotIdSchema.optional(),
   ttl: durationSchema.pipe(request.ttlSeconds).optional(),
   purpose: request.purpose,
   adapter: oneOf(ADAPTER_NAMES).optional(),
@@ -54,7 +58,7 @@ const listOptionsSchema = z.object({
 });
 
 const reasonSchema = z.string().max(1000, 'must be at most 1000 characters');
-const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+export const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 
 const extendOptionsSchema = z.object({
   ttl: durationSchema,
@@ -85,12 +89,30 @@ function collect(value: string, previous: string[] | undefined): string[] {
 }
 
 /** Who the audit trail names when --actor is not given: `cli:<os user>`. */
-function defaultActor(): string {
+export function defaultActor(): string {
   try {
     return `cli:${os.userInfo().username}`;
   } catch {
     return `cli:${process.env.USER ?? 'unknown'}`;
   }
+}
+
+/**
+ * The snapshot a fork starts from, read only for the defaults it gives (its sandbox's
+ * adapter and services); the workflow checks it again when it screens the request.
+ */
+async function forkSource(
+  config: Config,
+  principal: string | undefined,
+  options: { fromSnapshot?: string | undefined; services?: string[] | undefined; adapter?: string | undefined },
+): Promise<SnapshotSource | undefined> {
+  const { fromSnapshot } = options;
+  if (fromSnapshot === undefined) {
+    if (options.services === undefined) throw new SandboxPlaneError('INVALID_INPUT', '--services: required (comma-separated, e.g. s3,sqs), unless --from-snapshot names a snapshot to fork');
+    return undefined;
+  }
+  if ((options.services !== undefined && options.adapter !== undefined) || principal === undefined) return undefined;
+  return withStoreClient(config, (store) => store.snapshot(principal, fromSnapshot));
 }
 
 function sandboxId(args: readonly string[]): string {
@@ -104,7 +126,11 @@ export function registerSandboxCommands(program: Command): void {
     .description('ask for a sandbox; returns once the request is screened, or once READY with --wait')
     .option('--id <id>', 'sandbox id, also the idempotency key: the same id and request return the same sandbox (default: a fresh sbx-… id)')
     .option('--principal <name>', 'who asks (required unless SANDBOXPLANE_PRINCIPAL is set); policy rows are matched against it')
-    .option('--services <list>', 'comma-separated services, e.g. s3,sqs (required)')
+    .option('--services <list>', "comma-separated services, e.g. s3,sqs (required, unless --from-snapshot: then the snapshot's sandbox's)")
+    .option(
+      '--from-snapshot <id>',
+      "a fork: start with this snapshot's state (yours only), in a container and with credentials of its own; --adapter and --services default to its sandbox's",
+    )
     .option('--ttl <duration>', "how long it lives once READY: 90s, 30m, 2h (default: the worker's default TTL, capped by policy)")
     .option('--purpose <text>', 'why, for reviewers and the audit trail')
     .option('--adapter <name>', `emulator: ${ADAPTER_NAMES.join('|')} (default ${DEFAULT_ADAPTER})`)
@@ -120,15 +146,17 @@ export function registerSandboxCommands(program: Command): void {
         const schema = config.principal === undefined ? createOptionsSchema.extend({ principal: principalSchema }) : createOptionsSchema;
         const options = parseCliOptions(schema, raw);
         const principal = options.principal ?? config.principal;
+        const source = await forkSource(config, principal, options);
         const status = await withSandboxClient(config, (sandboxes) =>
           sandboxes.create(
             {
               ...(options.id !== undefined ? { id: options.id } : {}),
               ...(principal !== undefined ? { principal } : {}),
-              services: options.services,
+              services: options.services ?? [...(source?.services ?? [])],
+              ...(options.fromSnapshot !== undefined ? { fromSnapshot: options.fromSnapshot } : {}),
               ...(options.ttl !== undefined ? { ttlSeconds: options.ttl } : {}),
               ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
-              ...(options.adapter !== undefined ? { adapter: options.adapter } : {}),
+              ...((options.adapter ?? source?.adapter) !== undefined ? { adapter: options.adapter ?? source?.adapter } : {}),
               ...(options.capability !== undefined ? { capability: options.capability } : {}),
               labels: options.label ?? {},
             },

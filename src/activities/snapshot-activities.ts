@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { Context, log } from '@temporalio/activity';
+import type { AdapterRegistry, RestoreTarget } from '../adapters/cloud-emulator-adapter';
+import type { SandboxCredentials } from '../domain/client-config';
+import { SandboxPlaneError } from '../domain/errors';
+import type { RuntimeHandle } from '../domain/lifecycle-record';
+import type { AdapterName } from '../domain/service-catalog';
+import { SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
+import type { Store } from '../store';
+import { withTaxonomy } from './activity-failure';
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function adapterOf(adapters: AdapterRegistry, name: AdapterName) {
+  const adapter = adapters[name];
+  if (adapter === undefined) throw new SandboxPlaneError('ADAPTER_UNAVAILABLE', `this docker worker does not run the ${name} adapter`);
+  return adapter;
+}
+
+/** A snapshot's content as it travels: compressed, within the cap, with the digest of what it holds. */
+export function packSnapshot(state: string, maxBytes = SNAPSHOT_MAX_BYTES): SnapshotContent {
+  const packed = gzipSync(Buffer.from(state, 'utf8'), { level: 6 });
+  if (packed.length > maxBytes) {
+    throw new SandboxPlaneError('SNAPSHOT_TOO_LARGE', `the sandbox's state is ${packed.length} bytes compressed; a snapshot holds at most ${maxBytes}`);
+  }
+  return { digest: sha256(state), bytes: packed.length, gzipBase64: packed.toString('base64') };
+}
+
+/** The state a snapshot's content holds, refused when it is not what its digest says. */
+export function unpackSnapshot(content: SnapshotContent): string {
+  const state = gunzipSync(Buffer.from(content.gzipBase64, 'base64')).toString('utf8');
+  if (sha256(state) !== content.digest) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the snapshot's content does not match its digest ${content.digest}`);
+  return state;
+}
+
+/** The snapshot activities of a docker host (DESIGN §15): taking an emulator's state, and putting one back. */
+export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistry }) {
+  return {
+    /** The sandbox's emulator state now, packed for the store. */
+    async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RuntimeHandle }): Promise<SnapshotContent> {
+      return withTaxonomy(async () => {
+        const state = await adapterOf(deps.adapters, input.adapter).captureState(input.sandboxId, input.runtime);
+        const content = packSnapshot(state);
+        log.info('snapshot taken', { sandboxId: input.sandboxId, bytes: content.bytes, digest: content.digest });
+        return content;
+      });
+    },
+
+    /** Replaces the sandbox's emulator state with a snapshot's; the sandbox's credentials afterwards (`null`: the adapter has none). */
+    async restoreSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RuntimeHandle; content: SnapshotContent; target: RestoreTarget }): Promise<SandboxCredentials | null> {
+      return withTaxonomy(async () => {
+        const context = Context.current();
+        const state = unpackSnapshot(input.content);
+        const adapterContext = { heartbeat: (details?: unknown) => context.heartbeat(details), cancelled: context.cancellationSignal };
+        const credentials = await adapterOf(deps.adapters, input.adapter).restoreState(input.sandboxId, state, input.target, adapterContext, input.runtime);
+        log.info('snapshot restored', { sandboxId: input.sandboxId, digest: input.content.digest, from: input.target.from });
+        return credentials ?? null;
+      });
+    },
+  };
+}
+
+/** The snapshot activities of the store role: keeping snapshots and handing them to their principal only. */
+export function createSnapshotStoreActivities(deps: { store: Store }) {
+  return {
+    async keepSnapshot(input: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }): Promise<SnapshotSummary> {
+      return withTaxonomy(() => deps.store.snapshots.keep(input));
+    },
+
+    /** NOT_FOUND unless `principal` holds the snapshot. */
+    async loadSnapshot(input: { snapshotId: string; principal: string }): Promise<StoredSnapshot> {
+      return withTaxonomy(() => deps.store.snapshots.load(input.snapshotId, input.principal));
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { loadConfig } from '../../config/config';
+import { sandboxIdSchema } from '../../domain/sandbox-request';
+import { snapshotIdSchema, type SnapshotSummary } from '../../domain/snapshots';
+import { parseCliArgument, parseCliOptions } from '../cli-options';
+import { action, jsonOption } from '../command-action';
+import { formatStatus } from '../format/sandbox-format';
+import { formatTable } from '../format/table';
+import { printResult } from '../output';
+import { withSandboxClient } from '../temporal-clients';
+import { defaultActor, nameSchema } from './sandbox-commands';
+
+const snapshotOptionsSchema = z.object({ actor: nameSchema.optional(), json: z.boolean().default(false) });
+const restoreOptionsSchema = z.object({ snapshot: snapshotIdSchema, actor: nameSchema.optional(), json: z.boolean().default(false) });
+const listOptionsSchema = z.object({ sandbox: sandboxIdSchema.optional(), json: z.boolean().default(false) });
+
+function formatSnapshot(snapshot: SnapshotSummary): string {
+  return [
+    `snapshot ${snapshot.snapshotId} of sandbox ${snapshot.sandboxId} (${snapshot.adapter}), ${snapshot.bytes} bytes, taken ${snapshot.createdAt}`,
+    `Fork it:    sandboxctl create --from-snapshot ${snapshot.snapshotId} --wait`,
+    `Restore it: sandboxctl restore ${snapshot.sandboxId} --snapshot ${snapshot.snapshotId}`,
+  ].join('\n');
+}
+
+function formatSnapshotList(snapshots: readonly SnapshotSummary[]): string {
+  if (snapshots.length === 0) return 'No snapshots. Take one of a READY sandbox with `sandboxctl snapshot ID`.';
+  return formatTable(
+    ['SNAPSHOT', 'SANDBOX', 'ADAPTER', 'BYTES', 'CREATED'],
+    snapshots.map((s) => [s.snapshotId, s.sandboxId, s.adapter, String(s.bytes), s.createdAt]),
+  );
+}
+
+/** snapshot, snapshots, restore (DESIGN §11, "Snapshots"); forks are `create --from-snapshot`. */
+export function registerSnapshotCommands(program: Command): void {
+  program
+    .command('snapshot')
+    .description("keep a READY sandbox's emulator state now (yours only): fork it with `create --from-snapshot`, or put it back with `restore`")
+    .argument('<id>', 'sandbox id')
+    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
+        const options = parseCliOptions(snapshotOptionsSchema, raw);
+        const snapshot = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.snapshot(id, { actor: options.actor ?? defaultActor() }));
+        printResult({ json: options.json }, snapshot, formatSnapshot(snapshot));
+      }),
+    );
+
+  program
+    .command('snapshots')
+    .description("snapshots, newest first: your principal's (SANDBOXPLANE_PRINCIPAL), or everyone's for an operator")
+    .option('--sandbox <id>', 'only those of this sandbox')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const options = parseCliOptions(listOptionsSchema, raw);
+        const snapshots = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.snapshots(options.sandbox !== undefined ? { sandboxId: options.sandbox } : {}));
+        printResult({ json: options.json }, { snapshots }, formatSnapshotList(snapshots));
+      }),
+    );
+
+  program
+    .command('restore')
+    .description("put a snapshot's state back into a READY sandbox; returns once it is there (a snapshot of another sandbox of yours brings new credentials)")
+    .argument('<id>', 'sandbox id')
+    .option('--snapshot <id>', 'the snapshot to restore (required): `sandboxctl snapshots` lists yours')
+    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
+        const options = parseCliOptions(restoreOptionsSchema, raw);
+        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.restore(id, options.snapshot, { actor: options.actor ?? defaultActor() }));
+        printResult({ json: options.json }, status, formatStatus(status));
+      }),
+    );
+}

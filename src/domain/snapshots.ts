@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import type { AdapterName } from './service-catalog';
+
+/**
+ * Snapshots (DESIGN §15): an emulator's state at a moment, kept by the store role (its
+ * SQLite file, beside the inventory it belongs with), compressed and addressed by the
+ * digest of its content, and owned by the principal of the sandbox it was taken of.
+ */
+
+export const SNAPSHOT_ID_PATTERN = /^snap-[0-9a-f]{16}$/;
+export const snapshotIdSchema = z.string().regex(SNAPSHOT_ID_PATTERN, 'must be a snapshot id such as snap-0123456789abcdef (`sandboxctl snapshots` lists yours)');
+
+/**
+ * The most a snapshot may hold, compressed. It travels from the docker host to the store
+ * as one Temporal payload (encrypted by the codec), whose limit is 2 MB; base64 adds a third.
+ */
+export const SNAPSHOT_MAX_BYTES = 1024 * 1024;
+
+/** What `sandboxctl snapshot` and `snapshots` show of one (DESIGN §11). */
+export interface SnapshotSummary {
+  readonly snapshotId: string;
+  readonly sandboxId: string;
+  readonly adapter: AdapterName;
+  /** Its size as kept: compressed. */
+  readonly bytes: number;
+  readonly createdAt: string;
+}
+
+/** A snapshot's content in flight between roles: gzip, base64, with the SHA-256 of what it holds. */
+export interface SnapshotContent {
+  readonly digest: string;
+  readonly bytes: number;
+  readonly gzipBase64: string;
+}
+
+/** What a fork or restore needs to know of a snapshot besides its content. */
+export interface SnapshotSource extends SnapshotSummary {
+  readonly principal: string;
+  /** The services of the sandbox it was taken of: its state may touch any of them. */
+  readonly services: readonly string[];
+}
+
+/** A kept snapshot with its content, as the store hands it to a restore. */
+export interface StoredSnapshot extends SnapshotSource {
+  readonly content: SnapshotContent;
+}
+
+/** The `snapshot` update's payload: who asks, for the audit trail. */
+export const snapshotPayloadSchema = z.object({ actor: z.string().min(1).max(200).optional() }).strict();
+export type SnapshotPayload = z.input<typeof snapshotPayloadSchema>;
+
+/** The `restore` update's payload. */
+export const restorePayloadSchema = z.object({ snapshotId: snapshotIdSchema, actor: z.string().min(1).max(200).optional() }).strict();
+export type RestorePayload = z.input<typeof restorePayloadSchema>;
+
+/**
+ * Why `source` cannot go into a sandbox of `target`'s adapter and services, or `undefined`
+ * when it can: a snapshot's state may touch any service of its sandbox, so it goes only
+ * where all of them are granted (a replay must not make what the sandbox may not hold).
+ */
+export function snapshotMisfit(
+  source: Pick<SnapshotSource, 'snapshotId' | 'adapter' | 'services'>,
+  target: { adapter: AdapterName; services: readonly string[] },
+): { code: 'INVALID_INPUT' | 'SERVICE_NOT_ALLOWED'; message: string } | undefined {
+  if (source.adapter !== target.adapter) {
+    return { code: 'INVALID_INPUT', message: `snapshot ${source.snapshotId} is of a ${source.adapter} sandbox; it goes only into a ${source.adapter} sandbox, not ${target.adapter}` };
+  }
+  const missing = source.services.filter((service) => !target.services.includes(service));
+  if (missing.length > 0) {
+    return {
+      code: 'SERVICE_NOT_ALLOWED',
+      message: `snapshot ${source.snapshotId} holds state of ${missing.join(', ')}, which the sandbox is not granted; ask for ${missing.join(', ')} too`,
+    };
+  }
+  return undefined;
+}

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { SandboxPlaneError } from '../domain/errors';
+import { ADAPTER_NAMES } from '../domain/service-catalog';
+import type { SnapshotContent, SnapshotSource, SnapshotSummary, StoredSnapshot } from '../domain/snapshots';
+import type { SqliteDatabase } from './database';
+
+/** A snapshot row as stored: validated on the way out too, so a hand-edited row fails loudly. */
+const storedSnapshotSchema = z.object({
+  snapshot_id: z.string().min(1),
+  sandbox_id: z.string().min(1),
+  principal: z.string().min(1),
+  adapter: z.enum(ADAPTER_NAMES),
+  services: z.string(),
+  digest: z.string().min(1),
+  bytes: z.number().int().nonnegative(),
+  created_at: z.string(),
+});
+
+function toSource(raw: unknown): SnapshotSource & { digest: string } {
+  const row = storedSnapshotSchema.parse(raw);
+  return {
+    snapshotId: row.snapshot_id,
+    sandboxId: row.sandbox_id,
+    principal: row.principal,
+    adapter: row.adapter,
+    services: z.array(z.string()).parse(JSON.parse(row.services)),
+    bytes: row.bytes,
+    createdAt: row.created_at,
+    digest: row.digest,
+  };
+}
+
+/** What a listing shows of a snapshot (DESIGN §11), without its owner or content. */
+export function summaryOf(source: SnapshotSummary): SnapshotSummary {
+  return { snapshotId: source.snapshotId, sandboxId: source.sandboxId, adapter: source.adapter, bytes: source.bytes, createdAt: source.createdAt };
+}
+
+const SELECT = `SELECT s.snapshot_id, s.sandbox_id, s.principal, s.adapter, s.services, s.digest, c.bytes, s.created_at
+  FROM snapshots s JOIN snapshot_contents c ON c.digest = s.digest`;
+
+/**
+ * Snapshots (DESIGN §15). Content is kept once per digest, however many snapshots hold
+ * it. Every read names the principal: another's snapshot is not found, never refused, so
+ * its existence does not leak.
+ */
+export class SnapshotRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /** Keeps a snapshot; keeping the same id again (a retried activity) returns the first. */
+  keep(snapshot: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }): SnapshotSummary {
+    return this.db.transaction(() => {
+      const earlier = this.find(snapshot.snapshotId, snapshot.principal);
+      if (earlier !== undefined) return summaryOf(earlier);
+      const content = Buffer.from(snapshot.content.gzipBase64, 'base64');
+      this.db.prepare('INSERT OR IGNORE INTO snapshot_contents (digest, content, bytes) VALUES (?, ?, ?)').run(snapshot.content.digest, content, content.length);
+      this.db
+        .prepare('INSERT INTO snapshots (snapshot_id, sandbox_id, principal, adapter, services, digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(snapshot.snapshotId, snapshot.sandboxId, snapshot.principal, snapshot.adapter, JSON.stringify(snapshot.services), snapshot.content.digest, snapshot.createdAt);
+      return summaryOf({ ...snapshot, bytes: content.length });
+    })();
+  }
+
+  /** The principal's snapshot, or `undefined` when there is none by that id (or it is another's). */
+  find(snapshotId: string, principal: string): SnapshotSource | undefined {
+    const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND s.principal = ?`).get(snapshotId, principal);
+    if (row === undefined) return undefined;
+    const { digest: _digest, ...source } = toSource(row);
+    return source;
+  }
+
+  /** The principal's snapshot with its content; NOT_FOUND when there is none by that id. */
+  load(snapshotId: string, principal: string): StoredSnapshot {
+    const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND s.principal = ?`).get(snapshotId, principal);
+    if (row === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`);
+    const { digest, ...source } = toSource(row);
+    const { content } = this.db.prepare('SELECT content FROM snapshot_contents WHERE digest = ?').get(digest) as { content: Buffer };
+    return { ...source, content: { digest, bytes: content.length, gzipBase64: content.toString('base64') } };
+  }
+
+  /** Snapshots, newest first: the principal's (everyone's when `undefined`, for an operator), of one sandbox when `sandboxId` is given. */
+  list(principal: string | undefined, sandboxId?: string): SnapshotSummary[] {
+    const rows = this.db
+      .prepare(`${SELECT} WHERE (@principal IS NULL OR s.principal = @principal) AND (@sandboxId IS NULL OR s.sandbox_id = @sandboxId) ORDER BY s.created_at DESC, s.snapshot_id`)
+      .all({ principal: principal ?? null, sandboxId: sandboxId ?? null });
+    return rows.map((row) => summaryOf(toSource(row)));
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Snapshots (issue 27, DESIGN §15) on a real dev server, a real engine and real moto,
+ * through the CLI, checked with the AWS CLI against each sandbox's endpoint and its own
+ * credentials: a bucket with an object and a queue survive delete-then-restore with the
+ * same content; a fork has them, with credentials of its own (the source's are refused
+ * there); a fork's own snapshot restores with its credentials intact; another principal
+ * can neither list, fork nor restore a snapshot; and a sandbox lacking one of the
+ * snapshot's services is refused it.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import type { ClientConfig } from '../src/domain/client-config';
+import { PLANE_LABEL } from '../src/domain/docker-labels';
+import type { SandboxStatus } from '../src/domain/lifecycle-messages';
+import type { SnapshotSummary } from '../src/domain/snapshots';
+import { DockerContainerBroker } from '../src/docker';
+import { awsCliEnv } from './helpers/aws-cli';
+import { runCli } from './helpers/cli';
+import { cliFailure, cliOutput } from './helpers/cli-json';
+import { createTestNamespace } from './helpers/test-namespace';
+import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+
+const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
+const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
+
+const run = promisify(execFile);
+
+/** `aws <args>` with a sandbox's endpoint and the given key. */
+async function aws(config: ClientConfig, args: string[]): Promise<string> {
+  const { stdout } = await run('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
+  return stdout;
+}
+
+/** The AWS CLI's refusal of a call, as its error text. */
+async function awsRefusal(config: ClientConfig, args: string[]): Promise<string> {
+  try {
+    await aws(config, args);
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr);
+  }
+  assert.fail(`aws ${args.join(' ')} succeeded`);
+}
+
+describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI)', { skip }, () => {
+  const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-snapshots-'));
+  let worker: TestWorker;
+  let plane: string;
+  let source: ClientConfig;
+  let snapshot: SnapshotSummary;
+  let fork: SandboxStatus;
+  const asAgent = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-snap' });
+  const asOther = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-other' });
+
+  /** The bucket's object and the queue's message, as the AWS CLI reads them with `config`. */
+  async function contents(config: ClientConfig): Promise<{ object: string; queueUrl: string; message: string | undefined }> {
+    const target = path.join(dir, `read-${Date.now()}-${Math.random()}`);
+    await aws(config, ['s3api', 'get-object', '--bucket', 'kept-bucket', '--key', 'notes/hello.txt', target]);
+    const queueUrl = JSON.parse(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'kept-queue'])).QueueUrl as string;
+    const received = JSON.parse((await aws(config, ['sqs', 'receive-message', '--queue-url', queueUrl, '--visibility-timeout', '0'])) || '{}');
+    return { object: fs.readFileSync(target, 'utf8'), queueUrl, message: received.Messages?.[0]?.Body };
+  }
+
+  before(async () => {
+    const address = await testTemporalAddress();
+    const namespace = await createTestNamespace(address, 'snapshots');
+    worker = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage as string } });
+    plane = worker.plane.planeId;
+    worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
+    const created = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-source', '--adapter', 'moto', '--services', 's3,sqs', '--wait'));
+    assert.ok(created.clientConfig !== null);
+    source = created.clientConfig;
+    const body = path.join(dir, 'hello.txt');
+    fs.writeFileSync(body, 'kept across a restore\n');
+    await aws(source, ['s3', 'mb', 's3://kept-bucket']);
+    await aws(source, ['s3api', 'put-object', '--bucket', 'kept-bucket', '--key', 'notes/hello.txt', '--body', body]);
+    const queueUrl = JSON.parse(await aws(source, ['sqs', 'create-queue', '--queue-name', 'kept-queue'])).QueueUrl as string;
+    await aws(source, ['sqs', 'send-message', '--queue-url', queueUrl, '--message-body', 'a message to keep']);
+  });
+
+  after(async () => {
+    await worker?.stop();
+    for (const container of await broker.list({ [PLANE_LABEL]: plane })) await broker.remove(container.id, { force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a snapshot is kept, owned by its principal, and listed with its size and time', async () => {
+    snapshot = cliOutput<SnapshotSummary>(await asAgent('snapshot', 'snap-source'));
+    assert.match(snapshot.snapshotId, /^snap-[0-9a-f]{16}$/);
+    assert.equal(snapshot.sandboxId, 'snap-source');
+    assert.equal(snapshot.adapter, 'moto');
+    assert.ok(snapshot.bytes > 0 && snapshot.bytes < 64 * 1024, `${snapshot.bytes} bytes`);
+    assert.ok(Math.abs(Date.parse(snapshot.createdAt) - Date.now()) < 60_000);
+    const { snapshots } = cliOutput<{ snapshots: SnapshotSummary[] }>(await asAgent('snapshots', '--sandbox', 'snap-source'));
+    assert.deepEqual(snapshots, [snapshot]);
+    assert.deepEqual(cliOutput<{ snapshots: SnapshotSummary[] }>(await asOther('snapshots')).snapshots, [], "another principal's listing does not show it");
+    const trail = worker.store.sandboxes.audit('snap-source').filter((row) => row.action === 'snapshot_taken');
+    assert.equal(trail.length, 1);
+    assert.equal(trail[0]?.summary.snapshotId, snapshot.snapshotId);
+  });
+
+  test('a bucket with an object and a queue with a message survive delete-then-restore, and the key stays the same', async () => {
+    const before = await contents(source);
+    assert.deepEqual(before, { object: 'kept across a restore\n', queueUrl: before.queueUrl, message: 'a message to keep' });
+    await aws(source, ['s3', 'rb', 's3://kept-bucket', '--force']);
+    await aws(source, ['sqs', 'delete-queue', '--queue-url', before.queueUrl]);
+    assert.match(await awsRefusal(source, ['s3api', 'head-bucket', '--bucket', 'kept-bucket']), /404|Not Found/);
+
+    const restored = cliOutput<SandboxStatus>(await asAgent('restore', 'snap-source', '--snapshot', snapshot.snapshotId));
+    assert.equal(restored.state, 'READY');
+    assert.deepEqual(restored.clientConfig?.credentials, source.credentials, 'a restore into its own sandbox keeps the credentials');
+    assert.match(restored.waitingFor, new RegExp(`Restored from snapshot ${snapshot.snapshotId}`));
+    assert.deepEqual(await contents(source), before, 'the same object, the same queue URL, the same message');
+    assert.ok(worker.store.sandboxes.audit('snap-source').some((row) => row.action === 'restored' && row.summary.snapshotId === snapshot.snapshotId));
+  });
+
+  test('a fork has the same resources in its own container, with its own key; the source key is refused there', async () => {
+    fork = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-fork', '--from-snapshot', snapshot.snapshotId, '--wait'));
+    assert.equal(fork.state, 'READY');
+    assert.equal(fork.adapter, 'moto', 'the adapter defaults to the snapshot sandbox');
+    assert.deepEqual(fork.services, ['s3', 'sqs'], 'the services default to the snapshot sandbox');
+    const forked = fork.clientConfig;
+    assert.ok(forked !== null);
+    assert.notEqual(forked.endpoint, source.endpoint);
+    assert.notEqual(forked.credentials.accessKeyId, source.credentials.accessKeyId);
+    const seen = await contents(forked);
+    assert.equal(seen.object, 'kept across a restore\n');
+    assert.equal(seen.message, 'a message to keep');
+    const onFork = { ...forked, credentials: source.credentials };
+    assert.match(await awsRefusal(onFork, ['s3api', 'list-buckets']), /InvalidAccessKeyId|AccessDenied|403/);
+  });
+
+  test("a fork's own snapshot restores with the fork's key intact", async () => {
+    const forked = fork.clientConfig as ClientConfig;
+    const own = cliOutput<SnapshotSummary>(await asAgent('snapshot', 'snap-fork'));
+    await aws(forked, ['s3', 'rb', 's3://kept-bucket', '--force']);
+    const restored = cliOutput<SandboxStatus>(await asAgent('restore', 'snap-fork', '--snapshot', own.snapshotId));
+    assert.deepEqual(restored.clientConfig?.credentials, forked.credentials);
+    assert.equal((await contents(forked)).object, 'kept across a restore\n');
+  });
+
+  test('another principal can neither fork nor restore the snapshot: NOT_FOUND, nothing made', async () => {
+    const refused = cliFailure(await asOther('create', '--id', 'snap-stolen', '--adapter', 'moto', '--services', 's3,sqs', '--from-snapshot', snapshot.snapshotId, '--wait'), 4, 'NOT_FOUND');
+    assert.match(refused.message, /agent-other holds no snapshot/);
+    assert.deepEqual(await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-stolen' }), []);
+    const other = cliOutput<SandboxStatus>(await asOther('create', '--id', 'snap-other', '--adapter', 'moto', '--services', 's3,sqs', '--wait'));
+    assert.equal(other.state, 'READY');
+    cliFailure(await asOther('restore', 'snap-other', '--snapshot', snapshot.snapshotId), 4, 'NOT_FOUND');
+    cliFailure(await asOther('restore', 'snap-source', '--snapshot', snapshot.snapshotId), 4, 'NOT_FOUND');
+  });
+
+  test("a sandbox without one of the snapshot's services is refused it, and bad input is refused by name", async () => {
+    cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-narrow', '--adapter', 'moto', '--services', 's3', '--wait'));
+    const narrow = cliFailure(await asAgent('restore', 'snap-narrow', '--snapshot', snapshot.snapshotId), 3, 'SERVICE_NOT_ALLOWED');
+    assert.match(narrow.message, /holds state of sqs/);
+    cliFailure(await asAgent('create', '--services', 's3', '--adapter', 'moto', '--from-snapshot', snapshot.snapshotId), 3, 'SERVICE_NOT_ALLOWED');
+    cliFailure(await asAgent('create', '--services', 's3,sqs', '--adapter', 'memory', '--from-snapshot', snapshot.snapshotId), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('restore', 'snap-source', '--snapshot', 'not-a-snapshot'), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('restore', 'snap-source'), 2, 'INVALID_INPUT');
+    cliFailure(await asAgent('create', '--adapter', 'moto'), 2, 'INVALID_INPUT');
+  });
+});
