@@ -4,8 +4,9 @@
  * credentials: a bucket with an object and a queue survive delete-then-restore with the
  * same content; a fork has them, with credentials of its own (the source's are refused
  * there); a fork's own snapshot restores with its credentials intact; another principal
- * can neither list, fork nor restore a snapshot; and a sandbox lacking one of the
- * snapshot's services is refused it.
+ * can neither list, fork nor restore a snapshot; a sandbox lacking one of the snapshot's
+ * services is refused it; and pause removes the container and frees its host's place,
+ * while resume brings the same resources back under the same key.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -164,5 +165,58 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     cliFailure(await asAgent('restore', 'snap-source', '--snapshot', 'not-a-snapshot'), 2, 'INVALID_INPUT');
     cliFailure(await asAgent('restore', 'snap-source'), 2, 'INVALID_INPUT');
     cliFailure(await asAgent('create', '--adapter', 'moto'), 2, 'INVALID_INPUT');
+  });
+
+  test("pause removes the container and frees the host's place; the TTL runs on; resume brings the same resources back under the same key", async () => {
+    const placed = () => worker.store.hosts.list().reduce((sum, host) => sum + host.liveSandboxes, 0);
+    const containers = () => broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-source' });
+    const before = await contents(source);
+    const placedBefore = placed();
+    assert.equal((await containers()).length, 1);
+
+    const pausedStatus = cliOutput<SandboxStatus>(await asAgent('pause', 'snap-source'));
+    assert.equal(pausedStatus.state, 'PAUSED');
+    assert.equal(pausedStatus.endpoint, null);
+    assert.equal(pausedStatus.clientConfig, null);
+    assert.deepEqual(pausedStatus.runtimeIds, []);
+    assert.equal(pausedStatus.host, null);
+    assert.match(pausedStatus.waitingFor, /Paused at .*snapshot snap-[0-9a-f]{16}/);
+    assert.deepEqual(await containers(), [], 'the container is gone');
+    assert.equal(placed(), placedBefore - 1, "the host's place is free");
+    assert.equal(worker.store.sandboxes.state('snap-source'), 'PAUSED');
+
+    const extended = cliOutput<SandboxStatus>(await asAgent('extend', 'snap-source', '--ttl', '10m'));
+    assert.equal(extended.state, 'PAUSED');
+    assert.ok(Date.parse(extended.expiresAt ?? '') > Date.parse(pausedStatus.expiresAt ?? ''), 'a paused sandbox can be extended');
+    cliFailure(await asAgent('snapshot', 'snap-source'), 3, 'INVALID_STATE');
+    cliFailure(await asAgent('pause', 'snap-source'), 3, 'INVALID_STATE');
+
+    const resumed = cliOutput<SandboxStatus>(await asAgent('resume', 'snap-source'));
+    assert.equal(resumed.state, 'READY');
+    assert.equal(resumed.expiresAt, extended.expiresAt, 'the expiry is the one it had');
+    assert.deepEqual(resumed.clientConfig?.credentials, source.credentials, 'the same key');
+    assert.match(resumed.waitingFor, /Resumed from snapshot/);
+    assert.equal((await containers()).length, 1);
+    const after = await contents(resumed.clientConfig as ClientConfig);
+    assert.equal(after.object, before.object);
+    assert.equal(after.message, before.message);
+    assert.equal(new URL(after.queueUrl).pathname, new URL(before.queueUrl).pathname);
+    assert.deepEqual(
+      worker.store.sandboxes
+        .audit('snap-source')
+        .map((row) => row.action)
+        .filter((action) => ['paused', 'resuming', 'resumed'].includes(action)),
+      ['paused', 'resuming', 'resumed'],
+    );
+    cliFailure(await asAgent('resume', 'snap-source'), 3, 'INVALID_STATE');
+  });
+
+  test('a paused sandbox that is destroyed ends DESTROYED with nothing to tear down, its snapshot kept', async () => {
+    cliOutput<SandboxStatus>(await asAgent('pause', 'snap-narrow'));
+    const destroyed = cliOutput<SandboxStatus>(await asAgent('destroy', 'snap-narrow'));
+    assert.equal(destroyed.state, 'DESTROYED');
+    assert.match(destroyed.waitingFor, /Destroyed while paused/);
+    const kept = cliOutput<{ snapshots: SnapshotSummary[] }>(await asAgent('snapshots', '--sandbox', 'snap-narrow')).snapshots;
+    assert.equal(kept.length, 1, 'the pause snapshot outlives the sandbox');
   });
 });

@@ -21,7 +21,19 @@ import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as 
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
 import { snapshotIdSchema, type SnapshotSummary } from '../domain/snapshots';
-import { awaitStateUpdate, decideUpdate, destroyUpdate, extendUpdate, resourcesUpdate, restoreUpdate, snapshotUpdate, statusQuery, type LifecycleInput } from '../workflows/sandbox-messages';
+import {
+  awaitStateUpdate,
+  decideUpdate,
+  destroyUpdate,
+  extendUpdate,
+  pauseUpdate,
+  resourcesUpdate,
+  restoreUpdate,
+  resumeUpdate,
+  snapshotUpdate,
+  statusQuery,
+  type LifecycleInput,
+} from '../workflows/sandbox-messages';
 import { toSandboxError } from './client-errors';
 import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
@@ -425,6 +437,30 @@ export class SandboxClient {
     const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
     await this.ensureOwn(sandboxId);
     const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(restoreUpdate, { args: [{ snapshotId: snapshot, ...options }] }));
+    return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
+  }
+
+  /**
+   * Pauses a READY sandbox (DESIGN §15): a snapshot of its state, then its container goes
+   * and its host's capacity is freed; resolves PAUSED. Its TTL keeps running ({@link extend}
+   * works while paused). A snapshot that cannot be taken leaves it READY, with the reason.
+   */
+  async pause(id: string, options: { actor?: string } = {}): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(pauseUpdate, { args: [options] }));
+    return withTimeLeft(this.seenBy(status));
+  }
+
+  /**
+   * Resumes a PAUSED sandbox: a new container (maybe on another host, at another endpoint)
+   * gets the snapshot back, with the sandbox's own key; resolves READY, with the client
+   * settings to use from now on.
+   */
+  async resume(id: string, options: { actor?: string } = {}): Promise<SandboxStatus> {
+    const sandboxId = this.checkId(id);
+    await this.ensureOwn(sandboxId);
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(resumeUpdate, { args: [options] }));
     return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 

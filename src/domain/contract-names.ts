@@ -42,9 +42,11 @@ export const LIFECYCLE_MESSAGES = {
   decideUpdate: 'decide',
   /** From the cleanup sweep: it saw a mismatch under this READY sandbox; the health watch looks now. */
   checkHealthSignal: 'checkHealth',
-  /** Snapshots (DESIGN §15): take one of a READY sandbox, or put one back into it. */
+  /** Snapshots (DESIGN §15): take one of a READY sandbox, put one back, pause (snapshot, no container) and resume. */
   snapshotUpdate: 'snapshot',
   restoreUpdate: 'restore',
+  pauseUpdate: 'pause',
+  resumeUpdate: 'resume',
   statusQuery: 'status',
 } as const;
 

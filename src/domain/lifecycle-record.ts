@@ -71,7 +71,12 @@ export type EndState = TerminalState;
 export type Phase =
   | { readonly name: 'requested' }
   | { readonly name: 'awaiting_approval'; readonly screening: Screening; readonly deadlineMs: number }
-  | { readonly name: 'provisioning'; readonly screening: Screening }
+  | {
+      readonly name: 'provisioning';
+      readonly screening: Screening;
+      /** Set when a PAUSED sandbox resumes: it is provisioned anew and its snapshot put back, its expiry and key kept. */
+      readonly resume?: Resumption;
+    }
   | {
       readonly name: 'ready';
       readonly screening: Screening;
@@ -81,6 +86,12 @@ export type Phase =
       readonly expiringRecorded: boolean;
       readonly health: HealthWatch;
     }
+  | ({
+      /** No container (DESIGN §15): its state is a snapshot; the TTL keeps running. */
+      readonly name: 'paused';
+      readonly screening: Screening;
+      readonly pausedAtMs: number;
+    } & Resumption)
   | {
       readonly name: 'ending';
       readonly screening: Screening;
@@ -102,6 +113,18 @@ export type Phase =
       readonly expiresAtMs: number | null;
       readonly error: LifecycleError | null;
     };
+
+/** What a paused sandbox resumes from, and what of its READY self it keeps (its expiry moves on with `extend`). */
+export interface Resumption {
+  readonly snapshotId: string;
+  readonly expiresAtMs: number;
+  readonly expiringRecorded: boolean;
+  readonly health: HealthWatch;
+  /** Where it answered before the pause: a resumed sandbox may answer elsewhere. */
+  readonly endpoint: string;
+  /** Its key, which the resumed emulator holds again (encrypted in history, as a READY runtime's is). */
+  readonly credentials?: SandboxCredentials;
+}
 
 export type PhaseName = Phase['name'];
 export type PhaseNamed<N extends PhaseName> = Extract<Phase, { name: N }>;
@@ -162,6 +185,7 @@ const STATE_OF_PHASE: Readonly<Record<Exclude<PhaseName, 'ended'>, SandboxState>
   awaiting_approval: 'AWAITING_APPROVAL',
   provisioning: 'PROVISIONING',
   ready: 'READY',
+  paused: 'PAUSED',
   ending: 'DESTROYING',
 };
 
@@ -178,7 +202,8 @@ export function runtimeOf(phase: Phase): RuntimeHandle | null {
 }
 
 export function expiresAtMsOf(phase: Phase): number | null {
-  return phase.name === 'ready' || phase.name === 'ending' || phase.name === 'ended' ? phase.expiresAtMs : null;
+  if (phase.name === 'provisioning') return phase.resume?.expiresAtMs ?? null;
+  return phase.name === 'ready' || phase.name === 'paused' || phase.name === 'ending' || phase.name === 'ended' ? phase.expiresAtMs : null;
 }
 
 function iso(ms: number | null): string | null {
@@ -188,7 +213,7 @@ function iso(ms: number | null): string | null {
 const UNWATCHED: SandboxHealth = { status: 'unknown', checkedAt: null, restarts: 0 };
 
 function healthOf(phase: Phase): SandboxHealth {
-  const watch = phase.name === 'ready' || phase.name === 'ending' ? phase.health : undefined;
+  const watch = phase.name === 'ready' || phase.name === 'ending' || phase.name === 'paused' ? phase.health : undefined;
   if (watch === undefined) return UNWATCHED;
   return { status: watch.status, checkedAt: iso(watch.checkedAtMs), restarts: watch.restarts };
 }

@@ -1,5 +1,5 @@
 /** The states of DESIGN §11, in lifecycle order. */
-export const SANDBOX_STATES = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING', 'DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'] as const;
+export const SANDBOX_STATES = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'PAUSED', 'DESTROYING', 'DESTROYED', 'DENIED', 'EXPIRED', 'FAILED', 'DESTROY_FAILED'] as const;
 
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 
@@ -18,8 +18,9 @@ export const UNSUCCESSFUL_END_STATES: ReadonlySet<SandboxState> = new Set(TERMIN
  * States that count against a principal's concurrency quota: everything that holds or
  * may soon hold a runtime while its workflow runs. An ended workflow never holds quota
  * (DESTROY_FAILED leftovers are the sweep's to remove, not the principal's to carry).
+ * A PAUSED sandbox holds no container, but it is still the principal's: it may resume.
  */
-export const LIVE_STATES: readonly SandboxState[] = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'DESTROYING'];
+export const LIVE_STATES: readonly SandboxState[] = ['REQUESTED', 'AWAITING_APPROVAL', 'PROVISIONING', 'READY', 'PAUSED', 'DESTROYING'];
 
 export function isTerminal(state: SandboxState): boolean {
   return TERMINAL_STATES.has(state);

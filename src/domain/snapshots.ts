@@ -45,9 +45,9 @@ export interface StoredSnapshot extends SnapshotSource {
   readonly content: SnapshotContent;
 }
 
-/** The `snapshot` update's payload: who asks, for the audit trail. */
-export const snapshotPayloadSchema = z.object({ actor: z.string().min(1).max(200).optional() }).strict();
-export type SnapshotPayload = z.input<typeof snapshotPayloadSchema>;
+/** The payload of the `snapshot`, `pause` and `resume` updates: who asks, for the audit trail. */
+export const actorPayloadSchema = z.object({ actor: z.string().min(1).max(200).optional() }).strict();
+export type ActorPayload = z.input<typeof actorPayloadSchema>;
 
 /** The `restore` update's payload. */
 export const restorePayloadSchema = z.object({ snapshotId: snapshotIdSchema, actor: z.string().min(1).max(200).optional() }).strict();

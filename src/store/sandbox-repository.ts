@@ -75,7 +75,9 @@ export class SandboxRepository {
                      @requestDigest, @endpoint, @expiresAt, @step, @writerRunId, @createdAt, @at)
              ON CONFLICT (id) DO UPDATE SET state = excluded.state, endpoint = excluded.endpoint,
                expires_at = excluded.expires_at, last_step = excluded.last_step, last_run_id = excluded.last_run_id,
-               updated_at = excluded.updated_at, run_id = COALESCE(sandboxes.run_id, excluded.run_id)
+               updated_at = excluded.updated_at, run_id = COALESCE(sandboxes.run_id, excluded.run_id),
+               -- A PAUSED sandbox runs on no host: its place is free, and a resume is placed anew.
+               host = CASE WHEN excluded.state = 'PAUSED' THEN NULL ELSE sandboxes.host END
              -- A newer step of the same run, or any step of another run: the run that took
              -- over (a reset numbers its steps again from the reset point).
              WHERE excluded.last_step > sandboxes.last_step OR excluded.last_run_id IS NOT sandboxes.last_run_id`,

@@ -1,7 +1,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { Placement } from '../domain/hosts';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
-import { statusOf, statusWithoutCredentials, type Approval, type OperationRecord, type Phase, type SandboxRecord } from '../domain/lifecycle-record';
+import { statusOf, statusWithoutCredentials, type Approval, type LifecycleError, type OperationRecord, type Phase, type SandboxRecord } from '../domain/lifecycle-record';
 import { hostActivities, storeActivities } from './activity-routes';
 import { ApprovalInbox, type CarriedApproval } from './approval-inbox';
 import { AuditJournal, type Operation } from './audit-journal';
@@ -13,6 +13,12 @@ import { showPlacement, showRecord } from './lifecycle-display';
 export interface DestroyRequest {
   readonly reason: string;
   readonly actor: string;
+}
+
+/** A pause asked for (DESIGN §15): the READY loop takes the snapshot and removes the container, then says how it went. */
+export interface PauseRequest {
+  readonly actor: string;
+  outcome?: { readonly paused: true } | { readonly error: LifecycleError };
 }
 
 /** The approval attempts status shows: the most recent ones (the audit trail has them all). */
@@ -52,6 +58,9 @@ export class LifecycleContext {
   readonly extendLimit: ExtendRateLimit;
   readonly iacLocks: IacStackLocks;
   destroyRequest: DestroyRequest | undefined;
+  /** Asked by the `pause` and `resume` updates; never carried: a caller whose run hands over sends again. */
+  pauseRequest: PauseRequest | undefined;
+  resumeRequest: { readonly actor: string } | undefined;
   /** Set once the run is handing over to a new run: waiting updates are told to ask again. */
   continuing = false;
 
@@ -100,6 +109,12 @@ export class LifecycleContext {
     const host = this.current.host;
     if (host === undefined || host === null) throw new Error(`sandbox ${this.current.request.id} has no docker host yet: nothing runs anywhere`);
     return host;
+  }
+
+  /** A paused sandbox runs nowhere: a resume places it again, on whichever host has room. */
+  unplaced(): void {
+    this.current = { ...this.current, host: null };
+    showPlacement(null);
   }
 
   /** Records where the sandbox runs: from now on its runtime activities go to that host's queue. */

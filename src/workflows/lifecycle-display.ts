@@ -1,6 +1,7 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Placement } from '../domain/hosts';
-import { expiresAtMsOf, stateOf, type SandboxRecord } from '../domain/lifecycle-record';
+import { expiresAtMsOf, stateOf, type PhaseNamed, type SandboxRecord } from '../domain/lifecycle-record';
+import { iso } from './iso-time';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxHost, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 
@@ -28,6 +29,20 @@ export function showRequester(request: IdentifiedRequest): void {
   ]);
 }
 
-export function showPlacement(placement: Placement): void {
-  upsertSearchAttributes([{ key: SandboxHost, value: placement.hostId }]);
+export function showPlacement(placement: Placement | null): void {
+  upsertSearchAttributes([{ key: SandboxHost, value: placement === null ? null : placement.hostId }]);
+}
+
+/** The details a READY sandbox shows: where it answers, when it expires, and how to extend or end it. */
+export function readyDetails(phase: PhaseNamed<'ready'>): string {
+  const { restarts, lastRestartAtMs } = phase.health;
+  const restarted =
+    restarts > 0 && lastRestartAtMs !== null
+      ? ` Its emulator died and was restarted at ${iso(lastRestartAtMs)}: everything created in the sandbox before then is lost.` +
+        (phase.runtime.credentials !== undefined ? ' Its credentials are new: read clientConfig from status again (the old ones are refused).' : '')
+      : '';
+  return (
+    `Ready at ${phase.runtime.endpoint}.${restarted} Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
+    `{"ttlSeconds": N}) or destroyed earlier (update "destroy").`
+  );
 }

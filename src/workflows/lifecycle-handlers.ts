@@ -6,7 +6,8 @@ import { checkExtension } from '../domain/ttl';
 import { describeIssues } from '../domain/validation';
 import type { PendingApproval } from './approval-inbox';
 import type { LifecycleContext } from './lifecycle-context';
-import { readyDetails } from './phase-ready';
+import { readyDetails } from './lifecycle-display';
+import { pausedDetails } from './phase-paused';
 import { approveSignal, awaitStateUpdate, checkHealthSignal, decideUpdate, denySignal, destroyUpdate, extendUpdate, resourcesUpdate, statusQuery } from './sandbox-messages';
 import { refusal } from './workflow-failures';
 
@@ -123,12 +124,13 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       const { ttlSeconds, reason, actor } = extendPayloadSchema.parse(payload);
       // Accepted while the move to READY was being recorded: extend the READY phase, not the one before it.
       await untilCancellationProof(() => condition(() => !ctx.moving));
-      if (ctx.phase.name !== 'ready') throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(ctx.phase)}`);
       const phase = ctx.phase;
+      if (phase.name !== 'ready' && phase.name !== 'paused') throw refusal('INVALID_STATE', `only a READY or PAUSED sandbox can be extended; this one is ${stateOf(phase)}`);
       ctx.extendLimit.note(Date.now());
-      const extended = { ...phase, expiresAtMs: phase.expiresAtMs + ttlSeconds * 1000, expiringRecorded: false };
-      ctx.revise(extended, readyDetails(extended));
-      const summary = { bySeconds: ttlSeconds, from: new Date(phase.expiresAtMs).toISOString(), to: new Date(extended.expiresAtMs).toISOString() };
+      const expiry = { expiresAtMs: phase.expiresAtMs + ttlSeconds * 1000, expiringRecorded: false };
+      if (phase.name === 'ready') ctx.revise({ ...phase, ...expiry }, readyDetails({ ...phase, ...expiry }));
+      else ctx.revise({ ...phase, ...expiry }, pausedDetails({ ...phase, ...expiry }));
+      const summary = { bySeconds: ttlSeconds, from: new Date(phase.expiresAtMs).toISOString(), to: new Date(expiry.expiresAtMs).toISOString() };
       await ctx.journal.audit({ action: 'extended', actor: actor ?? 'api', effect: 'extended', reason: reason ?? null, summary }, ctx.record);
       return ctx.statusForHistory();
     },
@@ -136,8 +138,9 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       validator: (payload) => {
         const { ttlSeconds } = admitted(ctx, extendPayloadSchema, payload, 'extend');
         const phase = ctx.judgedPhase;
-        if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) {
-          throw refusal('INVALID_STATE', `only a READY sandbox can be extended; this one is ${stateOf(phase)}`);
+        // A paused sandbox's TTL keeps running (DESIGN §15), so it can be extended too.
+        if ((phase.name !== 'ready' && phase.name !== 'paused') || ctx.destroyRequest !== undefined) {
+          throw refusal('INVALID_STATE', `only a READY or PAUSED sandbox can be extended; this one is ${stateOf(phase)}`);
         }
         const limited = ctx.extendLimit.refusal(Date.now());
         if (limited !== undefined) throw refusal('RATE_LIMITED', limited);

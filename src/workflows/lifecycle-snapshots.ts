@@ -1,12 +1,13 @@
-import { isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
+import type { SandboxCredentials } from '../domain/client-config';
 import type { PhaseNamed, RuntimeHandle } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
-import { restorePayloadSchema, snapshotMisfit, snapshotPayloadSchema, type SnapshotSummary } from '../domain/snapshots';
+import { restorePayloadSchema, snapshotMisfit, actorPayloadSchema, type SnapshotSummary } from '../domain/snapshots';
 import { describeIssues } from '../domain/validation';
 import { iso } from './iso-time';
-import type { LifecycleContext } from './lifecycle-context';
-import { readyDetails } from './phase-ready';
-import { restoreUpdate, snapshotUpdate } from './sandbox-messages';
+import type { LifecycleContext, PauseRequest } from './lifecycle-context';
+import { readyDetails } from './lifecycle-display';
+import { pauseUpdate, restoreUpdate, resumeUpdate, snapshotUpdate } from './sandbox-messages';
 import { failureCode, refusal } from './workflow-failures';
 
 /** A fresh snapshot id, deterministic on replay. */
@@ -15,24 +16,28 @@ function newSnapshotId(): string {
 }
 
 /**
- * The lifecycle's `snapshot` and `restore` updates (DESIGN §15). One at a time: a second
- * while one runs is refused INVALID_STATE, as is either while an IaC run holds a stack of
- * the sandbox (its apply would be half in the snapshot, or undone under it).
+ * The lifecycle's `snapshot`, `restore`, `pause` and `resume` updates (DESIGN §15). One at
+ * a time: a second while one runs is refused INVALID_STATE, as is any while an IaC run
+ * holds a stack of the sandbox (its apply would be half in the snapshot, or undone under it).
  */
 export function registerSnapshotHandlers(ctx: LifecycleContext): void {
-  let busy: 'snapshot' | 'restore' | undefined;
+  let busy: 'snapshot' | 'restore' | 'pause' | undefined;
+  const id = ctx.record.request.id;
 
-  const admit = (what: 'snapshot' | 'restore', payload: unknown) => {
-    if (ctx.continuing) throw refusal('RUN_CONTINUED', `sandbox ${ctx.record.request.id} is moving to a fresh workflow run; send the ${what} again`);
-    const schema = what === 'snapshot' ? snapshotPayloadSchema : restorePayloadSchema;
-    const parsed = schema.safeParse(payload ?? {});
+  const wellFormed = (what: string, payload: unknown) => {
+    if (ctx.continuing) throw refusal('RUN_CONTINUED', `sandbox ${id} is moving to a fresh workflow run; send the ${what} again`);
+    const parsed = (what === 'restore' ? restorePayloadSchema : actorPayloadSchema).safeParse(payload ?? {});
     if (!parsed.success) throw refusal('INVALID_INPUT', `invalid ${what} payload: ${describeIssues(parsed.error.issues)}`);
+  };
+
+  const admit = (what: 'snapshot' | 'restore' | 'pause', payload: unknown) => {
+    wellFormed(what, payload);
     const phase = ctx.judgedPhase;
-    if (phase.name !== 'ready' || ctx.destroyRequest !== undefined)
-      throw refusal('INVALID_STATE', `only a READY sandbox can be ${what === 'snapshot' ? 'snapshotted' : 'restored'}; this one is ${stateOf(phase)}`);
-    if (busy !== undefined) throw refusal('INVALID_STATE', `sandbox ${ctx.record.request.id} is taking a ${busy} now; ask again when it is done`);
+    const verb = { snapshot: 'snapshotted', restore: 'restored', pause: 'paused' }[what];
+    if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) throw refusal('INVALID_STATE', `only a READY sandbox can be ${verb}; this one is ${stateOf(phase)}`);
+    if (busy !== undefined) throw refusal('INVALID_STATE', `sandbox ${id} is busy with a ${busy} now; ask again when it is done`);
     const [held] = ctx.iacLocks.carried();
-    if (held !== undefined) throw refusal('INVALID_STATE', `IaC run ${held.holder.runId} holds stack ${held.stack} of sandbox ${ctx.record.request.id}; ask again when it ends`);
+    if (held !== undefined) throw refusal('INVALID_STATE', `IaC run ${held.holder.runId} holds stack ${held.stack} of sandbox ${id}; ask again when it ends`);
   };
 
   /** Runs `work` as the one state change of the moment; an activity's failure reaches the caller with its code. */
@@ -43,37 +48,15 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
     } catch (err) {
       if (isCancellation(err)) throw err;
       const { code, message } = failureCode(err, 'INTERNAL');
-      throw refusal(code, `the ${what} of sandbox ${ctx.record.request.id} failed: ${message}`);
+      throw refusal(code, `the ${what} of sandbox ${id} failed: ${message}`);
     } finally {
       busy = undefined;
     }
   };
 
-  setHandler(
-    snapshotUpdate,
-    (payload) =>
-      exclusively('snapshot', async (phase): Promise<SnapshotSummary> => {
-        const { actor } = snapshotPayloadSchema.parse(payload ?? {});
-        const { request } = ctx.record;
-        const content = await ctx.runtime.captureSnapshot({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
-        const snapshotId = newSnapshotId();
-        const summary = await ctx.projection.keepSnapshot({
-          snapshotId,
-          sandboxId: request.id,
-          principal: request.principal,
-          adapter: request.adapter,
-          services: request.services,
-          createdAt: iso(Date.now()),
-          content,
-        });
-        await ctx.journal.audit(
-          { action: 'snapshot_taken', actor: actor ?? 'api', effect: 'snapshot', reason: null, summary: { snapshotId, bytes: summary.bytes, digest: content.digest } },
-          ctx.record,
-        );
-        return summary;
-      }),
-    { validator: (payload) => admit('snapshot', payload) },
-  );
+  setHandler(snapshotUpdate, (payload) => exclusively('snapshot', (phase) => takeSnapshot(ctx, phase, actorPayloadSchema.parse(payload ?? {}).actor ?? 'api')), {
+    validator: (payload) => admit('snapshot', payload),
+  });
 
   setHandler(
     restoreUpdate,
@@ -111,26 +94,90 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
       }),
     { validator: (payload) => admit('restore', payload) },
   );
+
+  // The READY loop pauses (phase-paused.ts): the handler asks, and waits to hear how it went.
+  setHandler(
+    pauseUpdate,
+    async (payload) => {
+      const request: PauseRequest = { actor: actorPayloadSchema.parse(payload ?? {}).actor ?? 'api' };
+      busy = 'pause';
+      ctx.pauseRequest = request;
+      try {
+        await CancellationScope.nonCancellable(() => condition(() => request.outcome !== undefined || ctx.phase.name === 'ended' || ctx.continuing));
+      } finally {
+        busy = undefined;
+      }
+      const { outcome } = request;
+      if (outcome === undefined) {
+        if (ctx.continuing) throw refusal('RUN_CONTINUED', `sandbox ${id} moved to a fresh workflow run while this pause waited; send it again`);
+        throw refusal('INVALID_STATE', `sandbox ${id} ended before it paused`);
+      }
+      if ('error' in outcome) throw refusal(outcome.error.code, `the pause of sandbox ${id} failed: ${outcome.error.message}`);
+      return ctx.statusForHistory();
+    },
+    { validator: (payload) => admit('pause', payload) },
+  );
+
+  // The PAUSED loop resumes through provisioning (phase-paused.ts); the caller hears once it is READY again.
+  setHandler(
+    resumeUpdate,
+    async (payload) => {
+      ctx.resumeRequest ??= { actor: actorPayloadSchema.parse(payload ?? {}).actor ?? 'api' };
+      const settled = () => ctx.phase.name === 'ready' || ctx.phase.name === 'ended' || (ctx.continuing && ctx.phase.name === 'paused');
+      await CancellationScope.nonCancellable(() => condition(settled));
+      const phase = ctx.phase;
+      if (phase.name === 'ready') return ctx.statusForHistory();
+      if (phase.name === 'ended')
+        throw refusal(phase.error?.code ?? 'INVALID_STATE', `sandbox ${id} did not resume: it is ${phase.state}${phase.error === null ? '' : ` (${phase.error.message})`}`);
+      throw refusal('RUN_CONTINUED', `sandbox ${id} moved to a fresh workflow run while this resume waited; send it again`);
+    },
+    {
+      validator: (payload) => {
+        wellFormed('resume', payload);
+        const phase = ctx.judgedPhase;
+        if (phase.name !== 'paused' || ctx.destroyRequest !== undefined) throw refusal('INVALID_STATE', `only a PAUSED sandbox can be resumed; this one is ${stateOf(phase)}`);
+      },
+    },
+  );
+}
+
+/** Takes and keeps a snapshot of the READY sandbox's state, recorded in its audit trail. */
+export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'ready'>, actor: string): Promise<SnapshotSummary> {
+  const { request } = ctx.record;
+  const content = await ctx.runtime.captureSnapshot({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
+  const snapshotId = newSnapshotId();
+  const summary = await ctx.projection.keepSnapshot({
+    snapshotId,
+    sandboxId: request.id,
+    principal: request.principal,
+    adapter: request.adapter,
+    services: request.services,
+    createdAt: iso(Date.now()),
+    content,
+  });
+  await ctx.journal.audit({ action: 'snapshot_taken', actor, effect: 'snapshot', reason: null, summary: { snapshotId, bytes: summary.bytes, digest: content.digest } }, ctx.record);
+  return summary;
 }
 
 /**
  * A fork's first state (`create --from-snapshot`): the snapshot replayed into the sandbox's
  * fresh emulator, which then holds credentials of its own (the source's are refused there).
+ * A resume passes the sandbox's own `credentials`, which its snapshot mints again.
  * Screening already found the snapshot the principal's and a fit; a failure here fails the
  * provisioning, whose teardown removes the container.
  */
-export async function startFromSnapshot(ctx: LifecycleContext, handle: RuntimeHandle, snapshotId: string): Promise<RuntimeHandle> {
+export async function startFromSnapshot(ctx: LifecycleContext, handle: RuntimeHandle, snapshotId: string, credentials?: SandboxCredentials): Promise<RuntimeHandle> {
   const { request } = ctx.record;
   ctx.revise(ctx.phase, `Putting snapshot ${snapshotId} into the sandbox's new emulator at ${handle.endpoint}.`);
   const snapshot = await ctx.projection.loadSnapshot({ snapshotId, principal: request.principal });
   const misfit = snapshotMisfit(snapshot, request);
   if (misfit !== undefined) throw refusal(misfit.code, misfit.message);
-  const credentials = await ctx.runtime.restoreSnapshot({
+  const restored = await ctx.runtime.restoreSnapshot({
     sandboxId: request.id,
     adapter: request.adapter,
     runtime: handle,
     content: snapshot.content,
-    target: { services: request.services, from: snapshot.sandboxId },
+    target: { services: request.services, from: snapshot.sandboxId, ...(credentials !== undefined ? { credentials } : {}) },
   });
-  return credentials === null ? handle : { ...handle, credentials };
+  return restored === null ? handle : { ...handle, credentials: restored };
 }

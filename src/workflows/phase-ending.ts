@@ -8,9 +8,9 @@ export function ended(state: EndState, from: { screening?: Screening | null; err
   return { name: 'ended', state, screening: from.screening ?? null, runtime: null, expiresAtMs: null, error: from.error ?? null };
 }
 
-/** Ends a request before anything was provisioned: DESTROYED, recorded as `withdrawn`. */
-export function withdraw(ctx: LifecycleContext, screening: Screening | null, by: DestroyRequest, when: string): Promise<Phase> {
-  return ctx.enter(ended('DESTROYED', { screening }), `Withdrawn ${when} (${by.reason}). Nothing was provisioned.`, {
+/** Ends a sandbox with nothing running (before anything was provisioned, or paused): DESTROYED, recorded as `withdrawn`. */
+export function withdraw(ctx: LifecycleContext, screening: Screening | null, by: DestroyRequest, when: string, after = 'Nothing was provisioned.'): Promise<Phase> {
+  return ctx.enter(ended('DESTROYED', { screening }), `Withdrawn ${when} (${by.reason}). ${after}`, {
     action: 'withdrawn',
     actor: by.actor,
     effect: 'destroyed',
@@ -71,6 +71,9 @@ export async function cancelled(ctx: LifecycleContext): Promise<Phase> {
       return ending(ctx, ctx.adopt({ name: 'ending', screening: phase.screening, runtime: null, expiresAtMs: null, reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
     case 'ready':
       return ending(ctx, ctx.adopt({ ...phase, name: 'ending', reason, actor: CANCELLATION_ACTOR }, `Tearing down (${reason}).`));
+    case 'paused':
+      // No container runs: nothing to tear down.
+      return withdraw(ctx, phase.screening, { reason, actor: CANCELLATION_ACTOR }, 'while paused', `No container ran; snapshot ${phase.snapshotId} is kept.`);
     case 'ending':
       // Teardown was under way: run it again (destroy is idempotent) under the cancellation.
       return ending(ctx, phase);

@@ -1,13 +1,14 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import type { Placement } from '../domain/hosts';
-import { snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Screening } from '../domain/lifecycle-record';
+import { snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Resumption, type RuntimeHandle, type Screening } from '../domain/lifecycle-record';
 import type { AdapterName } from '../domain/service-catalog';
 import type { Operation } from './audit-journal';
 import { iso } from './iso-time';
 import type { DestroyRequest, LifecycleContext } from './lifecycle-context';
 import { ended, withdraw } from './phase-ending';
-import { freshWatch, pooledText, readyDetails, runtimeSummary } from './phase-ready';
+import { readyDetails } from './lifecycle-display';
+import { freshWatch, pooledText, runtimeSummary } from './phase-ready';
 import { startFromSnapshot } from './lifecycle-snapshots';
 import { failureCode } from './workflow-failures';
 
@@ -33,6 +34,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
   }
   try {
     const provisioned = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
+    if (phase.resume !== undefined) return await resumed(ctx, phase.resume, provisioned);
     const handle = request.fromSnapshot === undefined ? provisioned : await startFromSnapshot(ctx, provisioned, request.fromSnapshot);
     const now = Date.now();
     const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
@@ -49,7 +51,9 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     const error = failureCode(err, 'PROVISION_FAILED');
     const leftovers = await compensate(ctx);
     const teardown = leftovers.length === 0 ? 'Whatever was created was torn down.' : `Teardown left ${leftovers.join(', ')}; the cleanup sweep will find it.`;
-    return ctx.enter(ended('FAILED', { screening, error }), `Provisioning failed (${error.code}): ${error.message}. ${teardown}`, {
+    const kept =
+      phase.resume === undefined ? '' : ` The resume failed; snapshot ${phase.resume.snapshotId} is kept (fork it: \`sandboxctl create --from-snapshot ${phase.resume.snapshotId}\`).`;
+    return ctx.enter(ended('FAILED', { screening, error }), `Provisioning failed (${error.code}): ${error.message}. ${teardown}${kept}`, {
       action: 'provision_failed',
       actor: 'worker',
       effect: 'failed',
@@ -57,6 +61,33 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
       summary: { code: error.code, leftovers },
     });
   }
+}
+
+/**
+ * A paused sandbox's new container gets its snapshot back, with the sandbox's own key; it
+ * is READY again with the expiry it had (the TTL ran on while paused), maybe elsewhere.
+ */
+async function resumed(ctx: LifecycleContext, resume: Resumption, provisioned: RuntimeHandle): Promise<Phase> {
+  const { request } = ctx.record;
+  const { screening } = ctx.phase as PhaseNamed<'provisioning'>;
+  const handle = await startFromSnapshot(ctx, provisioned, resume.snapshotId, resume.credentials);
+  const now = Date.now();
+  const ready: PhaseNamed<'ready'> = {
+    name: 'ready',
+    screening,
+    runtime: handle,
+    expiresAtMs: resume.expiresAtMs,
+    expiringRecorded: resume.expiringRecorded,
+    health: { ...resume.health, status: 'unknown', checkedAtMs: null, nextCheckAtMs: now + screening.settings.healthCheckIntervalSeconds * 1000 },
+  };
+  const moved = handle.endpoint === resume.endpoint ? '' : ` Its endpoint moved: it was ${resume.endpoint}; read clientConfig from status again.`;
+  return ctx.enter(ready, `${readyDetails(ready)} Resumed from snapshot ${resume.snapshotId} at ${iso(now)}.${moved}`, {
+    action: 'resumed',
+    actor: 'worker',
+    effect: 'ready',
+    reason: [`from snapshot ${resume.snapshotId}`, pooledText(request.adapter, handle)].filter((part) => part !== null).join('; '),
+    summary: { ...runtimeSummary(handle), snapshotId: resume.snapshotId, previousEndpoint: resume.endpoint, expiresAt: iso(resume.expiresAtMs) },
+  });
 }
 
 /** Who places sandboxes on docker hosts, in the audit trail. */

@@ -1,22 +1,10 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import type { HealthWatch, LifecycleError, Phase, PhaseNamed, RuntimeHandle, Screening } from '../domain/lifecycle-record';
 import { iso } from './iso-time';
+import { readyDetails } from './lifecycle-display';
 import type { LifecycleContext } from './lifecycle-context';
+import { pause } from './phase-paused';
 import { failureCode } from './workflow-failures';
-
-/** The details a READY sandbox shows: where it answers, when it expires, and how to extend or end it. */
-export function readyDetails(phase: PhaseNamed<'ready'>): string {
-  const { restarts, lastRestartAtMs } = phase.health;
-  const restarted =
-    restarts > 0 && lastRestartAtMs !== null
-      ? ` Its emulator died and was restarted at ${iso(lastRestartAtMs)}: everything created in the sandbox before then is lost.` +
-        (phase.runtime.credentials !== undefined ? ' Its credentials are new: read clientConfig from status again (the old ones are refused).' : '')
-      : '';
-  return (
-    `Ready at ${phase.runtime.endpoint}.${restarted} Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
-    `{"ttlSeconds": N}) or destroyed earlier (update "destroy").`
-  );
-}
 
 function healthIntervalMs(screening: Screening): number {
   return screening.settings.healthCheckIntervalSeconds * 1000;
@@ -58,8 +46,8 @@ interface Ending {
 const HEALTH_WATCH_ACTOR = 'health-watch';
 
 /**
- * READY: lasts until the TTL timer fires (which `extend` moves) or `destroy` is asked;
- * warns once before expiry, and watches the emulator's health. Returns the same READY
+ * READY: lasts until the TTL timer fires (which `extend` moves), `destroy` is asked or it
+ * pauses (phase-paused.ts); warns once before expiry, and watches the emulator's health. Returns the same READY
  * phase when the run should continue as new (`ctx.continuing` is then set).
  */
 export async function ready(ctx: LifecycleContext): Promise<Phase> {
@@ -70,6 +58,7 @@ export async function ready(ctx: LifecycleContext): Promise<Phase> {
       ctx.continuing = true;
       return ctx.phase;
     }
+    if (outcome === 'pause') return await pause(ctx);
     ending = outcome;
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -84,9 +73,10 @@ export async function ready(ctx: LifecycleContext): Promise<Phase> {
   );
 }
 
-async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'hand-over'> {
+async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'hand-over' | 'pause'> {
   for (;;) {
     if (ctx.destroyRequest !== undefined) return ctx.destroyRequest;
+    if (ctx.pauseRequest !== undefined) return 'pause';
     // Read afresh each time: `extend` replaces the phase with a later expiry.
     const phase = ctx.phase as PhaseNamed<'ready'>;
     const now = Date.now();
@@ -109,7 +99,7 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'ha
     }
     const nextEvent = phase.expiringRecorded ? expiry : Math.min(warnAt, expiry);
     const wakeAt = Math.min(nextEvent, phase.health.nextCheckAtMs);
-    await condition(() => ctx.destroyRequest !== undefined || ctx.phase !== phase || ctx.historyIsLong(), Math.max(1, wakeAt - now));
+    await condition(() => ctx.destroyRequest !== undefined || ctx.pauseRequest !== undefined || ctx.phase !== phase || ctx.historyIsLong(), Math.max(1, wakeAt - now));
   }
 }
 

@@ -12,6 +12,7 @@ import { showRequester } from './lifecycle-display';
 import { awaitingApproval } from './phase-awaiting-approval';
 import { cancelled, ending } from './phase-ending';
 import { provisioning } from './phase-provisioning';
+import { paused } from './phase-paused';
 import { ready } from './phase-ready';
 import { requested } from './phase-requested';
 import type { LifecycleInput } from './sandbox-messages';
@@ -22,6 +23,8 @@ import type { LifecycleInput } from './sandbox-messages';
  *
  *   requested ─▶ awaiting_approval ─▶ provisioning ─▶ ready ─▶ ending ─▶ ended
  *        └──────────────┴─────────────────┴─────────────────────────────▶ ended
+ *                                         ▲              │
+ *                       resume: again ────┴── paused ◀───┘ pause   (paused ─▶ ended: no teardown)
  */
 export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxStatus> {
   const admitted = admit(input);
@@ -51,6 +54,9 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
           phase = await ready(ctx);
           // IaC runs change a READY sandbox only: those holding or waiting for a stack hear it is ending.
           if (phase.name !== 'ready') endIacTurns(ctx);
+          break;
+        case 'paused':
+          phase = await paused(ctx);
           break;
         case 'ending':
           phase = await ending(ctx, phase);

@@ -2,7 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { LIFECYCLE_MESSAGES } from '../domain/contract-names';
 import type { ApprovalPayload, AwaitStatePayload, DecidePayload, DecideResult, DestroyPayload, ExtendPayload, SandboxStatus } from '../domain/lifecycle-messages';
 import type { ResourceRef } from '../domain/resources';
-import type { RestorePayload, SnapshotPayload, SnapshotSummary } from '../domain/snapshots';
+import type { ActorPayload, RestorePayload, SnapshotSummary } from '../domain/snapshots';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import type { CarriedLifecycle } from './lifecycle-context';
 
@@ -28,9 +28,14 @@ export const awaitStateUpdate = defineUpdate<SandboxStatus, [AwaitStatePayload]>
 /** Approve or deny from a program: judged like the signals, and the verdict is the result. */
 export const decideUpdate = defineUpdate<DecideResult, [DecidePayload]>(LIFECYCLE_MESSAGES.decideUpdate);
 
-/** Snapshots (DESIGN §15): `snapshot` answers with the snapshot kept; `restore` with the status once the state is back. */
-export const snapshotUpdate = defineUpdate<SnapshotSummary, [SnapshotPayload]>(LIFECYCLE_MESSAGES.snapshotUpdate);
+/**
+ * Snapshots (DESIGN §15): `snapshot` answers with the snapshot kept; `restore`, `pause` and
+ * `resume` with the status once done (PAUSED: no container; resumed: READY, maybe elsewhere).
+ */
+export const snapshotUpdate = defineUpdate<SnapshotSummary, [ActorPayload]>(LIFECYCLE_MESSAGES.snapshotUpdate);
 export const restoreUpdate = defineUpdate<SandboxStatus, [RestorePayload]>(LIFECYCLE_MESSAGES.restoreUpdate);
+export const pauseUpdate = defineUpdate<SandboxStatus, [ActorPayload]>(LIFECYCLE_MESSAGES.pauseUpdate);
+export const resumeUpdate = defineUpdate<SandboxStatus, [ActorPayload]>(LIFECYCLE_MESSAGES.resumeUpdate);
 
 export const statusQuery = defineQuery<SandboxStatus>(LIFECYCLE_MESSAGES.statusQuery);
 

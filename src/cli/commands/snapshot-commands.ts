@@ -31,7 +31,7 @@ function formatSnapshotList(snapshots: readonly SnapshotSummary[]): string {
   );
 }
 
-/** snapshot, snapshots, restore (DESIGN §11, "Snapshots"); forks are `create --from-snapshot`. */
+/** snapshot, snapshots, restore, pause, resume (DESIGN §11, "Snapshots"); forks are `create --from-snapshot`. */
 export function registerSnapshotCommands(program: Command): void {
   program
     .command('snapshot')
@@ -76,4 +76,26 @@ export function registerSnapshotCommands(program: Command): void {
         printResult({ json: options.json }, status, formatStatus(status));
       }),
     );
+
+  const changes = {
+    pause: "snapshot a READY sandbox, then remove its container (its host's capacity is freed); returns once PAUSED. Its TTL keeps running",
+    resume: 'put a PAUSED sandbox back into a new container from its snapshot; returns once READY (its endpoint may have moved: read it from the output)',
+  } as const;
+  for (const [name, description] of Object.entries(changes)) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<id>', 'sandbox id')
+      .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+      .addOption(jsonOption())
+      .action(
+        action(async (raw, args) => {
+          const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
+          const options = parseCliOptions(snapshotOptionsSchema, raw);
+          const change = { actor: options.actor ?? defaultActor() };
+          const status = await withSandboxClient(loadConfig(), (sandboxes) => (name === 'pause' ? sandboxes.pause(id, change) : sandboxes.resume(id, change)));
+          printResult({ json: options.json }, status, formatStatus(status));
+        }),
+      );
+  }
 }
