@@ -163,6 +163,8 @@ describe('runStoreCommand', () => {
       'policy.add',
       'policy.list',
       'policy.remove',
+      'snapshots.get',
+      'snapshots.list',
       'targets.add',
       'targets.audit',
       'targets.get',

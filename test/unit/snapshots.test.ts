@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
+import { createFlociAdapter } from '../../src/adapters/floci-adapter';
+import { parseRecording, recordingHeader } from '../../src/adapters/moto-recording';
+import type { ContainerBroker } from '../../src/docker';
+import { isSandboxPlaneError } from '../../src/domain/errors';
+import { classifyInventory } from '../../src/domain/leaks';
+import { screenRequest } from '../../src/domain/screening';
+import { snapshotMisfit } from '../../src/domain/snapshots';
+import { Store } from '../../src/store';
+import { projectionSnapshot } from '../helpers/projection-row';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-snapshots-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function codeOf(work: () => unknown): string | undefined {
+  try {
+    work();
+  } catch (err) {
+    return isSandboxPlaneError(err) ? err.code : String(err);
+  }
+  return undefined;
+}
+
+const identity = { seed: 42, user: 'sbx-a', services: ['s3', 'sqs'] };
+const recorded = (url: string) => JSON.stringify({ headers: { Host: '127.0.0.1:1' }, method: 'PUT', url, body: '', body_encoded: false });
+
+describe('snapshot content', () => {
+  test('packs compressed with the digest of what it holds, and unpacks only what matches it', () => {
+    const state = `${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n`.repeat(3);
+    const packed = packSnapshot(state);
+    assert.match(packed.digest, /^[0-9a-f]{64}$/);
+    assert.equal(unpackSnapshot(packed), state);
+    const other = packSnapshot('something else');
+    assert.equal(
+      codeOf(() => unpackSnapshot({ ...packed, gzipBase64: other.gzipBase64 })),
+      'SNAPSHOT_UNSUPPORTED',
+    );
+  });
+
+  test('over the cap is SNAPSHOT_TOO_LARGE, measured compressed', () => {
+    const random = Array.from({ length: 4096 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('');
+    assert.equal(
+      codeOf(() => packSnapshot(random, 1000)),
+      'SNAPSHOT_TOO_LARGE',
+    );
+    assert.doesNotThrow(() => packSnapshot('a'.repeat(100_000), 1000), 'what compresses below the cap is kept');
+  });
+});
+
+describe('moto recordings', () => {
+  test('a recording is our header line, then moto’s requests', () => {
+    const recording = parseRecording(`${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n\n`);
+    assert.deepEqual(recording.identity, identity);
+    assert.equal(recording.requests.length, 1);
+    assert.equal(recording.requests[0]?.method, 'PUT');
+  });
+
+  test('anything else is refused, naming the line', () => {
+    for (const [text, problem] of [
+      ['', /empty/],
+      [`${recorded('http://127.0.0.1:1/b')}\n`, /first line/],
+      [`${recordingHeader(identity)}not json\n`, /line 2/],
+      [`${recordingHeader(identity)}${JSON.stringify({ method: 'get', url: 'x', headers: {} })}\n`, /line 2/],
+      [`${JSON.stringify({ sandboxplane: { ...identity, format: 2 } })}\n`, /first line/],
+    ] as const) {
+      assert.throws(
+        () => parseRecording(text),
+        (err: unknown) => isSandboxPlaneError(err) && err.code === 'SNAPSHOT_UNSUPPORTED' && problem.test(err.message),
+        text,
+      );
+    }
+  });
+});
+
+describe('where a snapshot may go', () => {
+  const source = { snapshotId: 'snap-0123456789abcdef', adapter: 'moto' as const, services: ['s3', 'sqs'] };
+
+  test('only into a sandbox of its adapter that is granted every service it holds', () => {
+    assert.equal(snapshotMisfit(source, { adapter: 'moto', services: ['dynamodb', 's3', 'sqs'] }), undefined);
+    assert.equal(snapshotMisfit(source, { adapter: 'floci', services: ['s3', 'sqs'] })?.code, 'INVALID_INPUT');
+    const missing = snapshotMisfit(source, { adapter: 'moto', services: ['s3'] });
+    assert.equal(missing?.code, 'SERVICE_NOT_ALLOWED');
+    assert.match(missing?.message ?? '', /sqs/);
+  });
+
+  test("screening a fork: no snapshot of the principal's is NOT_FOUND, a misfit is refused, a fit goes on to policy", () => {
+    const base = {
+      flags: { CLOUD_SANDBOX: true, IAC_LOCAL: true, STAGING_APPLY: false, PRODUCTION_APPLY: false, ADAPTER_MEMORY: true, ADAPTER_MOTO: true, ADAPTER_FLOCI: true },
+      policies: [{ id: 1, principalPattern: 'agent-*', capability: 'cloud.sandbox' as const, effect: 'allow' as const, maxTtlSeconds: null, services: null, maxConcurrent: null }],
+      liveSandboxes: 0,
+      availableAdapters: ['moto' as const],
+      ttl: { defaultTtlSeconds: 600, ttlCeilingSeconds: 3600, maxLifetimeSeconds: 86_400 },
+    };
+    const request = {
+      id: 'sbx-f',
+      principal: 'agent-1',
+      capability: 'cloud.sandbox' as const,
+      adapter: 'moto' as const,
+      services: ['s3', 'sqs'],
+      labels: {},
+      fromSnapshot: source.snapshotId,
+    };
+    assert.equal(screenRequest({ ...base, request }).code, 'NOT_FOUND');
+    assert.equal(screenRequest({ ...base, request: { ...request, services: ['s3'] }, source }).code, 'SERVICE_NOT_ALLOWED');
+    assert.equal(screenRequest({ ...base, request, source }).effect, 'allow');
+  });
+});
+
+describe('the snapshot store', () => {
+  const store = Store.open(path.join(dir, 'plane.sqlite'));
+  after(() => store.close());
+  const content = packSnapshot('state of sbx-a');
+  const kept = { snapshotId: 'snap-aaaaaaaaaaaaaaaa', sandboxId: 'sbx-a', principal: 'agent-1', adapter: 'moto' as const, services: ['s3'], createdAt: '2026-12-05T10:00:00.000Z', content };
+
+  test('keeps a snapshot once per id and its content once per digest', () => {
+    const first = store.snapshots.keep(kept);
+    assert.deepEqual(store.snapshots.keep(kept), first, 'a retried keep returns the first');
+    store.snapshots.keep({ ...kept, snapshotId: 'snap-bbbbbbbbbbbbbbbb', createdAt: '2026-12-05T11:00:00.000Z' });
+    assert.equal((store.db.prepare('SELECT count(*) AS n FROM snapshot_contents').get() as { n: number }).n, 1);
+    assert.equal(first.bytes, content.bytes);
+    assert.deepEqual(
+      store.snapshots.list('agent-1').map((s) => s.snapshotId),
+      ['snap-bbbbbbbbbbbbbbbb', 'snap-aaaaaaaaaaaaaaaa'],
+      'newest first',
+    );
+  });
+
+  test("another principal's snapshot is not found: not listed, not loaded, not found", () => {
+    assert.deepEqual(store.snapshots.list('agent-2'), []);
+    assert.equal(store.snapshots.find('snap-aaaaaaaaaaaaaaaa', 'agent-2'), undefined);
+    assert.equal(
+      codeOf(() => store.snapshots.load('snap-aaaaaaaaaaaaaaaa', 'agent-2')),
+      'NOT_FOUND',
+    );
+    const loaded = store.snapshots.load('snap-aaaaaaaaaaaaaaaa', 'agent-1');
+    assert.equal(unpackSnapshot(loaded.content), 'state of sbx-a');
+    assert.equal(store.snapshots.list(undefined).length, 2, "an operator's listing has everyone's");
+  });
+
+  test("a PAUSED sandbox runs on no host: its row's place is freed", () => {
+    store.hosts.register({ hostId: 'h1', taskQueue: 'tq-docker-h1', adapters: ['moto'], capacity: 1, engineId: null, identity: 'w' });
+    const row = projectionSnapshot({ id: 'sbx-p', adapter: 'moto', state: 'READY' });
+    store.sandboxes.record(row, { step: 1, action: 'screened', actor: 'policy', effect: 'allow', reason: null, summary: {} });
+    assert.ok('placement' in store.hosts.place({ sandboxId: 'sbx-p', adapter: 'moto', liveHostIds: new Set(['h1']) }));
+    assert.equal(store.hosts.list()[0]?.liveSandboxes, 1);
+    store.sandboxes.record({ ...row, state: 'PAUSED' }, { step: 2, action: 'paused', actor: 'api', effect: 'paused', reason: null, summary: {} });
+    assert.equal(store.hosts.list()[0]?.liveSandboxes, 0);
+    assert.equal(store.hosts.placementOf('sbx-p'), undefined, 'a resume is placed anew');
+  });
+});
+
+describe('the sweep and paused sandboxes', () => {
+  test('a PAUSED sandbox without a container is what it should be: no mismatch, no leak', () => {
+    const found = classifyInventory({ containers: [], rows: { 'sbx-p': { state: 'PAUSED', adapter: 'moto' } }, running: ['sbx-p'] });
+    assert.deepEqual(found, { orphans: [], stranded: [], liveMismatches: [] });
+  });
+});
+
+describe('Floci', () => {
+  test('says why it cannot be snapshotted: SNAPSHOT_UNSUPPORTED, before touching the engine', async () => {
+    const untouched = new Proxy({}, { get: () => () => assert.fail('the engine was asked') }) as ContainerBroker;
+    const floci = createFlociAdapter({ broker: untouched, image: 'sha256:floci', healthTimeoutMs: 1000 });
+    await assert.rejects(floci.captureState('sbx-f'), (err: unknown) => isSandboxPlaneError(err) && err.code === 'SNAPSHOT_UNSUPPORTED' && /Floci/.test(err.message));
+  });
+});
