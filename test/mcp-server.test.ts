@@ -23,7 +23,7 @@ interface ErrorDocument {
   status?: SandboxStatus;
 }
 
-const TOOLS = ['apply_iac', 'create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'get_sandbox', 'iac_status', 'list_sandboxes', 'plan_iac'];
+const TOOLS = ['apply_iac', 'create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'fork_sandbox', 'get_sandbox', 'iac_status', 'list_sandboxes', 'plan_iac', 'snapshot_sandbox'];
 
 function textOf(result: CallToolResult): string {
   return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
@@ -83,7 +83,7 @@ describe('sandboxctl mcp (stdio)', () => {
     await worker?.stop();
   });
 
-  test('lists the eight tools (five for sandboxes, three for IaC) with JSON input schemas derived from the SDK schemas', async () => {
+  test('lists the ten tools (five for sandboxes, three for IaC, two for snapshots) with JSON input schemas derived from the SDK schemas', async () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name).sort(), TOOLS);
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -115,6 +115,12 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.equal(plan.additionalProperties, false);
     assert.deepEqual((byName.get('apply_iac')?.inputSchema as JsonSchema).properties?.wait?.enum, ['planned', 'ended']);
     assert.deepEqual((byName.get('iac_status')?.inputSchema as JsonSchema).required, ['runId']);
+
+    assert.deepEqual((byName.get('snapshot_sandbox')?.inputSchema as JsonSchema).required, ['id']);
+    const fork = byName.get('fork_sandbox')?.inputSchema as JsonSchema;
+    assert.deepEqual(fork.required, ['snapshotId']);
+    assert.equal(fork.properties?.principal, undefined, "who asks is the server's principal, never an argument");
+    assert.equal(fork.additionalProperties, false);
 
     assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
     assert.deepEqual((byName.get('destroy_sandbox')?.inputSchema as JsonSchema).required, ['id']);

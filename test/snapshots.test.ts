@@ -20,6 +20,9 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SnapshotSummary } from '../src/domain/snapshots';
 import { DockerContainerBroker } from '../src/docker';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { mcpServerTransport } from './helpers/mcp-transport';
 import { awsCliEnv } from './helpers/aws-cli';
 import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
@@ -154,6 +157,31 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.equal(other.state, 'READY');
     cliFailure(await asOther('restore', 'snap-other', '--snapshot', snapshot.snapshotId), 4, 'NOT_FOUND');
     cliFailure(await asOther('restore', 'snap-source', '--snapshot', snapshot.snapshotId), 4, 'NOT_FOUND');
+  });
+
+  test("the MCP tools snapshot and fork as the server's principal; another principal's fork is NOT_FOUND", async () => {
+    const connect = async (principal: string) => {
+      const client = new McpClient({ name: `snapshot-test-${principal}`, version: '1.0.0' });
+      await client.connect(mcpServerTransport(worker.env, principal, 'warn'));
+      return client;
+    };
+    const [own, other] = await Promise.all([connect('agent-snap'), connect('agent-other')]);
+    try {
+      const call = async (client: McpClient, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+      const taken = (await call(own, 'snapshot_sandbox', { id: 'snap-source' })).structuredContent as unknown as SnapshotSummary;
+      assert.match(taken.snapshotId, /^snap-/);
+      const forked = (await call(own, 'fork_sandbox', { snapshotId: taken.snapshotId, id: 'snap-mcp-fork' })).structuredContent as unknown as SandboxStatus;
+      assert.equal(forked.state, 'READY');
+      assert.equal((await contents(forked.clientConfig as ClientConfig)).object, 'kept across a restore\n');
+      const refused = await call(other, 'fork_sandbox', { snapshotId: taken.snapshotId });
+      assert.equal(refused.isError, true);
+      assert.equal((refused.structuredContent as { error: { code: string } }).error.code, 'NOT_FOUND');
+      const bad = await call(own, 'snapshot_sandbox', { id: 'snap-source', principal: 'agent-other' });
+      assert.equal((bad.structuredContent as { error: { code: string } }).error.code, 'INVALID_INPUT', 'a principal argument is refused as unknown');
+      await worker.sandboxes.destroy('snap-mcp-fork');
+    } finally {
+      await Promise.all([own.close(), other.close()]);
+    }
   });
 
   test("a sandbox without one of the snapshot's services is refused it, and bad input is refused by name", async () => {

@@ -441,6 +441,30 @@ export class SandboxClient {
   }
 
   /**
+   * Forks a snapshot (DESIGN §15): a new sandbox with the snapshot's state, in a container
+   * and with credentials of its own; `create` with `fromSnapshot`, with the adapter and
+   * services of the snapshot's sandbox unless `request` names them. NOT_FOUND for a
+   * snapshot that is not the caller's (a bound client's principal, or `request.principal`).
+   *
+   * @example
+   * const fork = await sandboxes.fork(snapshotId, {}, { wait: 'ready' });
+   */
+  async fork(snapshotId: string, request: Partial<BoundRequestInput> = {}, options: CreateOptions = {}): Promise<SandboxStatus> {
+    const fromSnapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
+    const principal = this.principal ?? request.principal;
+    if (principal === undefined)
+      throw new SandboxPlaneError('INVALID_INPUT', 'principal: required to fork a snapshot (whose snapshot is it?)', {
+        hint: 'Pass request.principal, or use a client bound to a principal.',
+      });
+    const source =
+      request.services !== undefined && request.adapter !== undefined
+        ? undefined
+        : await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshot(principal, fromSnapshot);
+    const { services, adapter } = { services: request.services ?? [...(source?.services ?? [])], adapter: request.adapter ?? source?.adapter };
+    return this.create({ ...request, principal, services, ...(adapter !== undefined ? { adapter } : {}), fromSnapshot }, options);
+  }
+
+  /**
    * Pauses a READY sandbox (DESIGN §15): a snapshot of its state, then its container goes
    * and its host's capacity is freed; resolves PAUSED. Its TTL keeps running ({@link extend}
    * works while paused). A snapshot that cannot be taken leaves it READY, with the reason.

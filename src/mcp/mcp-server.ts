@@ -9,6 +9,7 @@ import { PROJECT_ROOT } from '../config/paths';
 import type { Logger } from '../logging/logger';
 import { registerIacTools } from './iac-tools';
 import { registerSandboxTools } from './sandbox-tools';
+import { registerSnapshotTools } from './snapshot-tools';
 
 export const MCP_SERVER_NAME = 'cloud-sandbox-plane';
 
@@ -69,6 +70,7 @@ export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>):
   const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
   registerSandboxTools(server, { sandboxes, actor: () => actorFor(server) });
   registerIacTools(server, { sandboxes });
+  registerSnapshotTools(server, { sandboxes, actor: () => actorFor(server) });
   return server;
 }
 

@@ -40,6 +40,7 @@ export const createSandboxInput = agentRequestSchema.extend({
     ttlSeconds: 'How long the sandbox lives once READY, in seconds (default: the worker default, 30 min; capped by policy).',
     purpose: 'Why you need it, for the human reviewer and the audit trail.',
     labels: 'Free-form key/value labels for the sandbox.',
+    fromSnapshot: 'Optional snapshot id (from snapshot_sandbox) to start from: a fork with its own credentials; fork_sandbox fills the adapter and services in for you.',
   }),
   wait: z
     .enum(['accepted', 'ready'])

@@ -1,9 +1,9 @@
 import os from 'node:os';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { loadConfig, type Config } from '../../config/config';
+import { loadConfig } from '../../config/config';
 import { SandboxPlaneError } from '../../domain/errors';
-import { snapshotIdSchema, type SnapshotSource } from '../../domain/snapshots';
+import { snapshotIdSchema } from '../../domain/snapshots';
 import { CAPABILITIES } from '../../domain/capabilities';
 import { DEFAULT_ADAPTER, principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
 import { SANDBOX_STATES } from '../../domain/sandbox-states';
@@ -97,24 +97,6 @@ export function defaultActor(): string {
   }
 }
 
-/**
- * The snapshot a fork starts from, read only for the defaults it gives (its sandbox's
- * adapter and services); the workflow checks it again when it screens the request.
- */
-async function forkSource(
-  config: Config,
-  principal: string | undefined,
-  options: { fromSnapshot?: string | undefined; services?: string[] | undefined; adapter?: string | undefined },
-): Promise<SnapshotSource | undefined> {
-  const { fromSnapshot } = options;
-  if (fromSnapshot === undefined) {
-    if (options.services === undefined) throw new SandboxPlaneError('INVALID_INPUT', '--services: required (comma-separated, e.g. s3,sqs), unless --from-snapshot names a snapshot to fork');
-    return undefined;
-  }
-  if ((options.services !== undefined && options.adapter !== undefined) || principal === undefined) return undefined;
-  return withStoreClient(config, (store) => store.snapshot(principal, fromSnapshot));
-}
-
 function sandboxId(args: readonly string[]): string {
   return parseCliArgument(sandboxIdSchema, args[0], 'ID');
 }
@@ -146,22 +128,23 @@ export function registerSandboxCommands(program: Command): void {
         const schema = config.principal === undefined ? createOptionsSchema.extend({ principal: principalSchema }) : createOptionsSchema;
         const options = parseCliOptions(schema, raw);
         const principal = options.principal ?? config.principal;
-        const source = await forkSource(config, principal, options);
+        const request = {
+          ...(options.id !== undefined ? { id: options.id } : {}),
+          ...(principal !== undefined ? { principal } : {}),
+          ...(options.services !== undefined ? { services: options.services } : {}),
+          ...(options.ttl !== undefined ? { ttlSeconds: options.ttl } : {}),
+          ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
+          ...(options.adapter !== undefined ? { adapter: options.adapter } : {}),
+          ...(options.capability !== undefined ? { capability: options.capability } : {}),
+          labels: options.label ?? {},
+        };
+        const wait = { wait: options.wait ? ('ready' as const) : ('accepted' as const), ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) };
+        const { fromSnapshot, services } = options;
+        if (fromSnapshot === undefined && services === undefined) {
+          throw new SandboxPlaneError('INVALID_INPUT', '--services: required (comma-separated, e.g. s3,sqs), unless --from-snapshot names a snapshot to fork');
+        }
         const status = await withSandboxClient(config, (sandboxes) =>
-          sandboxes.create(
-            {
-              ...(options.id !== undefined ? { id: options.id } : {}),
-              ...(principal !== undefined ? { principal } : {}),
-              services: options.services ?? [...(source?.services ?? [])],
-              ...(options.fromSnapshot !== undefined ? { fromSnapshot: options.fromSnapshot } : {}),
-              ...(options.ttl !== undefined ? { ttlSeconds: options.ttl } : {}),
-              ...(options.purpose !== undefined ? { purpose: options.purpose } : {}),
-              ...((options.adapter ?? source?.adapter) !== undefined ? { adapter: options.adapter ?? source?.adapter } : {}),
-              ...(options.capability !== undefined ? { capability: options.capability } : {}),
-              labels: options.label ?? {},
-            },
-            { wait: options.wait ? 'ready' : 'accepted', ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) },
-          ),
+          fromSnapshot !== undefined ? sandboxes.fork(fromSnapshot, request, wait) : sandboxes.create({ ...request, services: services ?? [] }, wait),
         );
         const next = status.state === 'PROVISIONING' ? `\n\nNot READY yet: \`sandboxctl status ${status.id}\` shows when it is (or create with --wait).` : '';
         printResult({ json: options.json }, status, `${formatStatus(status)}${next}`);

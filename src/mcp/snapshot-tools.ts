@@ -1,0 +1,62 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import type { SandboxClient } from '../client/sandbox-client';
+import { sandboxIdSchema, sandboxRequestSchema } from '../domain/sandbox-request';
+import { snapshotIdSchema } from '../domain/snapshots';
+import { DEFAULT_WAIT_SECONDS, ERRORS, registerTool, structured } from './sandbox-tools';
+
+export const snapshotSandboxInput = z.object({ id: sandboxIdSchema.describe('The READY sandbox to snapshot (its `id`).') }).strict();
+
+const request = sandboxRequestSchema.shape;
+
+export const forkSandboxInput = z
+  .object({
+    snapshotId: snapshotIdSchema.describe('The snapshot to start from: the `snapshotId` snapshot_sandbox returned (yours only).'),
+    id: request.id.describe('Optional id of the new sandbox, also the idempotency key. Omit it for a fresh sbx-… id.'),
+    services: request.services.optional().describe("The new sandbox's services (default: the snapshot's sandbox's); it must have every service the snapshot holds state of."),
+    ttlSeconds: request.ttlSeconds.describe('How long the fork lives once READY, in seconds (default: the worker default; capped by policy).'),
+    purpose: request.purpose.describe('Why you need it, for the reviewer and the audit trail.'),
+    wait: z.enum(['accepted', 'ready']).default('ready').describe("'ready' (default): return once READY, with endpoint and clientConfig. 'accepted': return once screened."),
+    timeoutSeconds: z.number().int().positive().max(3600).optional().describe(`Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the fork goes on.`),
+  })
+  .strict();
+
+const DESCRIPTIONS = {
+  snapshot: [
+    "Keep a READY sandbox's state now (buckets and their objects, queues, tables: everything made in its emulator) as a snapshot that only you can use.",
+    'Returns {snapshotId, sandboxId, adapter, bytes, createdAt}. Fork it with fork_sandbox to try something risky on a copy, or keep it before a change.',
+    'A moto sandbox can be snapshotted; Floci is SNAPSHOT_UNSUPPORTED, and a state over 1 MiB compressed is SNAPSHOT_TOO_LARGE.',
+    ERRORS,
+  ].join(' '),
+  fork: [
+    'Start a new sandbox from a snapshot: its own emulator and its own credentials (those of the snapshot’s sandbox do not work there), with the same resources.',
+    'Returns the new sandbox status; pass its clientConfig to an AWS SDK v3 client. Destroy it with destroy_sandbox when done.',
+    ERRORS,
+  ].join(' '),
+} as const;
+
+/** Registers snapshot_sandbox and fork_sandbox (DESIGN §15), as the server's principal. */
+export function registerSnapshotTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient>; readonly actor: () => string }): void {
+  const { sandboxes, actor } = options;
+
+  registerTool(
+    server,
+    'snapshot_sandbox',
+    { title: 'Snapshot a sandbox', description: DESCRIPTIONS.snapshot, annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } },
+    snapshotSandboxInput,
+    (args) => args.id,
+    async ({ id }) => structured({ ...(await (await sandboxes()).snapshot(id, { actor: actor() })) }),
+  );
+
+  registerTool(
+    server,
+    'fork_sandbox',
+    { title: 'Fork a snapshot into a new sandbox', description: DESCRIPTIONS.fork, annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false } },
+    forkSandboxInput,
+    (args) => args.id ?? args.snapshotId,
+    async ({ snapshotId, wait, timeoutSeconds, ...rest }) => {
+      const status = await (await sandboxes()).fork(snapshotId, rest, { wait, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
+      return structured({ ...status });
+    },
+  );
+}
