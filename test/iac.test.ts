@@ -4,7 +4,7 @@
  * sandbox's endpoint and its own credentials: an honest plan (the subscription moto
  * skips named unsupported, an untouched topic not called Modify), nothing made by a plan,
  * an apply checked through the services' own APIs, a failing apply that ends FAILED with
- * what is really there, approvals bound to the plan's digest, one run per stack at a
+ * what is really there and puts the sandbox back as it was before, approvals bound to the plan's digest, one run per stack at a
  * time, a CDK app, and refusals for another principal and bad input.
  */
 import assert from 'node:assert/strict';
@@ -169,8 +169,8 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     const trail = worker.store.sandboxes.audit(sandboxId).filter((row) => row.summary.iacRunId === applied.runId);
     assert.deepEqual(
       trail.map((row) => row.action),
-      ['iac_requested', 'iac_planned', 'iac_applied'],
-      "the run's steps are in the sandbox's audit trail",
+      ['iac_requested', 'iac_planned', 'iac_checkpoint', 'iac_applied'],
+      "the run's steps are in the sandbox's audit trail, the checkpoint before the apply among them",
     );
   });
 
@@ -211,7 +211,23 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     const clash = status.resources.find((row) => row.logicalId === 'Clash');
     assert.equal(clash?.status, 'TAKEN', 'the bucket of that name was there before, not made by this apply');
     assert.match(clash?.detail ?? '', /stack app holds it \(Bucket\)/);
-    assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-made-before-the-failure']), /iac-made-before-the-failure/);
+    // The sandbox was checkpointed before the apply and put back after it failed: nothing it made remains, the earlier stack does.
+    assert.match(status.waitingFor, /put back as it was before the apply/);
+    await assert.rejects(aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-made-before-the-failure']), /NonExistentQueue|does not exist/);
+    const stacks = JSON.parse(await aws(config, ['cloudformation', 'list-stacks'])).StackSummaries as { StackName: string; StackStatus: string }[];
+    assert.deepEqual(
+      stacks.filter((stack) => stack.StackName === 'clash').map((stack) => stack.StackStatus),
+      ['DELETE_COMPLETE'],
+      "the failed stack is gone: only its plan's shell, deleted by the plan, is listed",
+    );
+    assert.match(await aws(config, ['sqs', 'get-queue-url', '--queue-name', 'iac-test-queue']), /iac-test-queue/, 'what the earlier apply made is there, as it was');
+    assert.deepEqual(
+      worker.store.sandboxes
+        .audit(sandboxId)
+        .filter((row) => row.summary.iacRunId === failed.runId)
+        .map((row) => row.action),
+      ['iac_requested', 'iac_planned', 'iac_checkpoint', 'iac_failed', 'iac_rolled_back'],
+    );
   });
 
   test('under require_approval the run waits; a wrong code and a stale digest are refused; the right code for the shown digest applies', async () => {

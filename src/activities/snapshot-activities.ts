@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Context, log } from '@temporalio/activity';
-import type { AdapterRegistry, RestoreTarget } from '../adapters/cloud-emulator-adapter';
+import type { AdapterRegistry, RecordedRuntime, RestoreTarget } from '../adapters/cloud-emulator-adapter';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
-import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName } from '../domain/service-catalog';
 import { SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
 import type { Store } from '../store';
@@ -40,7 +39,7 @@ export function unpackSnapshot(content: SnapshotContent): string {
 export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistry }) {
   return {
     /** The sandbox's emulator state now, packed for the store. */
-    async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RuntimeHandle }): Promise<SnapshotContent> {
+    async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime }): Promise<SnapshotContent> {
       return withTaxonomy(async () => {
         const state = await adapterOf(deps.adapters, input.adapter).captureState(input.sandboxId, input.runtime);
         const content = packSnapshot(state);
@@ -49,8 +48,8 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
       });
     },
 
-    /** Replaces the sandbox's emulator state with a snapshot's; the sandbox's credentials afterwards (`null`: the adapter has none). */
-    async restoreSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RuntimeHandle; content: SnapshotContent; target: RestoreTarget }): Promise<SandboxCredentials | null> {
+    /** Replaces the sandbox's emulator state with a snapshot's; the sandbox's credentials afterwards (`null`: unchanged, or the adapter has none). */
+    async restoreSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime; content: SnapshotContent; target: RestoreTarget }): Promise<SandboxCredentials | null> {
       return withTaxonomy(async () => {
         const context = Context.current();
         const state = unpackSnapshot(input.content);

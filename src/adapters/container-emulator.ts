@@ -110,7 +110,13 @@ export interface OperatorAccess {
 /** How an emulator's state is taken and put back (DESIGN §15). */
 export interface EmulatorStateStore {
   capture(operatorEndpoint: string, signal: AbortSignal): Promise<string>;
-  restore(access: OperatorAccess, state: string, target: RestoreTarget & { sandboxId: string }, progress: (done: number) => void, signal: AbortSignal): Promise<SandboxCredentials>;
+  restore(
+    access: OperatorAccess,
+    state: string,
+    target: RestoreTarget & { sandboxId: string },
+    progress: (done: number) => void,
+    signal: AbortSignal,
+  ): Promise<SandboxCredentials | undefined>;
 }
 
 /** An idle warm pool container, started and healthy. */
@@ -397,7 +403,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.stateStore().capture(access.operatorEndpoint, AbortSignal.timeout(60_000));
   }
 
-  async restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials> {
+  async restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials | undefined> {
     const access = await this.stateAccess(sandboxId, recorded);
     const progress = (replayed: number) => context.heartbeat({ step: 'replaying the snapshot', replayed });
     return this.stateStore().restore(access, state, { ...target, sandboxId }, progress, context.cancelled ?? new AbortController().signal);

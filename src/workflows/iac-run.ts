@@ -47,6 +47,7 @@ import { IacApprovals } from './iac-approvals';
 import { iacApproveSignal, iacAwaitUpdate, iacDecideUpdate, iacDenySignal, iacStatusQuery, stackAnswerSignal } from './iac-messages';
 import { IacRefused } from './iac-refusal';
 import { IacStackTurn, type Granted } from './iac-stack-turn';
+import { IacCheckpoint } from './iac-checkpoint';
 import { executeStep, planningSteps, settleStep, STEP_PICKUP } from './iac-steps';
 import { iso } from './iso-time';
 import { failureCode, refusal } from './workflow-failures';
@@ -119,6 +120,8 @@ class IacRunRecord {
   private preexisting: PlannedChange['preexisting'] = {};
   private auditStep = 0;
   private shownState: IacState | undefined;
+  /** A sandbox's state before the apply, put back when it fails. */
+  private checkpoint: IacCheckpoint | undefined;
 
   constructor(private readonly input: unknown) {
     const parsed = iacRunInputSchema.safeParse(input);
@@ -441,9 +444,11 @@ class IacRunRecord {
     const approved = (this.plan as ShownPlan).digest;
     const leftBehind =
       granted.place.kind === 'sandbox'
-        ? ' Nothing takes a snapshot first yet: a failed apply leaves what it made (listed here when it ends).'
+        ? ' The sandbox is checkpointed first, so that a failed apply can be undone.'
         : ' A failed apply is rolled back by CloudFormation as it does; what the stack then holds is listed here.';
     this.enter('APPLYING', `Applying plan ${approved} to stack ${run.stack} in ${this.whereText}.${leftBehind}`);
+    // Before the change set is made: put back, the sandbox holds neither it nor a new stack's shell.
+    if (granted.place.kind === 'sandbox') await this.takeCheckpoint(new IacCheckpoint(granted.place, granted.taskQueue));
     const steps = planningSteps(granted.taskQueue);
     const prepared = await steps.prepareIacApply(this.changeRequest());
     if (prepared.plan.digest !== approved) {
@@ -472,6 +477,15 @@ class IacRunRecord {
       log.warn("the change set's execution did not answer; waiting for the stack", { error: failureCode(err, 'INTERNAL').message });
     }
     await this.settle(executionError);
+  }
+
+  /** The sandbox's state before the apply (DESIGN §14, §15): recorded in its trail, and said in the run's details. */
+  private async takeCheckpoint(checkpoint: IacCheckpoint): Promise<void> {
+    this.checkpoint = checkpoint;
+    const taken = await checkpoint.take();
+    if (taken !== undefined) await this.audit('iac_checkpoint', 'plane', 'snapshot', null, taken);
+    this.waitingFor = `${this.waitingFor.replace(/ The sandbox is checkpointed first.*$/, '')} ${checkpoint.promise}`;
+    this.show();
   }
 
   /** Waits for the stack, checks it, and gives the verdict: APPLIED only when the stack holds what the plan said. */
@@ -503,7 +517,9 @@ class IacRunRecord {
     }
     this.error = { code: 'IAC_APPLY_FAILED', message: outcome.problems.join('; ') };
     await this.audit('iac_failed', 'plane', 'failed', this.error.message, summary);
-    this.enter('FAILED', `${note ? `${note} ` : ''}Failed: ${this.error.message}. What the stack holds is in resources.`);
+    const undone = await this.checkpoint?.putBack();
+    if (undone?.restored === true) await this.audit('iac_rolled_back', 'plane', 'restored', null, { stack: run.stack });
+    this.enter('FAILED', `${note ? `${note} ` : ''}Failed: ${this.error.message}. ${undone?.note ?? 'What the stack holds is in resources.'}`);
   }
 
   /** A cancelled run ends with a verdict: after the apply began, what the stack holds is checked first. */

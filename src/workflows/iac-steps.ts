@@ -1,5 +1,5 @@
 import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
-import type { TargetActivities } from '../activities';
+import type { DockerActivities, TargetActivities } from '../activities';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
 
 /**
@@ -49,5 +49,19 @@ export function executeStep(taskQueue: string): IacSteps {
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '30 seconds',
     retry: { initialInterval: '5 seconds', maximumAttempts: 3, nonRetryableErrorTypes },
+  });
+}
+
+/** A sandbox's checkpoint around an apply (DESIGN §14, §15): taken and put back by its host's docker worker. */
+export type CheckpointSteps = Pick<DockerActivities, 'captureSnapshot' | 'restoreSnapshot'>;
+
+/** Taking and putting back a checkpoint: retried like planning; a replay heartbeats as it goes. */
+export function checkpointSteps(taskQueue: string): CheckpointSteps {
+  return proxyActivities<CheckpointSteps>({
+    taskQueue,
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '30 seconds',
+    scheduleToStartTimeout: STEP_PICKUP,
+    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
   });
 }
