@@ -8,7 +8,8 @@
  * - P3  lifecycles/s with N agents at once vs roundTrip workflows/s at the same N;
  * - P4  a cleanup sweep over N managed containers vs one label-filtered container list;
  * - P5  a worker's resident memory with N live sandboxes vs the same worker idle;
- * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow.
+ * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow;
+ * - S1  restoring a snapshot of 500 S3 objects vs making them.
  *
  * It starts its own dev server on free ports, and the Docker engine and images as the
  * tests do (scripts/docker-engine.sh, build-test-image.sh, build-moto-image.sh); P2 and
@@ -38,10 +39,11 @@ import { p2MotoCreate } from './figure-p2-moto-create';
 import { p3Throughput } from './figure-p3-throughput';
 import { p4Sweep } from './figure-p4-sweep';
 import { p5WorkerMemory } from './figure-p5-worker-memory';
+import { s1SnapshotRestore } from './figure-s1-snapshot-restore';
 import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
 import { devServerPid } from './proc-stats';
 
-const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, cliStatus];
+const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, cliStatus, s1SnapshotRestore];
 
 function progress(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
