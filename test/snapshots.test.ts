@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { Worker } from '@temporalio/worker';
 import type { ClientConfig } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
@@ -28,7 +29,8 @@ import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
+import { testWorkflowBundle } from './helpers/workflow-bundle';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
@@ -246,5 +248,16 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.match(destroyed.waitingFor, /Destroyed while paused/);
     const kept = cliOutput<{ snapshots: SnapshotSummary[] }>(await asAgent('snapshots', '--sandbox', 'snap-narrow')).snapshots;
     assert.equal(kept.length, 1, 'the pause snapshot outlives the sandbox');
+  });
+
+  test("every lifecycle's history (snapshots, restores, a fork, a pause and a resume) replays on this build's workflow code", async () => {
+    const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen'].map((id) => `sandbox-${id}`);
+    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {
+      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
+      replayed += 1;
+    }
+    assert.equal(replayed, ids.length);
   });
 });
