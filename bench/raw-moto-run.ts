@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type Docker from 'dockerode';
-import { MOTO_PORT } from '../src/adapters/moto-adapter';
+import { MOTO_PORT } from '../src/adapters/moto-guard';
 import { BENCH_RUN_LABEL, removeContainers } from './bench-containers';
 import { sleep } from './measure';
 import { cpuSeconds } from './proc-stats';

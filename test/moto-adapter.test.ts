@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { ContainerEmulatorAdapter } from '../src/adapters/container-emulator';
-import { MOTO_PORT } from '../src/adapters/moto-adapter';
+import { MOTO_PORT } from '../src/adapters/moto-guard';
 import { fakeCredentialValues } from '../src/domain/client-config';
 import { SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { SandboxPlaneError } from '../src/domain/errors';

@@ -250,8 +250,59 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.equal(kept.length, 1, 'the pause snapshot outlives the sandbox');
   });
 
+  test("while a restore runs only the plane is served; an agent cannot mark its calls as the plane's", async () => {
+    const [container] = await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-source' });
+    const token = container?.labels['io.sandboxplane.operator-token'];
+    assert.ok(token !== undefined);
+    const operator = `${source.endpoint}/_sandboxplane/${token}`;
+    const quiesce = (seconds: number) => fetch(`${operator}/sandboxplane/quiesce`, { method: 'POST', body: String(seconds) });
+    assert.equal((await quiesce(30)).status, 200);
+    try {
+      assert.match(await awsRefusal(source, ['s3api', 'list-buckets']), /503|Service Unavailable|being restored/);
+      assert.equal((await fetch(`${source.endpoint}/sandboxplane/quiesce`, { method: 'POST', body: '0' })).status, 403, 'only the plane ends it');
+    } finally {
+      assert.equal((await quiesce(0)).status, 200);
+    }
+    assert.match(await aws(source, ['s3api', 'list-buckets']), /kept-bucket/);
+
+    // snap-narrow holds s3 only: an sqs call is refused, and stays refused in a replay however it is marked.
+    const narrow = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-marked', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+    const body = 'Action=CreateQueue&QueueName=forged';
+    const forged = await fetch(narrow.endpoint, {
+      method: 'POST',
+      headers: {
+        'x-sandboxplane-recorded-as': 'operator',
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `AWS4-HMAC-SHA256 Credential=${narrow.credentials.accessKeyId}/20261205/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0`,
+      },
+      body,
+    });
+    assert.equal(forged.status, 403);
+    const [marked] = await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-marked' });
+    const recording = await (await fetch(`${narrow.endpoint}/_sandboxplane/${marked?.labels['io.sandboxplane.operator-token']}/moto-api/recorder/download-recording`)).text();
+    // The recorder keeps a body as it came, maybe in base64.
+    const line = recording.split('\n').find((entry) => entry.includes(body) || entry.includes(Buffer.from(body).toString('base64')));
+    assert.ok(line !== undefined, 'the refused call is recorded');
+    assert.doesNotMatch(line, /recorded-as/i, "the agent's marker was stripped before moto saw the call");
+    await worker.sandboxes.destroy('snap-marked');
+  });
+
+  test('past what one recording holds the sandbox goes on serving and a snapshot is SNAPSHOT_TOO_LARGE', async () => {
+    const big = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-big', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+    const file = path.join(dir, 'big.bin');
+    fs.writeFileSync(file, Buffer.alloc(13 * 1024 * 1024, 7));
+    await aws(big, ['s3', 'mb', 's3://big-bucket']);
+    await aws(big, ['s3api', 'put-object', '--bucket', 'big-bucket', '--key', 'big.bin', '--body', file]);
+    const head = JSON.parse(await aws(big, ['s3api', 'head-object', '--bucket', 'big-bucket', '--key', 'big.bin']));
+    assert.equal(head.ContentLength, 13 * 1024 * 1024, 'the upload itself was served');
+    const refused = cliFailure(await asAgent('snapshot', 'snap-big'), 3, 'SNAPSHOT_TOO_LARGE');
+    assert.match(refused.message, /24 MiB/);
+    assert.doesNotMatch(refused.message, /_sandboxplane\/[0-9a-f]/, 'no operator token in an error');
+    await worker.sandboxes.destroy('snap-big');
+  });
+
   test("every lifecycle's history (snapshots, restores, a fork, a pause and a resume) replays on this build's workflow code", async () => {
-    const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen'].map((id) => `sandbox-${id}`);
+    const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen', 'snap-marked', 'snap-big'].map((id) => `sandbox-${id}`);
     const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
     let replayed = 0;
     for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {

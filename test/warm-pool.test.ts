@@ -10,7 +10,7 @@ import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/clie
 import { StoreClient } from '../src/client/store-client';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
-import { mintMotoCredentials } from '../src/adapters/moto-adapter';
+import { mintMotoCredentials } from '../src/adapters/moto-state';
 import { clientConfigFor, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
 import type { SweepReport } from '../src/domain/leaks';

@@ -6,6 +6,7 @@ import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName } from '../domain/service-catalog';
 import { SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
+import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import { withTaxonomy } from './activity-failure';
 
@@ -62,16 +63,33 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
   };
 }
 
-/** The snapshot activities of the store role: keeping snapshots and handing them to their principal only. */
-export function createSnapshotStoreActivities(deps: { store: Store }) {
+/**
+ * The snapshot activities of the store role: keeping snapshots, sealed with the store's key
+ * (a moto snapshot holds the seed its sandbox's key was drawn from), and handing them to
+ * their principal only. The seal is bound to the content's digest.
+ */
+export function createSnapshotStoreActivities(deps: { store: Store; secrets: SecretBox }) {
   return {
     async keepSnapshot(input: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }): Promise<SnapshotSummary> {
-      return withTaxonomy(() => deps.store.snapshots.keep(input));
+      return withTaxonomy(() => {
+        const { digest, bytes, gzipBase64 } = input.content;
+        const sealed = deps.secrets.seal(Buffer.from(gzipBase64, 'base64'), snapshotBinding(digest));
+        return deps.store.snapshots.keep({ ...input, content: { digest, bytes, sealed } });
+      });
     },
 
     /** NOT_FOUND unless `principal` holds the snapshot. */
     async loadSnapshot(input: { snapshotId: string; principal: string }): Promise<StoredSnapshot> {
-      return withTaxonomy(() => deps.store.snapshots.load(input.snapshotId, input.principal));
+      return withTaxonomy(() => {
+        const { content, ...source } = deps.store.snapshots.load(input.snapshotId, input.principal);
+        const gzipBase64 = deps.secrets.open(content.sealed, snapshotBinding(content.digest)).toString('base64');
+        return { ...source, content: { digest: content.digest, bytes: content.bytes, gzipBase64 } };
+      });
     },
   };
+}
+
+/** What a snapshot's seal is bound to: its digest, so one content cannot be passed off as another's. */
+function snapshotBinding(digest: string): string {
+  return `snapshot:${digest}`;
 }

@@ -148,11 +148,26 @@ function publishedEndpoint(info: ContainerSummary, containerPort: number): strin
   return `http://127.0.0.1:${port.hostPort}`;
 }
 
+/** Where an emulator serves the plane alone: under its operator token. */
+const OPERATOR_PATH = '/_sandboxplane/';
+
 /** The published endpoint, under the container's operator token when it has one. */
 function operatorEndpoint(info: ContainerSummary, containerPort: number): string {
   const token = info.labels[OPERATOR_TOKEN_LABEL];
   const endpoint = publishedEndpoint(info, containerPort);
-  return token === undefined ? endpoint : `${endpoint}/_sandboxplane/${token}`;
+  return token === undefined ? endpoint : `${endpoint}${OPERATOR_PATH}${token}`;
+}
+
+/** The parts of an operator endpoint (see {@link operatorEndpoint}); `undefined` for one without a token. */
+export function accessOf(operatorEndpointUrl: string): OperatorAccess | undefined {
+  const at = operatorEndpointUrl.indexOf(OPERATOR_PATH);
+  if (at < 0) return undefined;
+  return { operatorEndpoint: operatorEndpointUrl, endpoint: operatorEndpointUrl.slice(0, at), token: operatorEndpointUrl.slice(at + OPERATOR_PATH.length) };
+}
+
+/** `text` with every operator token cut out: what an error, a log or a status may say of an endpoint. */
+export function withoutToken(text: string): string {
+  return text.replace(/\/_sandboxplane\/[^/\s'"]+/g, '/_sandboxplane/…');
 }
 
 /**
@@ -232,7 +247,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     try {
       return { credentials: await this.options.mintCredentials(endpoint, { sandboxId: plan.sandboxId, services: plan.services }, AbortSignal.timeout(15_000)) };
     } catch (err) {
-      throw new SandboxPlaneError('PROVISION_FAILED', `minting the credentials of sandbox ${plan.sandboxId} at ${endpoint} failed: ${(err as Error).message}`, { cause: err });
+      throw new SandboxPlaneError('PROVISION_FAILED', withoutToken(`minting the credentials of sandbox ${plan.sandboxId} at ${endpoint} failed: ${(err as Error).message}`));
     }
   }
 
@@ -419,8 +434,16 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   private async stateAccess(sandboxId: string, recorded: RecordedRuntime | null | undefined): Promise<OperatorAccess> {
     this.stateStore();
     await this.refuseOtherEngine(sandboxId, recorded);
-    const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
+    const recordedIds = recorded?.runtimeIds ?? [];
+    const [container] = await this.containers(sandboxId, recordedIds);
     if (container === undefined) throw new SandboxPlaneError('RESOURCE_DISCOVERY_FAILED', `sandbox ${sandboxId} has no running emulator to take its state from or put it into`);
+    // A state goes back only into the emulator it was meant for: one started since (a restart) holds another key.
+    if (recordedIds.length > 0 && !recordedIds.some((id) => container.id.startsWith(id) || id.startsWith(container.id))) {
+      throw new SandboxPlaneError(
+        'INVALID_STATE',
+        `sandbox ${sandboxId}'s emulator was replaced (now ${container.id.slice(0, 12)}, recorded ${recordedIds.map((id) => id.slice(0, 12)).join(', ')}); its state was not touched`,
+      );
+    }
     const token = container.labels[OPERATOR_TOKEN_LABEL];
     if (token === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `sandbox ${sandboxId}'s container has no operator token: it was started by a plane before snapshots`);
     return { operatorEndpoint: operatorEndpoint(container, this.options.containerPort), endpoint: publishedEndpoint(container, this.options.containerPort), token };

@@ -13,12 +13,12 @@ import { SandboxPlaneError } from '../domain/errors';
 /** How a sandbox's credentials were minted: enough to mint exactly them again. */
 export const mintedIdentitySchema = z
   .object({
-    /** moto's random seed, set just before minting. */
-    seed: z
-      .number()
-      .int()
-      .min(0)
-      .max(2 ** 31 - 1),
+    /**
+     * moto's random seed, set just before minting: 128 random bits, in decimal (Python's
+     * random takes any integer). It derives the sandbox's key, so it is as secret as the
+     * key: a snapshot is sealed at rest (the store's key) and in history (the codec).
+     */
+    seed: z.string().regex(/^[0-9]{1,40}$/, 'must be a decimal integer'),
     /** The IAM user minted (the sandbox id of the sandbox it was minted for). */
     user: z.string().min(1).max(128),
     /** The services its policy grants. */
@@ -44,9 +44,32 @@ const recordedRequestSchema = z.object({
 });
 export type RecordedRequest = z.infer<typeof recordedRequestSchema>;
 
+/**
+ * A line of ours after which moto's random was seeded afresh (a fork's own key is drawn
+ * after one, so two forks of one snapshot hold different keys); a replay seeds it too.
+ */
+const reseedLineSchema = z.object({ sandboxplane_reseed: mintedIdentitySchema.shape.seed }).strict();
+
+export function reseedLine(seed: string): string {
+  return `${JSON.stringify({ sandboxplane_reseed: seed })}\n`;
+}
+
+/**
+ * The most a recording may hold (Docker's /dev/shm is 64 MiB, counted in the container's
+ * memory): past it the guard stops recording and says so with {@link OVERFLOW_LINE}, so a
+ * snapshot is SNAPSHOT_TOO_LARGE while the sandbox itself goes on serving.
+ */
+export const RECORDING_LIMIT_BYTES = 24 * 1024 * 1024;
+
+/** The line the guard writes when the recording passed its limit (moto-guard.ts): nothing after it was recorded. */
+export const OVERFLOW_LINE = '{"sandboxplane_overflow": true}';
+
+/** What a replay does, in order: send a recorded request, or seed moto's random. */
+export type RecordedStep = { readonly request: RecordedRequest } | { readonly reseed: string };
+
 export interface Recording {
   readonly identity: MintedIdentity;
-  readonly requests: readonly RecordedRequest[];
+  readonly steps: readonly RecordedStep[];
 }
 
 /**
@@ -60,6 +83,13 @@ function corrupt(problem: string): SandboxPlaneError {
   return new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the snapshot is not a recording this plane can restore: ${problem}`);
 }
 
+function tooLarge(): SandboxPlaneError {
+  return new SandboxPlaneError(
+    'SNAPSHOT_TOO_LARGE',
+    `the sandbox's recorded requests passed what one recording holds (${RECORDING_LIMIT_BYTES / 1024 / 1024} MiB, uploads counted twice); its state can no longer be snapshotted`,
+  );
+}
+
 /** Reads a recording, refusing one that is not whole (a first line of ours, then moto's requests). */
 export function parseRecording(text: string): Recording {
   const lines = text.split('\n').filter((line) => line.trim() !== '');
@@ -68,12 +98,16 @@ export function parseRecording(text: string): Recording {
   const header = recordingHeaderSchema.safeParse(safeJson(first));
   if (!header.success) throw corrupt('its first line does not say how its credentials were minted');
   const { format: _format, ...identity } = header.data.sandboxplane;
-  const requests = rest.map((line, index) => {
-    const parsed = recordedRequestSchema.safeParse(safeJson(line));
+  const steps = rest.map((line, index): RecordedStep => {
+    if (line.trim() === OVERFLOW_LINE) throw tooLarge();
+    const json = safeJson(line);
+    const reseed = reseedLineSchema.safeParse(json);
+    if (reseed.success) return { reseed: reseed.data.sandboxplane_reseed };
+    const parsed = recordedRequestSchema.safeParse(json);
     if (!parsed.success) throw corrupt(`line ${index + 2} is not a recorded request`);
-    return parsed.data;
+    return { request: parsed.data };
   });
-  return { identity, requests };
+  return { identity, steps };
 }
 
 function safeJson(line: string): unknown {
@@ -88,7 +122,11 @@ function safeJson(line: string): unknown {
 const NOT_REPLAYED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'expect', 'content-length', RECORDED_AS_HEADER.toLowerCase()]);
 
 export interface ReplayTarget {
-  /** The container's published endpoint (`http://127.0.0.1:PORT`): a replay goes through the guard, as the calls did. */
+  /**
+   * The container's operator endpoint (`http://127.0.0.1:PORT/_sandboxplane/<token>`): a
+   * replay goes through the guard, which serves only the plane while it runs, and reaches
+   * moto with the path each request was signed for.
+   */
   readonly endpoint: string;
   /** The operator header and token, for calls recorded as the plane's own. */
   readonly operatorHeader: string;
@@ -107,22 +145,27 @@ export interface ReplayReport {
  * the signature included, so moto checks each call as it did the first time. A 5xx answer
  * or a connection failure fails the replay.
  */
-export async function replayRecording(target: ReplayTarget, requests: readonly RecordedRequest[], progress: (done: number) => void, signal: AbortSignal): Promise<ReplayReport> {
+export async function replayRecording(target: ReplayTarget, steps: readonly RecordedStep[], progress: (done: number) => void, signal: AbortSignal): Promise<ReplayReport> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const base = new URL(target.endpoint);
   let refused = 0;
   try {
-    for (const [index, recorded] of requests.entries()) {
+    for (const [index, step] of steps.entries()) {
       signal.throwIfAborted();
-      const status = await send(agent, base, target, recorded, signal);
-      if (status >= 500) throw new Error(`replaying request ${index + 1} of ${requests.length} (${recorded.method} ${new URL(recorded.url).pathname}) answered HTTP ${status}`);
+      if ('reseed' in step) {
+        await send(agent, base, target, { method: 'POST', url: `http://moto/moto-api/seed?a=${step.reseed}`, headers: { Host: base.host }, body: '', body_encoded: false }, signal);
+        continue;
+      }
+      const { request } = step;
+      const status = await send(agent, base, target, request, signal);
+      if (status >= 500) throw new Error(`replaying step ${index + 1} of ${steps.length} (${request.method} ${new URL(request.url).pathname}) answered HTTP ${status}`);
       if (status >= 400) refused += 1;
       if (index % 50 === 49) progress(index + 1);
     }
   } finally {
     agent.destroy();
   }
-  return { replayed: requests.length, refused };
+  return { replayed: steps.length, refused };
 }
 
 function send(agent: Agent, base: URL, target: ReplayTarget, recorded: RecordedRequest, signal: AbortSignal): Promise<number> {
@@ -135,7 +178,7 @@ function send(agent: Agent, base: URL, target: ReplayTarget, recorded: RecordedR
   if (asOperator) headers[target.operatorHeader] = target.operatorToken;
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(
-      { agent, host: base.hostname, port: base.port, method: recorded.method, path: `${url.pathname}${url.search}`, headers, signal, setHost: false },
+      { agent, host: base.hostname, port: base.port, method: recorded.method, path: `${base.pathname.replace(/\/$/, '')}${url.pathname}${url.search}`, headers, signal, setHost: false },
       (response) => {
         response.resume();
         response.on('end', () => resolve(response.statusCode ?? 0));

@@ -347,7 +347,8 @@ export class SandboxClient {
 
   /**
    * Moves expiry later by `ttlSeconds`. Refused (TTL_EXCEEDS_CEILING) when that would
-   * pass now + the max TTL or the sandbox's maximum lifetime; INVALID_STATE unless READY.
+   * pass now + the max TTL or the sandbox's maximum lifetime; INVALID_STATE unless READY
+   * or PAUSED (a paused sandbox's TTL keeps running).
    */
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);

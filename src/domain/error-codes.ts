@@ -130,7 +130,7 @@ export const ERROR_CODES = {
   IAC_APPLY_FAILED: spec(
     'failure',
     false,
-    'The stack does not hold what the plan said: `sandboxctl iac status RUN_ID` lists what is there, resource by resource (an emulator does not roll back). Fix the template and apply again.',
+    'The stack does not hold what the plan said: `sandboxctl iac status RUN_ID` lists what it held, resource by resource, and whether the sandbox was put back as it was before (an emulator does not roll back; the plane does from its checkpoint). Fix the template and apply again.',
   ),
 
   SNAPSHOT_UNSUPPORTED: spec(

@@ -191,13 +191,14 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
 
   CREATE INDEX operations_iac_applied ON operations (at) WHERE action = 'iac_applied';
   `,
-  // 9: snapshots (DESIGN §15): content kept once per digest (gzip), and each snapshot a
-  // row naming its sandbox, principal and content. The sandbox's services say which
-  // sandboxes its state may go into.
+  // 9: snapshots (DESIGN §15): content kept once per digest (gzip, sealed with the store's
+  // key: it holds what derives the sandbox's key), and each snapshot a row naming its
+  // sandbox, principal and content. The sandbox's services say which sandboxes its state
+  // may go into.
   `
   CREATE TABLE snapshot_contents (
     digest  TEXT PRIMARY KEY,
-    content BLOB NOT NULL,
+    sealed  TEXT NOT NULL,
     bytes   INTEGER NOT NULL
   ) STRICT;
 

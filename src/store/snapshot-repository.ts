@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
-import type { SnapshotContent, SnapshotSource, SnapshotSummary, StoredSnapshot } from '../domain/snapshots';
+import type { SnapshotSource, SnapshotSummary } from '../domain/snapshots';
 import type { SqliteDatabase } from './database';
 
 /** A snapshot row as stored: validated on the way out too, so a hand-edited row fails loudly. */
@@ -30,6 +30,14 @@ function toSource(raw: unknown): SnapshotSource & { digest: string } {
   };
 }
 
+/** A snapshot's content as the store keeps it: compressed, then sealed with the store's key by the caller. */
+export interface SealedSnapshotContent {
+  readonly digest: string;
+  /** The size of the compressed content (what a listing calls the snapshot's bytes). */
+  readonly bytes: number;
+  readonly sealed: string;
+}
+
 /** What a listing shows of a snapshot (DESIGN §11), without its owner or content. */
 export function summaryOf(source: SnapshotSummary): SnapshotSummary {
   return { snapshotId: source.snapshotId, sandboxId: source.sandboxId, adapter: source.adapter, bytes: source.bytes, createdAt: source.createdAt };
@@ -47,16 +55,16 @@ export class SnapshotRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
   /** Keeps a snapshot; keeping the same id again (a retried activity) returns the first. */
-  keep(snapshot: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }): SnapshotSummary {
+  keep(snapshot: Omit<SnapshotSource, 'bytes'> & { content: SealedSnapshotContent }): SnapshotSummary {
     return this.db.transaction(() => {
       const earlier = this.find(snapshot.snapshotId, snapshot.principal);
       if (earlier !== undefined) return summaryOf(earlier);
-      const content = Buffer.from(snapshot.content.gzipBase64, 'base64');
-      this.db.prepare('INSERT OR IGNORE INTO snapshot_contents (digest, content, bytes) VALUES (?, ?, ?)').run(snapshot.content.digest, content, content.length);
+      const { digest, sealed, bytes } = snapshot.content;
+      this.db.prepare('INSERT OR IGNORE INTO snapshot_contents (digest, sealed, bytes) VALUES (?, ?, ?)').run(digest, sealed, bytes);
       this.db
         .prepare('INSERT INTO snapshots (snapshot_id, sandbox_id, principal, adapter, services, digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(snapshot.snapshotId, snapshot.sandboxId, snapshot.principal, snapshot.adapter, JSON.stringify(snapshot.services), snapshot.content.digest, snapshot.createdAt);
-      return summaryOf({ ...snapshot, bytes: content.length });
+      return summaryOf({ ...snapshot, bytes });
     })();
   }
 
@@ -68,13 +76,13 @@ export class SnapshotRepository {
     return source;
   }
 
-  /** The principal's snapshot with its content; NOT_FOUND when there is none by that id. */
-  load(snapshotId: string, principal: string): StoredSnapshot {
+  /** The principal's snapshot with its (sealed) content; NOT_FOUND when there is none by that id. */
+  load(snapshotId: string, principal: string): SnapshotSource & { content: SealedSnapshotContent } {
     const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND s.principal = ?`).get(snapshotId, principal);
     if (row === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`);
     const { digest, ...source } = toSource(row);
-    const { content } = this.db.prepare('SELECT content FROM snapshot_contents WHERE digest = ?').get(digest) as { content: Buffer };
-    return { ...source, content: { digest, bytes: content.length, gzipBase64: content.toString('base64') } };
+    const { sealed } = this.db.prepare('SELECT sealed FROM snapshot_contents WHERE digest = ?').get(digest) as { sealed: string };
+    return { ...source, content: { digest, bytes: source.bytes, sealed } };
   }
 
   /** Snapshots, newest first: the principal's (everyone's when `undefined`, for an operator), of one sandbox when `sandboxId` is given. */

@@ -54,7 +54,7 @@ export class IacCheckpoint {
       });
       return {
         restored: true,
-        note: 'The sandbox was put back as it was before the apply (its checkpoint): nothing the apply made remains, and resources lists what the stack held when it failed.',
+        note: 'The sandbox was put back as it was before the apply (its checkpoint): nothing the apply made remains, nor anything else changed in it since, and resources lists what the stack held when it failed.',
       };
     } catch (err) {
       if (isCancellation(err)) throw err;

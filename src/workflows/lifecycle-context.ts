@@ -60,7 +60,9 @@ export class LifecycleContext {
   destroyRequest: DestroyRequest | undefined;
   /** Asked by the `pause` and `resume` updates; never carried: a caller whose run hands over sends again. */
   pauseRequest: PauseRequest | undefined;
-  resumeRequest: { readonly actor: string } | undefined;
+  resumeRequest: { readonly actor: string; taken?: boolean } | undefined;
+  /** The snapshot, restore or pause under way: one at a time, and no IaC run takes a stack meanwhile. */
+  stateChange: 'snapshot' | 'restore' | 'pause' | undefined;
   /** Set once the run is handing over to a new run: waiting updates are told to ask again. */
   continuing = false;
 

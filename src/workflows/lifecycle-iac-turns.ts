@@ -30,6 +30,11 @@ export function registerIacTurns(ctx: LifecycleContext): void {
         message: `sandbox ${request.id} is ${stateOf(phase)}; infrastructure is planned and applied only in a READY sandbox`,
       });
     }
+    // A snapshot, restore or pause under way: an apply would be half in it, or undone under it.
+    const busy = ctx.stateChange ?? (ctx.pauseRequest !== undefined ? 'pause' : undefined);
+    if (busy !== undefined) {
+      return tellRun(claim, { answer: 'refused', code: 'INVALID_STATE', message: `sandbox ${request.id} is busy with a ${busy}; plan or apply again when it is done` });
+    }
     // The plane applies as itself: a template may touch only what the sandbox was granted, as its own key may.
     const ungranted = claim.services.filter((service) => service !== 'cloudformation' && !request.services.includes(service));
     if (ungranted.length > 0) {

@@ -21,7 +21,6 @@ function newSnapshotId(): string {
  * holds a stack of the sandbox (its apply would be half in the snapshot, or undone under it).
  */
 export function registerSnapshotHandlers(ctx: LifecycleContext): void {
-  let busy: 'snapshot' | 'restore' | 'pause' | undefined;
   const id = ctx.record.request.id;
 
   const wellFormed = (what: string, payload: unknown) => {
@@ -35,22 +34,29 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
     const phase = ctx.judgedPhase;
     const verb = { snapshot: 'snapshotted', restore: 'restored', pause: 'paused' }[what];
     if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) throw refusal('INVALID_STATE', `only a READY sandbox can be ${verb}; this one is ${stateOf(phase)}`);
-    if (busy !== undefined) throw refusal('INVALID_STATE', `sandbox ${id} is busy with a ${busy} now; ask again when it is done`);
+    if (ctx.stateChange !== undefined) throw refusal('INVALID_STATE', `sandbox ${id} is busy with a ${ctx.stateChange} now; ask again when it is done`);
     const [held] = ctx.iacLocks.carried();
     if (held !== undefined) throw refusal('INVALID_STATE', `IaC run ${held.holder.runId} holds stack ${held.stack} of sandbox ${id}; ask again when it ends`);
   };
 
-  /** Runs `work` as the one state change of the moment; an activity's failure reaches the caller with its code. */
+  /**
+   * Runs `work` as the one state change of the moment, once the sandbox is READY in fact (an
+   * update accepted while READY was being recorded waits for it); an activity's failure
+   * reaches the caller with its code.
+   */
   const exclusively = async <T>(what: 'snapshot' | 'restore', work: (phase: PhaseNamed<'ready'>) => Promise<T>): Promise<T> => {
-    busy = what;
+    ctx.stateChange = what;
     try {
-      return await work(ctx.phase as PhaseNamed<'ready'>);
+      await CancellationScope.nonCancellable(() => condition(() => !ctx.moving));
+      const phase = ctx.phase;
+      if (phase.name !== 'ready' || ctx.destroyRequest !== undefined) throw refusal('INVALID_STATE', `sandbox ${id} is ${stateOf(phase)}, no longer READY`);
+      return await work(phase);
     } catch (err) {
       if (isCancellation(err)) throw err;
       const { code, message } = failureCode(err, 'INTERNAL');
       throw refusal(code, `the ${what} of sandbox ${id} failed: ${message}`);
     } finally {
-      busy = undefined;
+      ctx.stateChange = undefined;
     }
   };
 
@@ -74,8 +80,14 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
           content: snapshot.content,
           target: { services: request.services, from: snapshot.sandboxId, ...(phase.runtime.credentials !== undefined ? { credentials: phase.runtime.credentials } : {}) },
         });
-        // Read afresh: an extension may have replaced the phase while the state was replayed.
-        const current = ctx.phase as PhaseNamed<'ready'>;
+        // Read afresh: an extension may have replaced the phase while the state was replayed, or the sandbox ended.
+        const current = ctx.phase;
+        if (current.name !== 'ready' || current.runtime.runtimeIds[0] !== phase.runtime.runtimeIds[0]) {
+          throw refusal(
+            'INVALID_STATE',
+            `sandbox ${id} is ${stateOf(current)} with ${current.name === 'ready' ? 'another emulator' : 'no emulator'} now; the snapshot went into the one it had`,
+          );
+        }
         const renewed = credentials !== null && credentials.accessKeyId !== current.runtime.credentials?.accessKeyId;
         const restored: PhaseNamed<'ready'> = renewed ? { ...current, runtime: { ...current.runtime, credentials } } : current;
         const note = renewed ? ' Its credentials are new: read clientConfig from status again (the old ones are refused).' : '';
@@ -100,12 +112,12 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
     pauseUpdate,
     async (payload) => {
       const request: PauseRequest = { actor: actorPayloadSchema.parse(payload ?? {}).actor ?? 'api' };
-      busy = 'pause';
+      ctx.stateChange = 'pause';
       ctx.pauseRequest = request;
       try {
         await CancellationScope.nonCancellable(() => condition(() => request.outcome !== undefined || ctx.phase.name === 'ended' || ctx.continuing));
       } finally {
-        busy = undefined;
+        ctx.stateChange = undefined;
       }
       const { outcome } = request;
       if (outcome === undefined) {
@@ -122,8 +134,9 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
   setHandler(
     resumeUpdate,
     async (payload) => {
-      ctx.resumeRequest ??= { actor: actorPayloadSchema.parse(payload ?? {}).actor ?? 'api' };
-      const settled = () => ctx.phase.name === 'ready' || ctx.phase.name === 'ended' || (ctx.continuing && ctx.phase.name === 'paused');
+      // One request however many ask: each waits until the PAUSED loop took it and it settled.
+      const request = (ctx.resumeRequest ??= { actor: actorPayloadSchema.parse(payload ?? {}).actor ?? 'api' });
+      const settled = () => (request.taken === true && (ctx.phase.name === 'ready' || ctx.phase.name === 'ended')) || (request.taken !== true && ctx.continuing);
       await CancellationScope.nonCancellable(() => condition(settled));
       const phase = ctx.phase;
       if (phase.name === 'ready') return ctx.statusForHistory();

@@ -43,23 +43,24 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   if (leftovers.length > 0) {
     const reason = `the pause could not remove its container (${leftovers.join(', ')}); snapshot ${snapshotId} is kept`;
     request.outcome = { error: { code: 'DESTROY_FAILED', message: reason } };
+    const current = ctx.phase as PhaseNamed<'ready'>;
     return ctx.adopt(
-      { name: 'ending', screening: phase.screening, runtime: phase.runtime, expiresAtMs: phase.expiresAtMs, health: phase.health, reason, actor: request.actor },
+      { name: 'ending', screening: current.screening, runtime: current.runtime, expiresAtMs: current.expiresAtMs, health: current.health, reason, actor: request.actor },
       `Tearing down (${reason}).`,
     );
   }
-  ctx.unplaced();
-  const now = Date.now();
+  // Read afresh: an extension accepted meanwhile moved the expiry.
+  const current = ctx.phase as PhaseNamed<'ready'>;
   const paused: PhaseNamed<'paused'> = {
     name: 'paused',
-    screening: phase.screening,
-    pausedAtMs: now,
+    screening: current.screening,
+    pausedAtMs: Date.now(),
     snapshotId,
-    expiresAtMs: phase.expiresAtMs,
-    expiringRecorded: phase.expiringRecorded,
-    health: phase.health,
-    endpoint: phase.runtime.endpoint,
-    ...(phase.runtime.credentials !== undefined ? { credentials: phase.runtime.credentials } : {}),
+    expiresAtMs: current.expiresAtMs,
+    expiringRecorded: current.expiringRecorded,
+    health: current.health,
+    endpoint: current.runtime.endpoint,
+    ...(current.runtime.credentials !== undefined ? { credentials: current.runtime.credentials } : {}),
   };
   await ctx.enter(paused, pausedDetails(paused), {
     action: 'paused',
@@ -68,6 +69,8 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
     reason: `state kept as snapshot ${snapshotId}; container removed`,
     summary: { snapshotId, from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds } },
   });
+  // Only once PAUSED is recorded: a cancellation before it tears down through the host it had.
+  ctx.unplaced();
   request.outcome = { paused: true };
   return paused;
 }
@@ -85,6 +88,7 @@ export async function paused(ctx: LifecycleContext): Promise<Phase> {
     const resume = ctx.resumeRequest;
     if (resume !== undefined) {
       ctx.resumeRequest = undefined;
+      resume.taken = true;
       const { name: _name, pausedAtMs: _pausedAtMs, screening, ...resumption } = phase;
       return ctx.enter({ name: 'provisioning', screening, resume: resumption }, `Resuming from snapshot ${phase.snapshotId}: placing it on a docker host with room.`, {
         action: 'resuming',

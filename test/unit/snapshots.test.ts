@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
+import { createSnapshotStoreActivities, packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
+import { SecretBox } from '../../src/crypto/secret-box';
+import { accessOf, withoutToken } from '../../src/adapters/container-emulator';
 import { createFlociAdapter } from '../../src/adapters/floci-adapter';
 import { parseRecording, recordingHeader } from '../../src/adapters/moto-recording';
 import type { ContainerBroker } from '../../src/docker';
@@ -26,7 +28,7 @@ function codeOf(work: () => unknown): string | undefined {
   return undefined;
 }
 
-const identity = { seed: 42, user: 'sbx-a', services: ['s3', 'sqs'] };
+const identity = { seed: '340282366920938463463374607431768211455', user: 'sbx-a', services: ['s3', 'sqs'] };
 const recorded = (url: string) => JSON.stringify({ headers: { Host: '127.0.0.1:1' }, method: 'PUT', url, body: '', body_encoded: false });
 
 describe('snapshot content', () => {
@@ -56,8 +58,10 @@ describe('moto recordings', () => {
   test('a recording is our header line, then moto’s requests', () => {
     const recording = parseRecording(`${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n\n`);
     assert.deepEqual(recording.identity, identity);
-    assert.equal(recording.requests.length, 1);
-    assert.equal(recording.requests[0]?.method, 'PUT');
+    assert.equal(recording.steps.length, 1);
+    const [step] = recording.steps;
+    assert.ok(step !== undefined && 'request' in step);
+    assert.equal(step.request.method, 'PUT');
   });
 
   test('anything else is refused, naming the line', () => {
@@ -114,7 +118,9 @@ describe('where a snapshot may go', () => {
 describe('the snapshot store', () => {
   const store = Store.open(path.join(dir, 'plane.sqlite'));
   after(() => store.close());
-  const content = packSnapshot('state of sbx-a');
+  const packed = packSnapshot('state of sbx-a');
+  // The store role seals content with its key (snapshot-activities.ts); the repository keeps what it is given.
+  const content = { digest: packed.digest, bytes: packed.bytes, sealed: `sealed:${packed.gzipBase64}` };
   const kept = { snapshotId: 'snap-aaaaaaaaaaaaaaaa', sandboxId: 'sbx-a', principal: 'agent-1', adapter: 'moto' as const, services: ['s3'], createdAt: '2026-12-05T10:00:00.000Z', content };
 
   test('keeps a snapshot once per id and its content once per digest', () => {
@@ -138,7 +144,7 @@ describe('the snapshot store', () => {
       'NOT_FOUND',
     );
     const loaded = store.snapshots.load('snap-aaaaaaaaaaaaaaaa', 'agent-1');
-    assert.equal(unpackSnapshot(loaded.content), 'state of sbx-a');
+    assert.deepEqual(loaded.content, content);
     assert.equal(store.snapshots.list(undefined).length, 2, "an operator's listing has everyone's");
   });
 
@@ -154,10 +160,46 @@ describe('the snapshot store', () => {
   });
 });
 
+describe('snapshots at rest', () => {
+  test("the store role seals a snapshot's content with its key, bound to the digest, and opens it for its principal only", async () => {
+    const store = Store.open(path.join(dir, 'sealed.sqlite'));
+    try {
+      const activities = createSnapshotStoreActivities({ store, secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')) });
+      const state = `${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n`;
+      const content = packSnapshot(state);
+      await activities.keepSnapshot({
+        snapshotId: 'snap-cccccccccccccccc',
+        sandboxId: 'sbx-a',
+        principal: 'agent-1',
+        adapter: 'moto',
+        services: ['s3'],
+        createdAt: '2026-12-05T10:00:00.000Z',
+        content,
+      });
+      const { sealed } = store.db.prepare('SELECT sealed FROM snapshot_contents').get() as { sealed: string };
+      assert.ok(!sealed.includes(content.gzipBase64) && !sealed.includes(identity.seed), 'neither the content nor the seed is kept in clear');
+      const loaded = await activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-1' });
+      assert.equal(unpackSnapshot(loaded.content), state);
+      await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-2' }), (err: Error & { type?: string }) => err.type === 'NOT_FOUND');
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('the sweep and paused sandboxes', () => {
   test('a PAUSED sandbox without a container is what it should be: no mismatch, no leak', () => {
     const found = classifyInventory({ containers: [], rows: { 'sbx-p': { state: 'PAUSED', adapter: 'moto' } }, running: ['sbx-p'] });
     assert.deepEqual(found, { orphans: [], stranded: [], liveMismatches: [] });
+  });
+});
+
+describe('operator tokens in text', () => {
+  test('an operator endpoint is cut to its path; its parts are found again', () => {
+    const endpoint = 'http://127.0.0.1:32801/_sandboxplane/0123456789abcdef0123456789abcdef0123456789abcdef';
+    assert.equal(withoutToken(`${endpoint}/moto-api/reset answered HTTP 500`), 'http://127.0.0.1:32801/_sandboxplane/…/moto-api/reset answered HTTP 500');
+    assert.deepEqual(accessOf(endpoint), { operatorEndpoint: endpoint, endpoint: 'http://127.0.0.1:32801', token: '0123456789abcdef0123456789abcdef0123456789abcdef' });
+    assert.equal(accessOf('http://127.0.0.1:32801'), undefined);
   });
 });
 

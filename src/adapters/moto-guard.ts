@@ -1,0 +1,113 @@
+import { OVERFLOW_LINE, RECORDED_AS_HEADER, RECORDING_LIMIT_BYTES } from './moto-recording';
+
+/** The port moto listens on inside its container. */
+export const MOTO_PORT = 5000;
+
+/** The environment variable that gives a moto container its operator token. */
+export const OPERATOR_TOKEN_ENV = 'SANDBOXPLANE_MOTO_API_TOKEN';
+
+/** The header that makes an AWS call the plane's own (minting, IaC plans, applies and checks): its value is the operator token. */
+export const OPERATOR_HEADER = 'x-sandboxplane-operator';
+
+/** Where moto's recorder keeps the recording: /dev/shm, the one writable place of a read-only container, inside its memory limit. */
+export const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
+
+/** Under the operator path: `POST` a number of seconds during which only the plane is served (a restore); `0` ends it. */
+export const QUIESCE_PATH = '/sandboxplane/quiesce';
+
+/** How WSGI names a request header in its environ. */
+function environName(header: string): string {
+  return `HTTP_${header.toUpperCase().replaceAll('-', '_')}`;
+}
+
+/**
+ * moto's server behind a guard, run as the container's command:
+ *
+ * - moto's own API (`/moto-api/...`: reset, seed, the recorder, data.json, which lists every
+ *   access key with its secret) is served only under `/_sandboxplane/<token>` and answered
+ *   403 anywhere else, so whoever reaches the port cannot wipe the sandbox or read its keys.
+ *   Requests under that path reach moto with the prefix cut off, from the raw URI too
+ *   (moto's S3 reads it), so their signatures still check out.
+ * - An AWS call that carries the token in {@link OPERATOR_HEADER} skips moto's IAM checks:
+ *   the plane mints keys and applies an agent's approved template through it, whatever the
+ *   sandbox's own key may do; a wrong token is 403.
+ * - moto's recorder (DESIGN §15: a snapshot is its recording) records AWS calls only, never
+ *   moto's own API (health probes, resets). A call made with the token is recorded with
+ *   {@link RECORDED_AS_HEADER}, which the guard strips from every other call, so a replay
+ *   sends the token again and an agent cannot mark its own calls. Past
+ *   {@link RECORDING_LIMIT_BYTES} recording stops, marked by {@link OVERFLOW_LINE}, until
+ *   the plane uploads a new recording.
+ * - While a restore runs ({@link QUIESCE_PATH}), only the plane is served: anyone else gets
+ *   503, so nothing slips in between the reset and the replay.
+ *
+ * Everything else goes to moto unchanged; moto's own `main` runs the server.
+ */
+export const MOTO_GUARD_SCRIPT = [
+  'import contextvars, hmac, os, time',
+  'from urllib.parse import unquote',
+  'import moto.server as server',
+  'from moto.core import authorization',
+  'from moto.moto_api import recorder',
+  `token = os.environ.pop("${OPERATOR_TOKEN_ENV}", "")`,
+  'prefix = "/_sandboxplane/" + token',
+  'operator_call = contextvars.ContextVar("sandboxplane_operator_call", default=False)',
+  'checked = authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action',
+  'def authenticate(self, *args, **kwargs):',
+  '    return None if operator_call.get() else checked(self, *args, **kwargs)',
+  'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
+  'state = {"overflowed": False, "quiet_until": 0.0}',
+  'record = recorder._record_request',
+  'def record_aws_calls(request, body=None):',
+  '    if request.path.startswith("/moto-api/") or state["overflowed"]:',
+  '        return',
+  '    try:',
+  '        size = os.path.getsize(recorder._location)',
+  '    except OSError:',
+  '        size = 0',
+  '    incoming = int(request.headers.get("Content-Length") or 0)',
+  `    if size + 2 * incoming > ${RECORDING_LIMIT_BYTES}:`,
+  '        state["overflowed"] = True',
+  '        with open(recorder._location, "a") as recording:',
+  `            recording.write(${JSON.stringify(`${OVERFLOW_LINE}\n`)})`,
+  '        return',
+  '    record(request, body)',
+  'recorder._record_request = record_aws_calls',
+  'def answer(start_response, status, body, headers=()):',
+  '    start_response(status, [("Content-Type", "application/json"), *headers])',
+  '    return [body]',
+  'FORBIDDEN = b\'{"error": "the emulator API is reserved for the sandbox plane"}\'',
+  'BUSY = b\'{"error": "the sandbox is being restored from a snapshot; try again in a few seconds"}\'',
+  'class Guarded(server.DomainDispatcherApplication):',
+  '    def __call__(self, environ, start_response):',
+  '        path = environ.get("PATH_INFO", "")',
+  `        environ.pop("${environName(RECORDED_AS_HEADER)}", None)`,
+  `        given = environ.pop("${environName(OPERATOR_HEADER)}", None)`,
+  '        if given is not None and not (token and hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("latin-1"))):',
+  '            return answer(start_response, "403 Forbidden", FORBIDDEN)',
+  '        if token and hmac.compare_digest(path[: len(prefix)].encode("latin-1", "replace"), prefix.encode("latin-1")) and path[len(prefix) : len(prefix) + 1] in ("", "/"):',
+  '            path = path[len(prefix) :] or "/"',
+  '            environ["PATH_INFO"] = path',
+  '            for key in ("RAW_URI", "REQUEST_URI"):',
+  '                if environ.get(key, "").startswith(prefix):',
+  '                    environ[key] = environ[key][len(prefix) :] or "/"',
+  `            if path == "${QUIESCE_PATH}":`,
+  '                length = int(environ.get("CONTENT_LENGTH") or 0)',
+  '                state["quiet_until"] = time.monotonic() + int(environ["wsgi.input"].read(length) or b"0")',
+  '                return answer(start_response, "200 OK", b"{}")',
+  '            if path == "/moto-api/recorder/upload-recording":',
+  '                state["overflowed"] = False',
+  '        elif "moto-api" in unquote(path).lower() or path.startswith("/_sandboxplane"):',
+  '            return answer(start_response, "403 Forbidden", FORBIDDEN)',
+  '        elif given is None and time.monotonic() < state["quiet_until"]:',
+  '            return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
+  '        if given is None:',
+  '            return super().__call__(environ, start_response)',
+  `        environ["${environName(RECORDED_AS_HEADER)}"] = "operator"`,
+  '        marker = operator_call.set(True)',
+  '        try:',
+  '            return super().__call__(environ, start_response)',
+  '        finally:',
+  '            operator_call.reset(marker)',
+  'server.DomainDispatcherApplication = Guarded',
+  `server.main(["-H", "0.0.0.0", "-p", "${MOTO_PORT}"])`,
+].join('\n');
