@@ -168,7 +168,10 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
     createdAt: iso(Date.now()),
     content,
   });
-  await ctx.journal.audit({ action: 'snapshot_taken', actor, effect: 'snapshot', reason: null, summary: { snapshotId, bytes: summary.bytes, digest: content.digest } }, ctx.record);
+  await ctx.journal.audit(
+    { action: 'snapshot_taken', actor, effect: 'snapshot', reason: `${snapshotId}, ${summary.bytes} bytes`, summary: { snapshotId, bytes: summary.bytes, digest: content.digest } },
+    ctx.record,
+  );
   return summary;
 }
 
