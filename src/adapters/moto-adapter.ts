@@ -81,7 +81,8 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     command: ['/opt/moto/bin/python', '-c', MOTO_GUARD_SCRIPT],
     operatorToken: { envName: OPERATOR_TOKEN_ENV },
     // IAM authentication from the first request; minting opens a window of its own calls only.
-    environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0', MOTO_RECORDER_FILEPATH: RECORDING_PATH }),
+    // moto spools S3 objects over 5 MiB to a temporary file: /dev/shm is the one writable place of its read-only root.
+    environment: () => ({ INITIAL_NO_AUTH_ACTION_COUNT: '0', MOTO_RECORDER_FILEPATH: RECORDING_PATH, TMPDIR: '/dev/shm' }),
     // The sandbox's own key may list exactly the granted services, which is all a listing asks.
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,

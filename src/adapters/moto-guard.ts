@@ -40,15 +40,17 @@ function environName(header: string): string {
  * - While a restore runs ({@link QUIESCE_PATH}), only the plane is served: anyone else gets
  *   503, so nothing slips in between the reset and the replay.
  *
- * Everything else goes to moto unchanged; moto's own `main` runs the server.
+ * Everything else goes to moto unchanged; moto's own `main` runs the server, without its
+ * access log (each line would show a request's path, the operator path's token included).
  */
 export const MOTO_GUARD_SCRIPT = [
-  'import contextvars, hmac, os, time',
+  'import contextvars, hmac, logging, os, time',
   'from urllib.parse import unquote',
   'import moto.server as server',
   'from moto.core import authorization',
   'from moto.moto_api import recorder',
   `token = os.environ.pop("${OPERATOR_TOKEN_ENV}", "")`,
+  'logging.getLogger("werkzeug").setLevel(logging.WARNING)',
   'prefix = "/_sandboxplane/" + token',
   'operator_call = contextvars.ContextVar("sandboxplane_operator_call", default=False)',
   'checked = authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action',

@@ -17,11 +17,16 @@ export async function resetMoto(endpoint: string, signal: AbortSignal): Promise<
   await motoApiPost(endpoint, '/moto-api/reset', '', signal);
 }
 
-async function motoApiPost(endpoint: string, path: string, body: string, signal: AbortSignal): Promise<void> {
-  // text/plain: moto reads an upload's raw body, which a form content type would hide.
-  const response = await fetch(`${endpoint}${path}`, { method: 'POST', body, headers: { 'content-type': 'text/plain' }, signal });
+async function motoApiPost(endpoint: string, path: string, body: string, signal: AbortSignal, contentType = 'text/plain'): Promise<void> {
+  // text/plain by default: moto reads an upload's raw body, which a form content type would hide.
+  const response = await fetch(`${endpoint}${path}`, { method: 'POST', body, headers: { 'content-type': contentType }, signal });
   await response.arrayBuffer();
   if (response.status !== 200) throw new Error(withoutToken(`${endpoint}${path} answered HTTP ${response.status}`));
+}
+
+/** Seeds moto's random; the seed goes in the body, never in a URL that a log line could show. */
+function seedMoto(endpoint: string, seed: string, signal: AbortSignal): Promise<void> {
+  return motoApiPost(endpoint, '/moto-api/seed', new URLSearchParams({ a: seed }).toString(), signal, 'application/x-www-form-urlencoded');
 }
 
 /** The recording as moto's recorder has it now, on the operator path. */
@@ -121,7 +126,7 @@ export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: 
 export async function mintRecorded(access: OperatorAccess, identity: MintedIdentity, signal: AbortSignal): Promise<SandboxCredentials> {
   const { operatorEndpoint } = access;
   await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
-  await motoApiPost(operatorEndpoint, `/moto-api/seed?a=${identity.seed}`, '', signal);
+  await seedMoto(operatorEndpoint, identity.seed, signal);
   await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', recordingHeader(identity), signal);
   const UserName = identity.user;
   await operatorIamCall(access, 'CreateUser', { UserName }, signal);
@@ -219,7 +224,7 @@ async function ownKey(access: OperatorAccess, target: RestoreInto, signal: Abort
   await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
   const sofar = await rawRecording(operatorEndpoint, signal);
   await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', `${sofar.endsWith('\n') || sofar === '' ? sofar : `${sofar}\n`}${reseedLine(seed)}`, signal);
-  await motoApiPost(operatorEndpoint, `/moto-api/seed?a=${seed}`, '', signal);
+  await seedMoto(operatorEndpoint, seed, signal);
   await motoApiPost(operatorEndpoint, '/moto-api/recorder/start-recording', '', signal);
   for (const UserName of new Set([target.from, target.sandboxId])) {
     const listed = await operatorIamCall(access, 'ListAccessKeys', { UserName }, signal, ['NoSuchEntity']);
