@@ -20,6 +20,9 @@ function servicesText(status: SandboxStatus): string {
   return status.services.map((service) => (status.fidelity[service] ? `${service} (${status.fidelity[service]})` : service)).join(', ');
 }
 
+/** What READY's text says after a restore or a resume (lifecycle-snapshots.ts, phase-provisioning.ts). */
+const CHANGED_UNDER_IT = /(Restored|Resumed) from snapshot snap-/;
+
 /** What a person needs to see of one sandbox: state, endpoint, expiry, what it waits for, what to do. */
 export function formatStatus(status: SandboxStatus): string {
   const fields: [string, string][] = [
@@ -35,8 +38,9 @@ export function formatStatus(status: SandboxStatus): string {
   if (status.approval !== null) fields.push(['approved by', `${status.approval.approver}${status.approval.reason ? ` (${status.approval.reason})` : ''}`]);
   if (status.error !== null) fields.push(['error', `${status.error.code}: ${status.error.message}`]);
   // READY's text addresses people in the Temporal UI; the lines below say the same in CLI terms —
-  // except after a restart, which the agent must hear about: its emulator's state was lost.
-  if (status.state !== 'READY' || status.health.restarts > 0) fields.push(['now', status.waitingFor]);
+  // except after a restart, a restore or a resume, which the agent must hear about: its state was
+  // lost or replaced, its endpoint or key may have changed.
+  if (status.state !== 'READY' || status.health.restarts > 0 || CHANGED_UNDER_IT.test(status.waitingFor)) fields.push(['now', status.waitingFor]);
 
   const lines = [`sandbox ${status.id}  ${status.state}`, formatFields(fields)];
   if (status.state === 'AWAITING_APPROVAL') {
