@@ -226,6 +226,8 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.equal(resumed.expiresAt, extended.expiresAt, 'the expiry is the one it had');
     assert.deepEqual(resumed.clientConfig?.credentials, source.credentials, 'the same key');
     assert.match(resumed.waitingFor, /Resumed from snapshot/);
+    const shown = await runCli(['status', 'snap-source'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-snap' });
+    assert.match(shown.stdout, /now +Ready at .* Resumed from snapshot snap-/, 'the CLI tells a person too');
     assert.equal((await containers()).length, 1);
     // The resumed sandbox answers where its status says now: the tests after this one use that.
     source = resumed.clientConfig as ClientConfig;
