@@ -86,6 +86,8 @@ export interface RestoreTarget {
   readonly from: string;
   /** The sandbox's credentials now, which a restore into the same sandbox keeps. */
   readonly credentials?: SandboxCredentials;
+  /** Put the state back as it was, keys included, and check nothing (an IaC checkpoint): the sandbox's credentials stay what they were. */
+  readonly verbatim?: boolean;
 }
 
 /** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */

@@ -22,6 +22,7 @@ import type {
   RestoreTarget,
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
+import { operatorEndpointOf, withoutToken, type OperatorAccess } from './operator-endpoint';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
 export const OPERATOR_TOKEN_LABEL = 'io.sandboxplane.operator-token';
@@ -100,13 +101,6 @@ export interface ContainerEmulatorOptions {
   readonly noSnapshots?: string;
 }
 
-/** Where the plane reaches one running container: its operator endpoint and token, and its published endpoint. */
-export interface OperatorAccess {
-  readonly operatorEndpoint: string;
-  readonly endpoint: string;
-  readonly token: string;
-}
-
 /** How an emulator's state is taken and put back (DESIGN §15). */
 export interface EmulatorStateStore {
   capture(operatorEndpoint: string, signal: AbortSignal): Promise<string>;
@@ -148,26 +142,11 @@ function publishedEndpoint(info: ContainerSummary, containerPort: number): strin
   return `http://127.0.0.1:${port.hostPort}`;
 }
 
-/** Where an emulator serves the plane alone: under its operator token. */
-const OPERATOR_PATH = '/_sandboxplane/';
-
 /** The published endpoint, under the container's operator token when it has one. */
 function operatorEndpoint(info: ContainerSummary, containerPort: number): string {
   const token = info.labels[OPERATOR_TOKEN_LABEL];
   const endpoint = publishedEndpoint(info, containerPort);
-  return token === undefined ? endpoint : `${endpoint}${OPERATOR_PATH}${token}`;
-}
-
-/** The parts of an operator endpoint (see {@link operatorEndpoint}); `undefined` for one without a token. */
-export function accessOf(operatorEndpointUrl: string): OperatorAccess | undefined {
-  const at = operatorEndpointUrl.indexOf(OPERATOR_PATH);
-  if (at < 0) return undefined;
-  return { operatorEndpoint: operatorEndpointUrl, endpoint: operatorEndpointUrl.slice(0, at), token: operatorEndpointUrl.slice(at + OPERATOR_PATH.length) };
-}
-
-/** `text` with every operator token cut out: what an error, a log or a status may say of an endpoint. */
-export function withoutToken(text: string): string {
-  return text.replace(/\/_sandboxplane\/[^/\s'"]+/g, '/_sandboxplane/…');
+  return token === undefined ? endpoint : operatorEndpointOf(endpoint, token);
 }
 
 /**
@@ -275,7 +254,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       return { container: claimed, credentials: await this.mint(claimed.operatorEndpoint, plan, context) };
     } catch (err) {
       // Never hand out an emulator that may still hold another's state: drop it, start cold.
-      context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: String(err) });
+      context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: withoutToken(String(err)) });
       await stopAndRemove(this.options.broker, claimed.id);
       return undefined;
     }

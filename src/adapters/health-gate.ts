@@ -1,5 +1,6 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterContext, HealthReport } from './cloud-emulator-adapter';
+import { withoutToken } from './operator-endpoint';
 
 /** One look at the emulator; `healthy: false` with a detail when it is not ready yet. */
 export type HealthProbe = (endpoint: string, signal: AbortSignal) => Promise<HealthReport>;
@@ -44,7 +45,7 @@ export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, con
       if (report.healthy) return report;
       last = report.detail;
     } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
+      last = withoutToken(err instanceof Error ? err.message : String(err));
     }
     context.heartbeat({ waitingFor: 'emulator health', attempts, last });
     if (context.cancelled?.aborted) break;
@@ -52,8 +53,9 @@ export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, con
     await pause(delay, context.cancelled);
     delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
   }
-  throw new SandboxPlaneError('EMULATOR_UNHEALTHY', `the emulator at ${endpoint} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`, {
-    details: { endpoint, attempts, last },
+  const shown = withoutToken(endpoint);
+  throw new SandboxPlaneError('EMULATOR_UNHEALTHY', `the emulator at ${shown} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`, {
+    details: { endpoint: shown, attempts, last },
   });
 }
 
@@ -61,10 +63,10 @@ export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, con
 export async function fetchJson(url: string, signal: AbortSignal): Promise<{ ok: true; body: unknown } | { ok: false; reason: string }> {
   const response = await fetch(url, { signal, headers: { accept: 'application/json' } });
   const text = await response.text();
-  if (response.status !== 200) return { ok: false, reason: `${url} answered HTTP ${response.status}` };
+  if (response.status !== 200) return { ok: false, reason: `${withoutToken(url)} answered HTTP ${response.status}` };
   try {
     return { ok: true, body: JSON.parse(text) as unknown };
   } catch {
-    return { ok: false, reason: `${url} answered 200 but not JSON (${JSON.stringify(text.slice(0, 60))})` };
+    return { ok: false, reason: `${withoutToken(url)} answered 200 but not JSON (${JSON.stringify(text.slice(0, 60))})` };
   }
 }

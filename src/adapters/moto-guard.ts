@@ -12,7 +12,11 @@ export const OPERATOR_HEADER = 'x-sandboxplane-operator';
 /** Where moto's recorder keeps the recording: /dev/shm, the one writable place of a read-only container, inside its memory limit. */
 export const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
 
-/** Under the operator path: `POST` a number of seconds during which only the plane is served (a restore); `0` ends it. */
+/**
+ * Under the operator path: `POST "<seconds> <lease>"` serves only the plane for that long
+ * (a restore; sent again to renew), `"0 <lease>"` ends it, for that lease only: a restore
+ * given up on (a timed-out attempt) cannot end the quiet of the one that took over.
+ */
 export const QUIESCE_PATH = '/sandboxplane/quiesce';
 
 /** How WSGI names a request header in its environ. */
@@ -38,7 +42,8 @@ function environName(header: string): string {
  *   {@link RECORDING_LIMIT_BYTES} recording stops, marked by {@link OVERFLOW_LINE}, until
  *   the plane uploads a new recording.
  * - While a restore runs ({@link QUIESCE_PATH}), only the plane is served: anyone else gets
- *   503, so nothing slips in between the reset and the replay.
+ *   503, so nothing slips in between the reset and the replay. The quiet is a renewed
+ *   lease: a restore that dies leaves it for at most its last renewal's length.
  *
  * Everything else goes to moto unchanged; moto's own `main` runs the server, without its
  * access log (each line would show a request's path, the operator path's token included).
@@ -57,7 +62,7 @@ export const MOTO_GUARD_SCRIPT = [
   'def authenticate(self, *args, **kwargs):',
   '    return None if operator_call.get() else checked(self, *args, **kwargs)',
   'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
-  'state = {"overflowed": False, "quiet_until": 0.0}',
+  'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": ""}',
   'record = recorder._record_request',
   'def record_aws_calls(request, body=None):',
   '    if request.path.startswith("/moto-api/") or state["overflowed"]:',
@@ -94,7 +99,11 @@ export const MOTO_GUARD_SCRIPT = [
   '                    environ[key] = environ[key][len(prefix) :] or "/"',
   `            if path == "${QUIESCE_PATH}":`,
   '                length = int(environ.get("CONTENT_LENGTH") or 0)',
-  '                state["quiet_until"] = time.monotonic() + int(environ["wsgi.input"].read(length) or b"0")',
+  '                seconds, _, lease = environ["wsgi.input"].read(length).decode("ascii", "replace").partition(" ")',
+  '                if int(seconds or "0") > 0:',
+  '                    state["quiet_until"], state["quiet_lease"] = time.monotonic() + int(seconds), lease',
+  '                elif lease == state["quiet_lease"]:',
+  '                    state["quiet_until"] = 0.0',
   '                return answer(start_response, "200 OK", b"{}")',
   '            if path == "/moto-api/recorder/upload-recording":',
   '                state["overflowed"] = False',

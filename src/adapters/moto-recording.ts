@@ -131,6 +131,10 @@ export interface ReplayTarget {
   /** The operator header and token, for calls recorded as the plane's own. */
   readonly operatorHeader: string;
   readonly operatorToken: string;
+  /** Seeds moto's random afresh, writing the seed into the recording so that later replays do it too. */
+  reseed(seed: string): Promise<void>;
+  /** Renews the quiet of the restore: called as the replay goes. */
+  keepQuiet(): Promise<void>;
 }
 
 export interface ReplayReport {
@@ -153,20 +157,16 @@ export async function replayRecording(target: ReplayTarget, steps: readonly Reco
     for (const [index, step] of steps.entries()) {
       signal.throwIfAborted();
       if ('reseed' in step) {
-        const seeded = {
-          method: 'POST',
-          url: 'http://moto/moto-api/seed',
-          headers: { Host: base.host, 'Content-Type': 'application/x-www-form-urlencoded' },
-          body: `a=${step.reseed}`,
-          body_encoded: false,
-        };
-        if ((await send(agent, base, target, seeded, signal)) !== 200) throw new Error(`seeding moto again at step ${index + 1} of ${steps.length} failed`);
+        await target.reseed(step.reseed);
         continue;
       }
       const { request } = step;
       // A call moto refused or failed when it was made fails the same way again (moto records before it answers).
       if ((await send(agent, base, target, request, signal)) >= 400) refused += 1;
-      if (index % 50 === 49) progress(index + 1);
+      if (index % 50 === 49) {
+        progress(index + 1);
+        await target.keepQuiet();
+      }
     }
   } finally {
     agent.destroy();

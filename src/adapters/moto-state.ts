@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
-import { accessOf, withoutToken, type OperatorAccess } from './container-emulator';
+import { accessOf, withoutToken, type OperatorAccess } from './operator-endpoint';
 import { OPERATOR_HEADER, QUIESCE_PATH } from './moto-guard';
 import { parseRecording, recordingHeader, replayRecording, reseedLine, type MintedIdentity, type Recording } from './moto-recording';
 
@@ -143,13 +143,17 @@ export async function captureMotoRecording(operatorEndpoint: string, signal: Abo
   return text;
 }
 
-/** How long a restore may keep everyone but the plane out (the runtime activity's own limit). */
-const RESTORE_QUIET_SECONDS = 300;
+/** How long a restore keeps everyone but the plane out without renewing its lease (it renews as it replays). */
+const RESTORE_QUIET_SECONDS = 120;
+
+/** How long putting back what a failed restore replaced may take: its own deadline, not the failed one's. */
+const ROLLBACK_MS = 120_000;
 
 /**
  * Puts a recorded state into a moto container (see {@link replace}), serving only the plane
- * meanwhile. A restore that fails puts back the state it replaced, and says whether that
- * worked: a sandbox is never left empty without saying so.
+ * meanwhile, under a lease of its own. A restore that fails puts back the state it
+ * replaced, verbatim, and says whether that worked: a sandbox is never left with part of
+ * a state without saying so.
  */
 export async function restoreMotoRecording(
   access: OperatorAccess,
@@ -159,27 +163,37 @@ export async function restoreMotoRecording(
   signal: AbortSignal,
 ): Promise<SandboxCredentials | undefined> {
   const recording = parseRecording(text);
-  await motoApiPost(access.operatorEndpoint, QUIESCE_PATH, String(RESTORE_QUIET_SECONDS), signal);
+  const lease = randomBytes(12).toString('hex');
+  const quiet = (seconds: number, until: AbortSignal) => motoApiPost(access.operatorEndpoint, QUIESCE_PATH, `${seconds} ${lease}`, until);
+  await quiet(RESTORE_QUIET_SECONDS, signal);
+  const keepQuiet = () => quiet(RESTORE_QUIET_SECONDS, signal);
   try {
     const before = await rawRecording(access.operatorEndpoint, signal).then(
       (raw) => parseRecording(raw),
       () => undefined,
     );
     try {
-      return await replace(access, recording, target, progress, signal);
+      return await replace(access, recording, target, { progress, keepQuiet }, signal);
     } catch (err) {
       const problem = withoutToken(err instanceof Error ? err.message : String(err));
+      const rollback = AbortSignal.timeout(ROLLBACK_MS);
       const undone =
         before === undefined
           ? 'its state before could not be read, so it may hold part of the snapshot'
-          : await replace(access, before, { sandboxId: target.sandboxId, services: target.services, from: target.sandboxId }, () => undefined, signal).then(
+          : await replace(
+              access,
+              before,
+              { sandboxId: target.sandboxId, services: target.services, from: target.sandboxId, verbatim: true },
+              { progress: () => undefined, keepQuiet: () => quiet(RESTORE_QUIET_SECONDS, rollback) },
+              rollback,
+            ).then(
               () => 'the sandbox was put back as it was',
               (again: unknown) => `putting it back as it was failed too (${withoutToken(String(again))}), so it may hold part of the snapshot`,
             );
       throw new SandboxPlaneError('PROVISION_FAILED', `the snapshot could not be put back: ${problem}; ${undone}`);
     }
   } finally {
-    await motoApiPost(access.operatorEndpoint, QUIESCE_PATH, '0', AbortSignal.timeout(5_000)).catch(() => undefined);
+    await quiet(0, AbortSignal.timeout(5_000)).catch(() => undefined);
   }
 }
 
@@ -189,6 +203,8 @@ export interface RestoreInto {
   readonly services: readonly string[];
   readonly from: string;
   readonly credentials?: SandboxCredentials;
+  /** Put the state back as it was, keys included, and check nothing: a checkpoint, or what a failed restore replaced. */
+  readonly verbatim?: boolean;
 }
 
 /**
@@ -196,19 +212,45 @@ export interface RestoreInto {
  * requests (recorded again as they go, so a later snapshot holds them). Into another
  * sandbox than `from` (a fork), the sandbox then gets a key of its own. Into `from`
  * itself, its key must be in the state put back (a state taken before its emulator was
- * restarted holds an older key: it then gets a new one). Returns the sandbox's
- * credentials, or `undefined` when they are unchanged and were not named.
+ * restarted holds an older key: it then gets a new one), unless the state goes back
+ * verbatim. Returns the sandbox's credentials, or `undefined` when they are unchanged and
+ * were not named.
  */
-async function replace(access: OperatorAccess, recording: Recording, target: RestoreInto, progress: (done: number) => void, signal: AbortSignal): Promise<SandboxCredentials | undefined> {
+async function replace(
+  access: OperatorAccess,
+  recording: Recording,
+  target: RestoreInto,
+  replay: { progress: (done: number) => void; keepQuiet: () => Promise<void> },
+  signal: AbortSignal,
+): Promise<SandboxCredentials | undefined> {
   await resetMoto(access.operatorEndpoint, signal);
   const minted = await mintRecorded(access, recording.identity, signal);
-  await replayRecording({ endpoint: access.operatorEndpoint, operatorHeader: OPERATOR_HEADER, operatorToken: access.token }, recording.steps, progress, signal);
+  await replayRecording(
+    { endpoint: access.operatorEndpoint, operatorHeader: OPERATOR_HEADER, operatorToken: access.token, reseed: (seed) => reseed(access, seed, signal), keepQuiet: replay.keepQuiet },
+    recording.steps,
+    replay.progress,
+    signal,
+  );
+  if (target.verbatim === true) return undefined;
   if (target.sandboxId !== target.from) return ownKey(access, target, signal);
   // A fork's own key was made by replayed calls, not by this mint: only a key the caller names can be checked.
   const expected = target.credentials ?? (recording.identity.user === target.sandboxId ? minted : undefined);
   if (expected === undefined) return undefined;
   const keys = accessKeyIdsOf(await operatorIamCall(access, 'ListAccessKeys', { UserName: target.sandboxId }, signal, ['NoSuchEntity']));
   return keys.includes(expected.accessKeyId) ? expected : ownKey(access, target, signal);
+}
+
+/**
+ * Seeds moto's random afresh, with a line in the recording before what comes next, so that
+ * a replay seeds it at the same point (and, replaying, writes the line again).
+ */
+async function reseed(access: OperatorAccess, seed: string, signal: AbortSignal): Promise<void> {
+  const { operatorEndpoint } = access;
+  await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
+  const sofar = await rawRecording(operatorEndpoint, signal);
+  await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', `${sofar.endsWith('\n') || sofar === '' ? sofar : `${sofar}\n`}${reseedLine(seed)}`, signal);
+  await seedMoto(operatorEndpoint, seed, signal);
+  await motoApiPost(operatorEndpoint, '/moto-api/recorder/start-recording', '', signal);
 }
 
 /**
@@ -219,13 +261,7 @@ async function replace(access: OperatorAccess, recording: Recording, target: Res
  * replays them and gets this key again.
  */
 async function ownKey(access: OperatorAccess, target: RestoreInto, signal: AbortSignal): Promise<SandboxCredentials> {
-  const { operatorEndpoint } = access;
-  const seed = freshSeed();
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
-  const sofar = await rawRecording(operatorEndpoint, signal);
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', `${sofar.endsWith('\n') || sofar === '' ? sofar : `${sofar}\n`}${reseedLine(seed)}`, signal);
-  await seedMoto(operatorEndpoint, seed, signal);
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/start-recording', '', signal);
+  await reseed(access, freshSeed(), signal);
   for (const UserName of new Set([target.from, target.sandboxId])) {
     const listed = await operatorIamCall(access, 'ListAccessKeys', { UserName }, signal, ['NoSuchEntity']);
     for (const AccessKeyId of accessKeyIdsOf(listed)) await operatorIamCall(access, 'DeleteAccessKey', { UserName, AccessKeyId }, signal);

@@ -50,7 +50,8 @@ export class IacCheckpoint {
         adapter: this.place.adapter,
         runtime: this.place.runtime,
         content: this.content,
-        target: { services: [], from: this.place.sandboxId },
+        // As it was, keys included: the sandbox's key is the lifecycle's, which this run does not hold.
+        target: { services: [], from: this.place.sandboxId, verbatim: true },
       });
       return {
         restored: true,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createSnapshotStoreActivities, packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
 import { SecretBox } from '../../src/crypto/secret-box';
-import { accessOf, withoutToken } from '../../src/adapters/container-emulator';
+import { accessOf, withoutToken } from '../../src/adapters/operator-endpoint';
 import { createFlociAdapter } from '../../src/adapters/floci-adapter';
 import { parseRecording, recordingHeader } from '../../src/adapters/moto-recording';
 import type { ContainerBroker } from '../../src/docker';
@@ -177,10 +177,22 @@ describe('snapshots at rest', () => {
         content,
       });
       const { sealed } = store.db.prepare('SELECT sealed FROM snapshot_contents').get() as { sealed: string };
-      assert.ok(!sealed.includes(content.gzipBase64) && !sealed.includes(identity.seed), 'neither the content nor the seed is kept in clear');
+      assert.ok(!sealed.includes(content.gzipBase64), 'the content is not kept in clear');
       const loaded = await activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-1' });
       assert.equal(unpackSnapshot(loaded.content), state);
       await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-2' }), (err: Error & { type?: string }) => err.type === 'NOT_FOUND');
+      // The seal is bound to the digest: one snapshot's sealed content passed off as another's does not open.
+      await activities.keepSnapshot({
+        snapshotId: 'snap-dddddddddddddddd',
+        sandboxId: 'sbx-a',
+        principal: 'agent-1',
+        adapter: 'moto',
+        services: ['s3'],
+        createdAt: '2026-12-05T11:00:00.000Z',
+        content: packSnapshot('another state'),
+      });
+      store.db.prepare('UPDATE snapshot_contents SET sealed = ? WHERE digest = ?').run(sealed, packSnapshot('another state').digest);
+      await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-dddddddddddddddd', principal: 'agent-1' }));
     } finally {
       store.close();
     }
