@@ -18,14 +18,16 @@ export const STEP_PICKUP = '2 minutes';
  * Planning and checking: each retried for about two minutes (a Docker, emulator or network
  * blip is ridden out); a step beats, so one whose worker died is tried again in seconds.
  */
+const PLANNING_OPTIONS = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  scheduleToStartTimeout: STEP_PICKUP,
+  retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
+} as const;
+
+/** Planning and checking a change. */
 export function planningSteps(taskQueue: string): IacSteps {
-  return proxyActivities<IacSteps>({
-    taskQueue,
-    startToCloseTimeout: '5 minutes',
-    heartbeatTimeout: '30 seconds',
-    scheduleToStartTimeout: STEP_PICKUP,
-    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
-  });
+  return proxyActivities<IacSteps>({ taskQueue, ...PLANNING_OPTIONS });
 }
 
 /** Waiting for the stack to settle: heartbeats carry its events, the wait itself is bounded in the activity. */
@@ -57,11 +59,5 @@ export type CheckpointSteps = Pick<DockerActivities, 'captureSnapshot' | 'restor
 
 /** Taking and putting back a checkpoint: retried like planning; a replay heartbeats as it goes. */
 export function checkpointSteps(taskQueue: string): CheckpointSteps {
-  return proxyActivities<CheckpointSteps>({
-    taskQueue,
-    startToCloseTimeout: '5 minutes',
-    heartbeatTimeout: '30 seconds',
-    scheduleToStartTimeout: STEP_PICKUP,
-    retry: { initialInterval: '2 seconds', maximumInterval: '20 seconds', maximumAttempts: 8, nonRetryableErrorTypes },
-  });
+  return proxyActivities<CheckpointSteps>({ taskQueue, ...PLANNING_OPTIONS });
 }

@@ -2,7 +2,7 @@ import { CancellationScope, condition, isCancellation, setHandler, uuid4 } from 
 import type { SandboxCredentials } from '../domain/client-config';
 import type { PhaseNamed, RuntimeHandle } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
-import { restorePayloadSchema, snapshotMisfit, actorPayloadSchema, type SnapshotSummary } from '../domain/snapshots';
+import { actorPayloadSchema, restorePayloadSchema, snapshotMisfit, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
 import { describeIssues } from '../domain/validation';
 import { iso } from './iso-time';
 import type { LifecycleContext, PauseRequest } from './lifecycle-context';
@@ -69,17 +69,7 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
     (payload) =>
       exclusively('restore', async (phase) => {
         const { snapshotId, actor } = restorePayloadSchema.parse(payload);
-        const { request } = ctx.record;
-        const snapshot = await ctx.projection.loadSnapshot({ snapshotId, principal: request.principal });
-        const misfit = snapshotMisfit(snapshot, request);
-        if (misfit !== undefined) throw refusal(misfit.code, misfit.message);
-        const credentials = await ctx.runtime.restoreSnapshot({
-          sandboxId: request.id,
-          adapter: request.adapter,
-          runtime: phase.runtime,
-          content: snapshot.content,
-          target: { services: request.services, from: snapshot.sandboxId, ...(phase.runtime.credentials !== undefined ? { credentials: phase.runtime.credentials } : {}) },
-        });
+        const { snapshot, credentials } = await putInto(ctx, phase.runtime, snapshotId);
         // Read afresh: an extension may have replaced the phase while the state was replayed, or the sandbox ended.
         const current = ctx.phase;
         if (current.name !== 'ready' || current.runtime.runtimeIds[0] !== phase.runtime.runtimeIds[0]) {
@@ -183,17 +173,28 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
  * provisioning, whose teardown removes the container.
  */
 export async function startFromSnapshot(ctx: LifecycleContext, handle: RuntimeHandle, snapshotId: string, credentials?: SandboxCredentials): Promise<RuntimeHandle> {
-  const { request } = ctx.record;
   ctx.revise(ctx.phase, `Putting snapshot ${snapshotId} into the sandbox's new emulator at ${handle.endpoint}.`);
+  const restored = (await putInto(ctx, { ...handle, ...(credentials !== undefined ? { credentials } : {}) }, snapshotId)).credentials;
+  return restored === null ? handle : { ...handle, credentials: restored };
+}
+
+/**
+ * Puts the principal's snapshot into the sandbox's emulator `runtime` (whose credentials,
+ * when it has them, the sandbox keeps if the state holds them): NOT_FOUND for another's
+ * snapshot, refused when it does not fit the sandbox. The credentials afterwards, or `null`
+ * when unchanged.
+ */
+async function putInto(ctx: LifecycleContext, runtime: RuntimeHandle, snapshotId: string): Promise<{ snapshot: StoredSnapshot; credentials: SandboxCredentials | null }> {
+  const { request } = ctx.record;
   const snapshot = await ctx.projection.loadSnapshot({ snapshotId, principal: request.principal });
   const misfit = snapshotMisfit(snapshot, request);
   if (misfit !== undefined) throw refusal(misfit.code, misfit.message);
-  const restored = await ctx.runtime.restoreSnapshot({
+  const credentials = await ctx.runtime.restoreSnapshot({
     sandboxId: request.id,
     adapter: request.adapter,
-    runtime: handle,
+    runtime,
     content: snapshot.content,
-    target: { services: request.services, from: snapshot.sandboxId, ...(credentials !== undefined ? { credentials } : {}) },
+    target: { services: request.services, from: snapshot.sandboxId, ...(runtime.credentials !== undefined ? { credentials: runtime.credentials } : {}) },
   });
-  return restored === null ? handle : { ...handle, credentials: restored };
+  return { snapshot, credentials };
 }
