@@ -11,7 +11,7 @@ import { StoreClient } from '../src/client/store-client';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
 import { mintMotoCredentials } from '../src/adapters/moto-state';
-import { clientConfigFor, type SandboxCredentials } from '../src/domain/client-config';
+import { clientConfigFor, type ClientConfig, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
 import type { SweepReport } from '../src/domain/leaks';
 import { containerNameFor, containerOwner, POOL_HOST_LABEL, POOL_LABEL, type PoolStatus, type WarmPoolReport } from '../src/domain/warm-pool';
@@ -132,6 +132,29 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
 
     await worker.sandboxes.destroy('pool-a');
     await assert.rejects(broker.inspect(containerId), { code: 'CONTAINER_NOT_FOUND' }, 'teardown removes the pooled container');
+  });
+
+  test('a paused sandbox holds no pool container; its resume claims one, with its state and its key', async () => {
+    await poolSettled({ ready: 2, starting: 0 });
+    const created = await worker.sandboxes.create({ id: 'pool-p', principal: 'agent-1', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
+    const config = created.clientConfig as ClientConfig;
+    const { accessKeyId, secretAccessKey } = config.credentials;
+    await new S3Client(config).send(new CreateBucketCommand({ Bucket: 'kept-while-paused' }));
+    await poolSettled({ ready: 2, claimed: 1, starting: 0 });
+    const paused = await worker.sandboxes.pause('pool-p');
+    assert.equal(paused.state, 'PAUSED');
+    await poolSettled({ ready: 2, claimed: 0, starting: 0 });
+    const resumed = await worker.sandboxes.resume('pool-p');
+    assert.equal(resumed.state, 'READY');
+    const row = worker.store.sandboxes.audit('pool-p').find((op) => op.action === 'resumed');
+    assert.match(row?.reason ?? '', /claimed from the moto warm pool/, 'the resume claimed a pooled container');
+    assert.deepEqual(resumed.clientConfig?.credentials, { accessKeyId, secretAccessKey }, 'the same key');
+    const buckets = await new S3Client(resumed.clientConfig as ClientConfig).send(new ListBucketsCommand({}));
+    assert.deepEqual(
+      (buckets.Buckets ?? []).map((bucket) => bucket.Name),
+      ['kept-while-paused'],
+    );
+    await worker.sandboxes.destroy('pool-p');
   });
 
   test('creates at once never share a container: those the pool cannot serve start cold', async () => {
