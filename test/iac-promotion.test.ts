@@ -13,7 +13,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { Worker } from '@temporalio/worker';
 import type { Payload } from '@temporalio/common';
 import { payloadCodecFor } from '../src/codec/codec-settings';
 import type { ClientConfig, SandboxCredentials } from '../src/domain/client-config';
@@ -28,8 +27,8 @@ import { cliFailure, cliOutput } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const run = promisify(execFile);
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
@@ -260,13 +259,8 @@ describe('promotion to staging and production targets (real dev server, engine, 
 
   test("every run's history (IaC runs, and the workflows that kept their stack turns) replays on this build's workflow code", async () => {
     const ids = [...(await worker.sandboxes.iac.list()).map((run) => run.workflowId), 'sandbox-promo-sbx', 'iac-turns-staging', 'iac-turns-prod'];
-    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
+    const histories = await fetchHistories(worker.client, ids);
     assert.ok(histories.length >= 5, `collected ${histories.length} histories`);
-    let replayed = 0;
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {
-      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
-      replayed += 1;
-    }
-    assert.equal(replayed, histories.length);
+    await assertReplays(histories);
   });
 });

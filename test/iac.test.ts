@@ -14,7 +14,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { Worker } from '@temporalio/worker';
 import type { ClientConfig } from '../src/domain/client-config';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -29,8 +28,8 @@ import { eventually } from './helpers/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
@@ -379,13 +378,8 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test("every run's history (IaC runs, and the workflows that kept their stack turns) replays on this build's workflow code", async () => {
     const ids = [...(await worker.sandboxes.iac.list()).map((run) => run.workflowId), 'sandbox-iac-main', 'sandbox-iac-reviewed'];
-    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
+    const histories = await fetchHistories(worker.client, ids);
     assert.ok(histories.length >= 10, `collected ${histories.length} histories`);
-    let replayed = 0;
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {
-      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
-      replayed += 1;
-    }
-    assert.equal(replayed, histories.length);
+    await assertReplays(histories);
   });
 });

@@ -3,7 +3,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
 import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapter';
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import type { SandboxPlaneError } from '../src/domain/errors';
@@ -12,9 +11,9 @@ import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { eventually, waitForState } from './helpers/eventually';
 import { projectionSnapshot } from './helpers/projection-row';
 import { rejectsWith } from './helpers/rejects-with';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { assertReplays } from './helpers/replay-histories';
 
 /** Wraps the memory adapter and records every call, to prove what was (not) called. */
 function spyOn(memory: MemoryAdapter, calls: string[]): CloudEmulatorAdapter {
@@ -317,13 +316,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
 
   test('recorded histories replay deterministically against the current workflow code', async () => {
     assert.ok(histories.length >= 4, `collected ${histories.length} histories`);
-    const results = Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories);
-    let replayed = 0;
-    for await (const result of results) {
-      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
-      replayed += 1;
-    }
-    assert.equal(replayed, histories.length);
+    await assertReplays(histories);
   });
 });
 

@@ -15,7 +15,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { Worker } from '@temporalio/worker';
 import type { ClientConfig } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
@@ -30,8 +29,8 @@ import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
@@ -335,12 +334,6 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
 
   test("every lifecycle's history (snapshots, restores, a fork, a pause and a resume) replays on this build's workflow code", async () => {
     const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen', 'snap-marked', 'snap-big'].map((id) => `sandbox-${id}`);
-    const histories = await Promise.all(ids.map(async (workflowId) => ({ workflowId, history: await worker.client.workflow.getHandle(workflowId).fetchHistory() })));
-    let replayed = 0;
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), dataConverter: testDataConverter() }, histories)) {
-      assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
-      replayed += 1;
-    }
-    assert.equal(replayed, ids.length);
+    await assertReplays(await fetchHistories(worker.client, ids));
   });
 });

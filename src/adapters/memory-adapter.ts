@@ -71,7 +71,7 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
   }
 
   async restoreState(sandboxId: string, state: string): Promise<undefined> {
-    const parsed = memoryStateSchema.safeParse(JSON.parse(state));
+    const parsed = memoryStateSchema.safeParse(parseJson(state));
     if (!parsed.success) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', "the snapshot is not a memory sandbox's state");
     this.held(sandboxId).resources = parsed.data.resources as ResourceRef[];
     return undefined;
@@ -86,5 +86,13 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
   /** Ids of the sandboxes this adapter holds now (tests read it). */
   liveSandboxIds(): string[] {
     return [...this.sandboxes.keys()];
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }

@@ -461,7 +461,8 @@ export class SandboxClient {
       request.services !== undefined && request.adapter !== undefined
         ? undefined
         : await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshot(principal, fromSnapshot);
-    const { services, adapter } = { services: request.services ?? [...(source?.services ?? [])], adapter: request.adapter ?? source?.adapter };
+    const services = request.services ?? [...(source?.services ?? [])];
+    const adapter = request.adapter ?? source?.adapter;
     return this.create({ ...request, principal, services, ...(adapter !== undefined ? { adapter } : {}), fromSnapshot }, options);
   }
 
