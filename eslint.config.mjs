@@ -57,14 +57,20 @@ const RESTRICTED_PATH_ZONES = [
   },
   {
     target: 'src/docker',
-    from: oursExcept('src/docker', 'src/domain', 'src/config'),
-    message: 'src/docker imports only src/domain and config types.',
+    from: oursExcept('src/docker', 'src/domain', 'src/config', 'src/telemetry'),
+    message: 'src/docker imports only src/domain, src/telemetry and config types.',
   },
   {
     // Adapters drive their containers through the broker interface (DESIGN §4, §5).
     target: 'src/adapters',
-    from: oursExcept('src/adapters', 'src/domain', 'src/config', 'src/docker'),
-    message: 'src/adapters imports only src/domain, src/docker and config types.',
+    from: oursExcept('src/adapters', 'src/domain', 'src/config', 'src/docker', 'src/telemetry'),
+    message: 'src/adapters imports only src/domain, src/docker, src/telemetry and config types.',
+  },
+  {
+    // Spans and metrics (DESIGN §17) are used from every layer that does I/O, so they depend on none.
+    target: 'src/telemetry',
+    from: oursExcept('src/telemetry', 'src/domain', 'src/config'),
+    message: 'src/telemetry imports only src/domain and config types.',
   },
 ];
 

@@ -57,6 +57,16 @@ function prepareChromium(files: readonly TestFile[]): { SANDBOXPLANE_CHROMIUM: s
   return { SANDBOXPLANE_CHROMIUM: chromium };
 }
 
+/** Jaeger (built from the Go module proxy once) and Debian's Prometheus, for the test files that start them (helpers/telemetry-stack). */
+function prepareTelemetry(files: readonly TestFile[]): { SANDBOXPLANE_JAEGER: string; SANDBOXPLANE_PROMETHEUS: string } | undefined {
+  if (!files.some(({ file }) => /from '(\.\.?\/)+helpers\/telemetry-stack'/.test(fs.readFileSync(file, 'utf8')))) return undefined;
+  const paths = { SANDBOXPLANE_JAEGER: runSetupScript('install-jaeger.sh'), SANDBOXPLANE_PROMETHEUS: runSetupScript('install-prometheus.sh') };
+  for (const [name, found] of Object.entries(paths)) {
+    if (!found.startsWith('/')) throw new Error(`the installer of ${name} printed no path (last line: ${found})`);
+  }
+  return paths;
+}
+
 /** Runs the files with node's test runner and resolves with its exit code. */
 async function runNodeTest(files: readonly TestFile[], timeoutMs: number, env: NodeJS.ProcessEnv): Promise<number> {
   const stoppedLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-test-')), 'stopped.jsonl');
@@ -108,6 +118,7 @@ async function run(): Promise<number> {
   const docker = needs.some((need) => need.docker) ? prepareDocker() : undefined;
   if (docker !== undefined) process.stdout.write(`test run: Docker engine at ${docker.DOCKER_HOST}, moto image ${docker.SANDBOXPLANE_MOTO_IMAGE}\n`);
   const chromium = prepareChromium(files);
+  const telemetry = prepareTelemetry(files);
   let temporal: TestDevServer | undefined;
   if (needs.some((need) => need.temporal)) {
     const started = Date.now();
@@ -117,7 +128,7 @@ async function run(): Promise<number> {
   if (docker === undefined && temporal === undefined && !cluster) process.stdout.write(`test run: ${files.length} file(s) needing neither Docker nor Temporal\n`);
   try {
     const temporalEnv = temporal === undefined ? {} : { [TEST_TEMPORAL_ENV]: temporal.address, [TEST_TEMPORAL_UI_ENV]: temporal.uiUrl };
-    return await runNodeTest(files, cluster ? FILE_TIMEOUT_MS.cluster : FILE_TIMEOUT_MS.default, { ...process.env, ...docker, ...chromium, ...temporalEnv });
+    return await runNodeTest(files, cluster ? FILE_TIMEOUT_MS.cluster : FILE_TIMEOUT_MS.default, { ...process.env, ...docker, ...chromium, ...telemetry, ...temporalEnv });
   } finally {
     await temporal?.stop();
   }

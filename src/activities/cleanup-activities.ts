@@ -12,6 +12,7 @@ import type { HostView } from '../domain/hosts';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import type { RecordedRuntimeIds } from '../store/sandbox-repository';
+import { planeMetrics } from '../telemetry/plane-metrics';
 import { withTaxonomy } from './activity-failure';
 
 /** What the docker role's sweep activities need: that engine, and whose containers are ours. */
@@ -233,7 +234,13 @@ export function createProjectionSweepActivities(deps: ProjectionSweepActivityDep
 
     /** Writes the sweep's findings to the leaks table (outstanding, removed, gone). */
     async recordSweepFindings(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }): Promise<void> {
-      return withTaxonomy(() => store.leaks.recordSweep(input));
+      return withTaxonomy(() => {
+        const { found } = store.leaks.recordSweep(input);
+        planeMetrics.sweepRecorded(
+          found.map((finding) => finding.kind),
+          input.removed.map((finding) => finding.kind),
+        );
+      });
     },
 
     /** The registered docker hosts and whether a worker serves each: the hosts a sweep fans out to. */

@@ -1,3 +1,4 @@
+import { withAwsSpans } from '../telemetry/aws-spans';
 import { DynamoDBClient, paginateListTables } from '@aws-sdk/client-dynamodb';
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { paginateListQueues, SQSClient } from '@aws-sdk/client-sqs';
@@ -11,7 +12,7 @@ type Lister = (config: ClientConfig) => Promise<ResourceRef[]>;
 /** Services whose resources we can enumerate through their own AWS API. */
 const LISTERS: Readonly<Record<string, Lister>> = {
   s3: async (config) => {
-    const client = new S3Client({ ...config, maxAttempts: 2 });
+    const client = withAwsSpans(new S3Client({ ...config, maxAttempts: 2 }));
     try {
       const { Buckets = [] } = await client.send(new ListBucketsCommand({}));
       return Buckets.map((bucket) => ({ service: 's3', type: 'bucket', id: bucket.Name ?? '' }));
@@ -20,7 +21,7 @@ const LISTERS: Readonly<Record<string, Lister>> = {
     }
   },
   dynamodb: async (config) => {
-    const client = new DynamoDBClient({ ...config, maxAttempts: 2 });
+    const client = withAwsSpans(new DynamoDBClient({ ...config, maxAttempts: 2 }));
     try {
       const tables: ResourceRef[] = [];
       for await (const page of paginateListTables({ client }, {})) {
@@ -32,7 +33,7 @@ const LISTERS: Readonly<Record<string, Lister>> = {
     }
   },
   sqs: async (config) => {
-    const client = new SQSClient({ ...config, maxAttempts: 2 });
+    const client = withAwsSpans(new SQSClient({ ...config, maxAttempts: 2 }));
     try {
       const queues: ResourceRef[] = [];
       for await (const page of paginateListQueues({ client }, {})) {

@@ -1,3 +1,4 @@
+import { withAwsSpans } from '../telemetry/aws-spans';
 import {
   ChangeSetNotFoundException,
   CloudFormationClient,
@@ -94,17 +95,19 @@ function operatorClient<T extends { middlewareStack: { add: (...args: never[]) =
   make: (settings: { endpoint?: string; region: string; credentials?: { accessKeyId: string; secretAccessKey: string }; profile?: string; maxAttempts: number }) => T,
   access: IacAccess,
 ): T {
-  const client = make({
-    ...(access.endpoint === undefined ? {} : { endpoint: access.endpoint }),
-    region: access.region,
-    // A target's key comes from the SDK's chain inside this process and never leaves it.
-    ...(access.signer.kind === 'operator'
-      ? { credentials: { accessKeyId: 'sandboxplane-operator', secretAccessKey: 'not-a-secret' } }
-      : access.signer.profile === undefined
-        ? {}
-        : { profile: access.signer.profile }),
-    maxAttempts: 2,
-  });
+  const client = withAwsSpans(
+    make({
+      ...(access.endpoint === undefined ? {} : { endpoint: access.endpoint }),
+      region: access.region,
+      // A target's key comes from the SDK's chain inside this process and never leaves it.
+      ...(access.signer.kind === 'operator'
+        ? { credentials: { accessKeyId: 'sandboxplane-operator', secretAccessKey: 'not-a-secret' } }
+        : access.signer.profile === undefined
+          ? {}
+          : { profile: access.signer.profile }),
+      maxAttempts: 2,
+    }),
+  );
   const headers = access.headers;
   if (Object.keys(headers).length > 0) {
     const addHeaders = (next: (args: { request: unknown }) => Promise<unknown>) => async (args: { request: unknown }) => {

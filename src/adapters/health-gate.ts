@@ -1,3 +1,4 @@
+import { inClientSpan } from '../telemetry/spans';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterContext, HealthReport } from './cloud-emulator-adapter';
 import { withoutToken } from './operator-endpoint';
@@ -30,7 +31,11 @@ function pause(ms: number, cancelled: AbortSignal | undefined): Promise<void> {
  * Polls `probe` with exponential backoff until the emulator reports healthy,
  * heartbeating each attempt. Throws EMULATOR_UNHEALTHY with the last thing it saw.
  */
-export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions): Promise<HealthReport> {
+export function waitUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions): Promise<HealthReport> {
+  return inClientSpan('emulator health', {}, (span) => pollUntilHealthy(probe, endpoint, context, options, (attempts) => span.setAttribute('emulator.health.attempts', attempts)));
+}
+
+async function pollUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions, counted: (attempts: number) => void): Promise<HealthReport> {
   const deadline = Date.now() + options.timeoutMs;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
   // An emulator on loopback starts in about a second: a refused connect costs next to nothing,
@@ -40,6 +45,7 @@ export async function waitUntilHealthy(probe: HealthProbe, endpoint: string, con
   let last = 'no answer yet';
   for (;;) {
     attempts += 1;
+    counted(attempts);
     try {
       const report = await probe(endpoint, AbortSignal.timeout(Math.min(attemptTimeoutMs, Math.max(1, deadline - Date.now()))));
       if (report.healthy) return report;

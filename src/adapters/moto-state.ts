@@ -1,3 +1,5 @@
+import { awsCallAttributes } from '../telemetry/aws-spans';
+import { inClientSpan } from '../telemetry/spans';
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
@@ -65,7 +67,11 @@ const GRANT_POLICY_NAME = 'sandboxplane-granted-services';
 const OPERATOR_AUTHORIZATION = 'AWS4-HMAC-SHA256 Credential=sandboxplane-operator/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=none';
 
 /** An IAM call as the plane's own, on the published endpoint: moto does not check it (moto-guard.ts). IAM's error codes in `tolerated` are no error. */
-async function operatorIamCall(access: OperatorAccess, action: string, params: Record<string, string>, signal: AbortSignal, tolerated: readonly string[] = []): Promise<string> {
+function operatorIamCall(access: OperatorAccess, action: string, params: Record<string, string>, signal: AbortSignal, tolerated: readonly string[] = []): Promise<string> {
+  return inClientSpan(`aws IAM ${action}`, awsCallAttributes('IAM', action), () => sendIamCall(access, action, params, signal, tolerated));
+}
+
+async function sendIamCall(access: OperatorAccess, action: string, params: Record<string, string>, signal: AbortSignal, tolerated: readonly string[]): Promise<string> {
   const response = await fetch(access.endpoint, {
     method: 'POST',
     headers: { authorization: OPERATOR_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded', [OPERATOR_HEADER]: access.token },

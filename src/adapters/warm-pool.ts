@@ -141,6 +141,11 @@ export class WarmPool implements PoolSource {
     }
   }
 
+  /** The pool as this process knows it, without asking the engine (what each metrics scrape reads). */
+  depth(): { adapter: PoolableAdapter; target: number; ready: number; starting: number } {
+    return { adapter: this.adapter, target: this.options.target, ready: this.idle.length, starting: this.startingSlots.size };
+  }
+
   /** What `sandboxctl pools` shows, with the claimed count read from the engine now. */
   async status(): Promise<PoolStatus> {
     const containers = await this.options.adapter.poolContainers(this.labels);

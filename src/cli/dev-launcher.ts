@@ -8,6 +8,7 @@ import { dataConverterFor } from '../client/temporal-connection';
 import { DEFAULT_CODEC_SERVER_PORT, devUiOrigins, startCodecServer, type CodecServer } from '../codec/codec-server';
 import { ensureCodecKeys, payloadCodecFor } from '../codec/codec-settings';
 import { SandboxPlaneError } from '../domain/errors';
+import { tracingClientInterceptors } from '../telemetry/tracing';
 import type { Logger } from '../logging/logger';
 import { Store } from '../store';
 import { DevServer } from '../temporal-dev/dev-server';
@@ -116,7 +117,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
     void server?.whenExited().then(shutdownWorker);
 
     try {
-      const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(codec) });
+      const client = new Client({ connection, namespace: config.temporalNamespace, dataConverter: dataConverterFor(codec), interceptors: tracingClientInterceptors() });
       const result = await stop.untilStopped(runRoundTrip(client, { taskQueue: config.taskQueue, requestedBy: 'dev' }));
       say(`dev: round trip ok through worker ${result.workerIdentity} (workflow ${result.workflowId})`);
       if (server !== undefined) say(`dev: Temporal UI at ${server.uiUrl}/namespaces/${config.temporalNamespace}/workflows`);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { Client, type Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { tracingClientInterceptors } from '../telemetry/tracing';
 import type { Config } from '../config/config';
 import { describeDeployment } from '../client/deployment-client';
 import { runRoundTrip } from '../client/round-trip';
@@ -51,7 +52,7 @@ function skipped(name: string, because: string): CheckResult {
 async function temporalChecks(config: Config, connection: Connection, roundTrip: boolean): Promise<CheckResult[]> {
   const namespace = config.temporalNamespace;
   // Made inside each check that needs it: keys that cannot be read fail that check, not the doctor.
-  const client = () => new Client({ connection, namespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)) });
+  const client = () => new Client({ connection, namespace, dataConverter: dataConverterFor(payloadCodecFor(config.codec)), interceptors: tracingClientInterceptors() });
   const results: CheckResult[] = [];
   results.push(
     await check('namespace', true, `Create it: temporal operator namespace create --namespace ${namespace}`, async () => {

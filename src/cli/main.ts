@@ -7,7 +7,7 @@ import { FEATURE_FLAG_NAMES, FEATURE_FLAGS, flagEnvName } from '../domain/featur
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
-import { action, jsonOption } from './command-action';
+import { action, asTracedService, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
@@ -20,6 +20,9 @@ import { registerSnapshotCommands } from './commands/snapshot-commands';
 import { registerTargetCommands } from './commands/target-commands';
 import { printResult, reportError } from './output';
 import { workerConfig, workerOptionsSchema } from './worker-options';
+
+/** dev, worker and mcp run until stopped: each is a service in traces, not one span. */
+const LONG_RUNNING = { longRunning: true } as const;
 
 const mcpOptionsSchema = z.object({ principal: principalSchema.optional() });
 
@@ -81,8 +84,11 @@ export function buildProgram(): Command {
         const options = parseCliOptions(devOptionsSchema, raw);
         const config = loadConfig();
         const { runDevLauncher } = await import('./dev-launcher.js');
-        await runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db, codecPort: options.codecPort }, await loggerFor(config));
-      }),
+        const logger = await loggerFor(config);
+        await asTracedService(config.telemetry.traces, 'sandboxplane-worker', () =>
+          runDevLauncher(config, { port: options.port, uiPort: options.uiPort, dbFile: options.db, codecPort: options.codecPort }, logger),
+        );
+      }, LONG_RUNNING),
     );
 
   program
@@ -97,8 +103,9 @@ export function buildProgram(): Command {
       action(async (raw) => {
         const config = workerConfig(parseCliOptions(workerOptionsSchema, raw));
         const { runWorkerCommand } = await import('./worker-command.js');
-        await runWorkerCommand(config, await loggerFor(config));
-      }),
+        const logger = await loggerFor(config);
+        await asTracedService(config.telemetry.traces, 'sandboxplane-worker', () => runWorkerCommand(config, logger));
+      }, LONG_RUNNING),
     );
 
   program
@@ -136,8 +143,9 @@ export function buildProgram(): Command {
           });
         }
         const { serveMcpOverStdio } = await import('../mcp/mcp-server.js');
-        await serveMcpOverStdio(config, await loggerFor(config));
-      }),
+        const logger = await loggerFor(config);
+        await asTracedService(config.telemetry.traces, 'sandboxplane-client', () => serveMcpOverStdio(config, logger));
+      }, LONG_RUNNING),
     );
 
   registerSandboxCommands(program);

@@ -1,3 +1,4 @@
+import { inSpan } from '../telemetry/spans';
 import { randomBytes } from 'node:crypto';
 import {
   type Client,
@@ -216,9 +217,19 @@ export class SandboxClient {
     }
   }
 
-  private async createParsed(parsed: z.output<typeof sandboxRequestSchema>, options: CreateOptions): Promise<SandboxStatus> {
+  private createParsed(parsed: z.output<typeof sandboxRequestSchema>, options: CreateOptions): Promise<SandboxStatus> {
     const { wait, timeoutMs } = parseOrThrow(createOptionsSchema, options, 'create options');
     const request: IdentifiedRequest = { ...parsed, id: parsed.id ?? generateSandboxId() };
+    // The span a trace is found by (DESIGN §17): Jaeger's search for sandbox.id=<id> lands on the create.
+    return inSpan('sandbox create', { 'sandbox.id': request.id, 'sandbox.adapter': request.adapter, 'sandbox.wait': wait }, (span) =>
+      this.startAndAwait(request, wait, timeoutMs).then((status) => {
+        span.setAttribute('sandbox.state', status.state);
+        return status;
+      }),
+    );
+  }
+
+  private async startAndAwait(request: IdentifiedRequest, wait: CreateOptions['wait'] & string, timeoutMs: number): Promise<SandboxStatus> {
     const digest = requestDigest(request);
     const workflowId = workflowIdFor(request.id);
     const until = AWAIT_TARGET[wait];

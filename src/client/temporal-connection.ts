@@ -3,6 +3,7 @@ import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { loadCodecSettings } from '../config/config';
 import { SandboxPlaneError } from '../domain/errors';
+import { tracingClientInterceptors } from '../telemetry/tracing';
 
 /** A Temporal client and the connection it owns: close the connection when done. */
 export interface TemporalSession {
@@ -39,7 +40,7 @@ export async function connectTemporal(options: TemporalConnectOptions): Promise<
   } catch (err) {
     throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}: ${(err as Error).message}`, { cause: err });
   }
-  return { client: new Client({ connection, namespace: options.namespace, dataConverter: dataConverterFor(codec) }), connection };
+  return { client: new Client({ connection, namespace: options.namespace, dataConverter: dataConverterFor(codec), interceptors: tracingClientInterceptors() }), connection };
 }
 
 /** Runs `work` with a client on a fresh connection, and always closes it. */

@@ -66,6 +66,27 @@ export interface Config {
    * means derived from the workflow code the worker runs.
    */
   readonly deployment: { readonly name: string; readonly buildId: string | undefined };
+  /** Traces and metrics (DESIGN §17); both off unless configured. */
+  readonly telemetry: TelemetrySettings;
+}
+
+/** What the standard OpenTelemetry variables and SANDBOXPLANE_METRICS_ADDRESS ask for. */
+export interface TelemetrySettings {
+  /** Where spans go over OTLP; `undefined`: no tracing, and nothing of OpenTelemetry is loaded. */
+  readonly traces: TraceExportSettings | undefined;
+  /** `host:port` to serve Prometheus metrics on; `undefined`: none served. */
+  readonly metricsAddress: string | undefined;
+}
+
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+export interface TraceExportSettings {
+  /** The full traces URL (`…/v1/traces` added to OTEL_EXPORTER_OTLP_ENDPOINT, as the specification says). */
+  readonly url: string;
+  readonly protocol: OtlpProtocol;
+  /** OTEL_SERVICE_NAME: overrides the name each process gives itself (sandboxplane-worker, sandboxplane-client). */
+  readonly serviceName: string | undefined;
 }
 
 /** Container-backed emulators; an adapter whose image is not configured is not offered. */
@@ -105,6 +126,17 @@ const hostAndPort = z.string().refine(
   },
   (value) => ({ message: `must be host:port with a port from 1 to 65535 (e.g. 127.0.0.1:7233), got '${value}'` }),
 );
+
+const httpUrl = z
+  .string()
+  .url()
+  .refine((value) => /^https?:\/\//.test(value), 'must be an http:// or https:// URL (e.g. http://127.0.0.1:4318)');
+
+const otlpProtocol = z.enum(OTLP_PROTOCOLS, {
+  errorMap: () => ({ message: `must be ${OTLP_PROTOCOLS.join(' or ')} (grpc is not offered: use http/protobuf with port 4318)` }),
+});
+
+const otelBoolean = z.enum(['true', 'false'], { errorMap: () => ({ message: 'must be true or false' }) });
 
 const identifier = (example: string) => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
 
@@ -250,6 +282,17 @@ const envSchema = z.object({
   SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional().describe("the store role's key for approvers' TOTP secrets (default the SQLite file's path + .key)"),
   SANDBOXPLANE_DEPLOYMENT: deploymentNameSchema.default(DEFAULT_DEPLOYMENT).describe('the Worker Deployment of the lifecycle workers (default sandboxplane)'),
   SANDBOXPLANE_BUILD_ID: buildIdSchema.optional().describe("the lifecycle workers' build id (default derived from the workflow code)"),
+  SANDBOXPLANE_METRICS_ADDRESS: hostAndPort.optional().describe('host:port a worker serves Prometheus metrics on at /metrics, e.g. 127.0.0.1:9464 (default none)'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional().describe('OTLP/HTTP endpoint traces go to, e.g. http://127.0.0.1:4318 (default none: no tracing)'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional().describe('the full OTLP traces URL; overrides the one above (…/v1/traces)'),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional().describe('http/protobuf (default) or http/json'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional().describe("the traces exporter's protocol; overrides the one above"),
+  OTEL_SERVICE_NAME: z.string().min(1).max(255).optional().describe('service name on spans (default sandboxplane-worker or sandboxplane-client)'),
+  OTEL_SDK_DISABLED: otelBoolean.optional().describe('true turns tracing off whatever else is set'),
+  OTEL_TRACES_EXPORTER: z
+    .enum(['otlp', 'none'], { errorMap: () => ({ message: 'must be otlp or none' }) })
+    .optional()
+    .describe('none turns tracing off (default otlp when an endpoint is set)'),
   ...codecEnvShape,
 });
 
@@ -353,6 +396,42 @@ export function loadConfig(env: Env = process.env): Config {
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),
+    telemetry: Object.freeze({ traces: traceExportSettings(values), metricsAddress: values.SANDBOXPLANE_METRICS_ADDRESS }),
+  });
+}
+
+const TRACE_ENV_KEYS = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: true,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: true,
+  OTEL_EXPORTER_OTLP_PROTOCOL: true,
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: true,
+  OTEL_SERVICE_NAME: true,
+  OTEL_SDK_DISABLED: true,
+  OTEL_TRACES_EXPORTER: true,
+} as const;
+
+type TraceEnvValues = Pick<z.output<typeof envSchema>, keyof typeof TRACE_ENV_KEYS>;
+
+/**
+ * Only the tracing variables from `env`: what a CLI command reads before it runs, so that
+ * a command with tracing off loads nothing of OpenTelemetry. Throws ConfigError on a bad value.
+ */
+export function loadTraceExportSettings(env: Env = process.env): TraceExportSettings | undefined {
+  const parsed = envSchema.pick(TRACE_ENV_KEYS).safeParse(withoutEmpty(env));
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => ({ key: issue.path.join('.'), message: issue.message })));
+  return traceExportSettings(parsed.data);
+}
+
+/** The OpenTelemetry specification's reading of its variables, for traces over OTLP/HTTP. */
+function traceExportSettings(values: TraceEnvValues): TraceExportSettings | undefined {
+  if (values.OTEL_SDK_DISABLED === 'true' || values.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  const base = values.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url = values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
+  if (url === undefined) return undefined;
+  return Object.freeze({
+    url,
+    protocol: values.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? values.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    serviceName: values.OTEL_SERVICE_NAME,
   });
 }
 

@@ -1,3 +1,5 @@
+import { planeMetrics } from '../telemetry/plane-metrics';
+import { inClientSpan } from '../telemetry/spans';
 import Docker from 'dockerode';
 import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { POOL_HOST_LABEL, POOL_LABEL } from '../domain/warm-pool';
@@ -138,6 +140,19 @@ function isStopped(state: ContainerState): boolean {
  * container id, only ever touches containers labelled as managed by us, and absorbs
  * the harmless outcomes (stop of a stopped container, remove of a missing one).
  */
+/** What a span of an engine call says: the operation and the container or image, nothing secret. */
+function spanAttributes(operation: string, context: Readonly<Record<string, unknown>>): Record<string, string> {
+  const attributes: Record<string, string> = { 'docker.operation': operation };
+  for (const [key, name] of [
+    ['containerId', 'container.id'],
+    ['image', 'container.image.name'],
+    ['name', 'container.name'],
+  ] as const) {
+    if (typeof context[key] === 'string') attributes[name] = context[key];
+  }
+  return attributes;
+}
+
 export class DockerContainerBroker implements ContainerBroker {
   private readonly docker: Docker;
   private readonly logger: BrokerLogger;
@@ -482,19 +497,34 @@ export class DockerContainerBroker implements ContainerBroker {
   private async call<T>(operation: string, context: Record<string, unknown>, fn: () => Promise<T>, harmless: readonly number[] = []): Promise<T> {
     const read = operation === 'inspect' || operation === 'list' || operation === 'info';
     const log = (obj: object, msg: string) => (read ? this.logger.debug?.(obj, msg) : this.logger.info(obj, msg));
-    const started = Date.now();
-    log({ ...context, operation, endpoint: this.endpoint }, `docker ${operation}`);
-    try {
-      const result = await fn();
-      const containerId = (result as { id?: unknown } | null)?.id;
-      log({ ...context, ...(typeof containerId === 'string' && operation === 'create' ? { containerId } : {}), operation, ms: Date.now() - started }, `docker ${operation} done`);
-      return result;
-    } catch (err) {
-      const statusCode = engineStatusCode(err);
-      const fields = { ...context, operation, ms: Date.now() - started, err: engineMessage(err), statusCode };
-      if (statusCode !== undefined && harmless.includes(statusCode)) this.logger.info(fields, `docker ${operation} answered ${statusCode}`);
-      else this.logger.warn(fields, `docker ${operation} failed`);
-      throw err;
-    }
+    // One span and one timing per engine call (DESIGN §17), under the activity that made it.
+    const outcome = await inClientSpan(`docker ${operation}`, spanAttributes(operation, context), async (span): Promise<{ result: T } | { harmless: unknown }> => {
+      const started = Date.now();
+      const timed = planeMetrics.dockerCall(operation);
+      log({ ...context, operation, endpoint: this.endpoint }, `docker ${operation}`);
+      try {
+        const result = await fn();
+        timed('ok');
+        const containerId = (result as { id?: unknown } | null)?.id;
+        if (typeof containerId === 'string' && operation === 'create') span.setAttribute('container.id', containerId);
+        log({ ...context, ...(typeof containerId === 'string' && operation === 'create' ? { containerId } : {}), operation, ms: Date.now() - started }, `docker ${operation} done`);
+        return { result };
+      } catch (err) {
+        const statusCode = engineStatusCode(err);
+        const fields = { ...context, operation, ms: Date.now() - started, err: engineMessage(err), statusCode };
+        if (statusCode !== undefined && harmless.includes(statusCode)) {
+          // The caller absorbs it (a 404 on a remove): an answer, not a failed call.
+          timed('ok');
+          span.setAttribute('http.response.status_code', statusCode);
+          this.logger.info(fields, `docker ${operation} answered ${statusCode}`);
+          return { harmless: err };
+        }
+        timed('error');
+        this.logger.warn(fields, `docker ${operation} failed`);
+        throw err;
+      }
+    });
+    if ('harmless' in outcome) throw outcome.harmless;
+    return outcome.result;
   }
 }

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import type { LogLevel } from '../config/config';
+import { activeTraceIds } from '../telemetry/spans';
 
 export type Logger = pino.Logger;
 
@@ -14,6 +15,8 @@ export function createLogger(level: LogLevel, destination: pino.DestinationStrea
       level,
       base: { service: 'sandboxplane' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // trace_id and span_id of the span active where the line is written (DESIGN §17); none without tracing.
+      mixin: () => activeTraceIds() ?? {},
       redact: {
         // taskToken lets its holder complete an activity; the SDK puts it in activity log metadata.
         paths: ['credentials', 'secretAccessKey', 'sessionToken', 'taskToken', '*.credentials', '*.secretAccessKey', '*.sessionToken'],

@@ -14,7 +14,7 @@ export class LeakRepository {
    * every outstanding leak it no longer sees — that it is gone. A leak seen again
    * after it was resolved is outstanding again.
    */
-  recordSweep(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }, now: Date = new Date()): void {
+  recordSweep(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }, now: Date = new Date()): { readonly found: readonly LeakFinding[] } {
     const at = now.toISOString();
     const upsert = this.db.prepare(
       `INSERT INTO leaks (kind, subject, sandbox_id, detail, first_seen, last_seen, resolution, resolved_at)
@@ -22,8 +22,11 @@ export class LeakRepository {
        ON CONFLICT (kind, subject) DO UPDATE SET detail = excluded.detail, last_seen = excluded.last_seen,
          resolution = excluded.resolution, resolved_at = excluded.resolved_at`,
     );
-    this.db
+    return this.db
       .transaction(() => {
+        const known = new Set(this.outstanding().map((leak) => `${leak.kind}\u0000${leak.subject}`));
+        // Found by this sweep: what was not outstanding before it (one removed at once counts too).
+        const found = [...input.removed, ...input.outstanding].filter((finding) => !known.has(`${finding.kind}\u0000${finding.subject}`));
         for (const finding of input.removed) upsert.run({ ...finding, at, resolution: 'removed', resolvedAt: at });
         for (const finding of input.outstanding) upsert.run({ ...finding, at, resolution: null, resolvedAt: null });
         const seen = new Set([...input.removed, ...input.outstanding].map((finding) => `${finding.kind}\u0000${finding.subject}`));
@@ -31,6 +34,7 @@ export class LeakRepository {
         for (const leak of this.outstanding()) {
           if (!seen.has(`${leak.kind}\u0000${leak.subject}`)) gone.run(at, leak.id);
         }
+        return { found };
       })
       .immediate();
   }

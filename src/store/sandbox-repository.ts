@@ -5,6 +5,8 @@ import type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-recor
 import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
+import { AuditTap } from './audit-tap';
+
 export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 
 interface OperationRow {
@@ -54,7 +56,10 @@ export interface RecordedRuntimeIds {
  * of the same run never overwrites a newer snapshot.
  */
 export class SandboxRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audits: AuditTap = new AuditTap(),
+  ) {}
 
   /** Writes the snapshot and its audit row in one transaction; `false` when the step was already recorded. */
   record(snapshot: SandboxSnapshot, operation: OperationRecord, now: Date = new Date()): boolean {
@@ -198,7 +203,9 @@ export class SandboxRepository {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
-    return result.changes === 1;
+    if (result.changes !== 1) return false;
+    this.audits.written({ sandboxId, operation });
+    return true;
   }
 
   /** Runs `work` in one write transaction, so a read-decide-write sequence is atomic. */

@@ -1,3 +1,5 @@
+import { AuditTap } from './audit-tap';
+import { MetricsQueries } from './metrics-queries';
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
 import { LATEST_SCHEMA_VERSION } from './migrations';
 import { HostRepository } from './host-repository';
@@ -19,18 +21,22 @@ export class Store {
   readonly hosts: HostRepository;
   readonly targets: TargetRepository;
   readonly snapshots: SnapshotRepository;
+  readonly metrics: MetricsQueries;
+  /** Each audit row as it is first written (the worker's metrics listen). */
+  readonly audits = new AuditTap();
 
   private constructor(
     readonly file: string,
     readonly db: SqliteDatabase,
   ) {
-    this.sandboxes = new SandboxRepository(db);
+    this.sandboxes = new SandboxRepository(db, this.audits);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
-    this.targets = new TargetRepository(db);
+    this.targets = new TargetRepository(db, this.audits);
     this.snapshots = new SnapshotRepository(db);
+    this.metrics = new MetricsQueries(db);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */

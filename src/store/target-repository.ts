@@ -3,6 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import { TARGET_ENVIRONMENTS, type NewTargetInput, type TargetAuditEntry, type TargetRecord } from '../domain/targets';
 import type { SqliteDatabase } from './database';
+import { AuditTap } from './audit-tap';
 
 /** A target row as stored: validated on the way out too, so a hand-edited row fails loudly. */
 const storedTargetSchema = z.object({
@@ -56,7 +57,10 @@ function toOperation(row: TargetOperationRow): TargetAuditEntry {
  * outlives the target.
  */
 export class TargetRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly audits: AuditTap = new AuditTap(),
+  ) {}
 
   /** Registers a target; INVALID_STATE when one of that name is there already (nothing is overwritten). */
   add(target: NewTargetInput, now: Date = new Date()): TargetRecord {
@@ -115,7 +119,9 @@ export class TargetRepository {
         JSON.stringify(operation.summary),
         now.toISOString(),
       );
-    return result.changes === 1;
+    if (result.changes !== 1) return false;
+    this.audits.written({ target, operation });
+    return true;
   }
 
   /** The audit trail of one target, oldest first; a removed target's rows too. */

@@ -18,7 +18,12 @@ import { buildAdapterRegistry } from './adapter-registry';
 import { registerHostUntilDone } from './host-registration';
 import { resolvePlaneId } from './plane-identity';
 import { RoleWorkers } from './role-workers';
-import { installRuntimeLogger } from './runtime-logger';
+import { installWorkerRuntime } from './runtime-logger';
+import { freeLoopbackPort } from '../adapters/free-port';
+import { serveMetrics, type MetricsServer } from '../telemetry/metrics-server';
+import { meterPools } from '../telemetry/plane-metrics';
+import { tracingWorkerOptions } from '../telemetry/tracing';
+import { meterStore } from './store-metrics';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools, type WarmPools } from './warm-pools';
@@ -63,8 +68,23 @@ export interface PlaneWorker {
   readonly buildId: string | undefined;
   /** A Temporal client on the worker's namespace (schedules, queries). */
   readonly client: Client;
+  /** Where this process serves Prometheus metrics (SANDBOXPLANE_METRICS_ADDRESS); `undefined` when it does not. */
+  readonly metricsUrl: string | undefined;
   /** Closes the worker's connections; call after `worker.run()` has resolved. */
   close(): Promise<void>;
+}
+
+/**
+ * The SDK's Runtime, with its Prometheus exporter on a loopback port of its own when this
+ * process serves metrics, and the /metrics server that shows both (DESIGN §17).
+ */
+async function startRuntimeAndMetrics(config: Config, logger: Logger): Promise<MetricsServer | undefined> {
+  const address = config.telemetry.metricsAddress;
+  const { sdkMetricsUrl } = installWorkerRuntime(logger, address === undefined ? undefined : `127.0.0.1:${await freeLoopbackPort()}`);
+  if (address === undefined) return undefined;
+  const server = await serveMetrics(address, sdkMetricsUrl);
+  logger.info({ metrics: server.url }, 'metrics served');
+  return server;
 }
 
 /** The store role's key for approvers' TOTP secrets, created beside the SQLite file on first use. */
@@ -97,7 +117,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   if (roles.length === 0) throw new SandboxPlaneError('INVALID_INPUT', 'a worker runs at least one role');
   const store = options.store;
   if (has('store') && store === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'the store role needs the SQLite projection');
-  installRuntimeLogger(logger);
+  const metrics = await startRuntimeAndMetrics(config, logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   // Read before connecting: a bad key file is a CONFIG error, not a half-started worker.
@@ -111,7 +131,9 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   );
   let registration: { stop(): void } | undefined;
   let warmPools: WarmPools | undefined;
+  const unmeter: (() => void)[] = [];
   const close = async () => {
+    for (const stop of unmeter) stop();
     registration?.stop();
     await warmPools?.stop();
     await clientConnection.close();
@@ -127,7 +149,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     /** The lifecycle role's self-promotion, started once its worker polls. */
     let whileRunning: ((running: () => boolean) => Promise<void>) | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
-    const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec) } as const;
+    // Tracing's interceptors and the workflow spans' sink (DESIGN §17): a sink that drops them when tracing is off.
+    const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec), ...tracingWorkerOptions() } as const;
 
     if (has('store') && store !== undefined && hosts !== undefined) {
       const taskQueue = storeQueue(config.taskQueue);
@@ -145,10 +168,13 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
+      unmeter.push(meterStore(store));
     }
     if (has('docker') && adapters !== undefined) {
       const taskQueue = dockerQueue(config.taskQueue, config.host.id);
       warmPools = await startWarmPools({ hostId: config.host.id, targets: config.host.warmPool, adapters, broker, logger, ...options.warmPoolTiming });
+      const pools = warmPools;
+      unmeter.push(meterPools({ hostId: config.host.id, depths: () => pools.depths() }));
       workers.push(
         await Worker.create({
           ...common,
@@ -211,7 +237,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
     logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId }, 'worker ready');
-    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
+    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, metricsUrl: metrics?.url, close };
   } catch (err) {
     await close();
     throw err;

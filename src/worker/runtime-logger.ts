@@ -28,12 +28,22 @@ export function temporalLoggerFor(logger: Logger): TemporalLogger {
   };
 }
 
-let installed = false;
+let installed: { readonly sdkMetricsUrl: string | undefined } | undefined;
 
-/** The Runtime is process-wide and can be installed once; later calls are no-ops. */
-export function installRuntimeLogger(logger: Logger): void {
-  if (installed) return;
-  // No shutdown signals: the CLI decides what a signal stops, and in which order.
-  Runtime.install({ logger: temporalLoggerFor(logger), shutdownSignals: [] });
-  installed = true;
+/**
+ * Installs the SDK's process-wide Runtime: its logs into pino and, when
+ * `sdkMetricsAddress` (a loopback host:port) is given, its Prometheus metrics there.
+ * The Runtime can be installed once; later calls return what the first one set up.
+ * Returns where the SDK's metrics are served, if anywhere.
+ */
+export function installWorkerRuntime(logger: Logger, sdkMetricsAddress?: string): { readonly sdkMetricsUrl: string | undefined } {
+  if (installed !== undefined) return installed;
+  Runtime.install({
+    logger: temporalLoggerFor(logger),
+    // No shutdown signals: the CLI decides what a signal stops, and in which order.
+    shutdownSignals: [],
+    ...(sdkMetricsAddress === undefined ? {} : { telemetryOptions: { metrics: { prometheus: { bindAddress: sdkMetricsAddress, useSecondsForDurations: true } } } }),
+  });
+  installed = { sdkMetricsUrl: sdkMetricsAddress === undefined ? undefined : `http://${sdkMetricsAddress}/metrics` };
+  return installed;
 }

@@ -9,6 +9,8 @@ import type { Logger } from '../logging/logger';
 /** The warm pools of one docker worker, one per poolable adapter it runs. */
 export interface WarmPools {
   statuses(): Promise<PoolStatus[]>;
+  /** Each configured pool's depth as this process knows it (no engine call). */
+  depths(): { adapter: PoolableAdapter; target: number; ready: number; starting: number }[];
   stop(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function startWarmPools(input: {
   if (pools.some((pool) => (targets[pool.adapter] ?? 0) > 0)) input.logger.info({ hostId: input.hostId, targets }, 'warm pools kept');
   return {
     statuses: async () => Promise.all(pools.filter((pool) => (targets[pool.adapter] ?? 0) > 0).map((pool) => pool.status())),
+    depths: () => pools.filter((pool) => (targets[pool.adapter] ?? 0) > 0).map((pool) => pool.depth()),
     async stop() {
       for (const name of POOLABLE_ADAPTERS) poolableAdapter(adapters, name)?.usePool(undefined);
       await Promise.all(pools.map((pool) => pool.stop()));

@@ -18,9 +18,21 @@ export function workflowsPath(): string {
   return require.resolve('../workflows');
 }
 
+/**
+ * Temporal's OpenTelemetry workflow interceptors (DESIGN §17), always in the bundle: the
+ * build id names the bundle, so turning tracing on or off must not change it. With
+ * tracing off the worker's sink drops their spans.
+ */
+const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+
+/** What every bundle of the lifecycle's workflow code is made of (tests bundle with it too). */
+export function workflowBundleOptions(): { readonly workflowsPath: string; readonly workflowInterceptorModules: string[] } {
+  return { workflowsPath: workflowsPath(), workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES] };
+}
+
 /** Bundles the workflow code as the worker runs it: from the compiled dist/workflows when compiled. */
 export function bundleWorkflows(logger: Logger): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })) });
+  return bundleWorkflowCode({ ...workflowBundleOptions(), logger: temporalLoggerFor(logger.child({ sdkComponent: 'bundler' }, { level: 'warn' })) });
 }
 
 /** The newest modification time of the compiled files under `dir`, the bundle aside. */

@@ -1,11 +1,11 @@
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { workflowsPath } from '../../src/worker/workflow-code';
+import { workflowBundleOptions } from '../../src/worker/workflow-code';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 
 /** Bundles src/workflows once per test process; each worker in the file reuses it. */
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: silentLogger });
+  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: silentLogger });
   return bundle;
 }
 
