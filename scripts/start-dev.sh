@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `npm start`: set up, make sandboxes possible, run the dev launcher in the foreground.
-# Arguments go to `sandboxctl dev` (--port, --ui-port, --db).
+# Arguments go to `sandboxctl dev` (--port, --ui-port, --db), except --telemetry: then
+# Jaeger and Prometheus run beside it (scripts/telemetry.sh), the plane sends its traces
+# to Jaeger and serves its metrics on 127.0.0.1:9464 for Prometheus (docs/observability.md):
+#   npm start -- --telemetry
 #   1. scripts/setup.sh: Node packages, the Temporal CLI, dist/.
 #   2. A Docker engine (scripts/docker-engine.sh) and the moto image
 #      (scripts/build-moto-image.sh), unless SANDBOXPLANE_MOTO_IMAGE is already set.
@@ -27,4 +30,31 @@ else
   printf 'start: no Docker engine; moto and Floci sandboxes are off (the memory adapter works)\n' >&2
 fi
 
-exec node bin/sandboxctl.js dev "$@"
+telemetry=false
+dev_args=()
+for arg in "$@"; do
+  if [[ "$arg" == "--telemetry" ]]; then telemetry=true; else dev_args+=("$arg"); fi
+done
+if ! $telemetry; then
+  exec node bin/sandboxctl.js dev "${dev_args[@]}"
+fi
+
+export SANDBOXPLANE_METRICS_ADDRESS="${SANDBOXPLANE_METRICS_ADDRESS:-127.0.0.1:9464}"
+telemetry_log="$root/.data/telemetry.log"
+mkdir -p "$root/.data"
+bash scripts/telemetry.sh --scrape "$SANDBOXPLANE_METRICS_ADDRESS" >"$telemetry_log" 2>&1 &
+telemetry_pid=$!
+trap 'kill "$telemetry_pid" 2>/dev/null || true; wait "$telemetry_pid" 2>/dev/null || true' EXIT
+until grep -q '^TELEMETRY_READY' "$telemetry_log" 2>/dev/null; do
+  if ! kill -0 "$telemetry_pid" 2>/dev/null; then
+    cat "$telemetry_log" >&2
+    printf 'start: Jaeger and Prometheus did not start (above)\n' >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+grep '^telemetry: ' "$telemetry_log" | sed 's/^telemetry: /start: /' >&2
+export OTEL_EXPORTER_OTLP_ENDPOINT="${OTEL_EXPORTER_OTLP_ENDPOINT:-$(sed -n 's/^telemetry: OTEL_EXPORTER_OTLP_ENDPOINT=//p' "$telemetry_log")}"
+printf 'start: the worker serves its metrics at http://%s/metrics; traces go to %s\n' "$SANDBOXPLANE_METRICS_ADDRESS" "$OTEL_EXPORTER_OTLP_ENDPOINT" >&2
+printf 'start: to trace sandboxctl calls too, in their shell: export OTEL_EXPORTER_OTLP_ENDPOINT=%s\n' "$OTEL_EXPORTER_OTLP_ENDPOINT" >&2
+node bin/sandboxctl.js dev "${dev_args[@]}"

@@ -154,6 +154,14 @@ const dockerCalls = new Histogram({
   registers: [planeRegistry],
 });
 
+// Known label values start at zero, so `increase()` and alerts see the first one.
+for (const adapter of ADAPTER_NAMES) healthRestarts.inc({ adapter }, 0);
+for (const outcome of ['applied', 'failed']) iacRuns.inc({ outcome }, 0);
+for (const kind of LEAK_KINDS) {
+  leaksFound.inc({ kind }, 0);
+  leaksRemoved.inc({ kind }, 0);
+}
+
 /** Reads `source` at each scrape until the returned function is called (a store closing). */
 export function meterStoreGauges(source: StoreGaugeSource): () => void {
   storeSources.add(source);
