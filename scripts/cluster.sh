@@ -2,6 +2,8 @@
 # A real Temporal cluster on PostgreSQL on this machine (DESIGN §10/§11, issue 14).
 #
 #   bash scripts/cluster.sh up       # idempotent; last two lines: TEMPORAL_ADDRESS=… and TEMPORAL_UI=…
+#   bash scripts/cluster.sh up --telemetry     # also Jaeger and Prometheus, the workers wired to
+#                                    # them (kept for later `up`s until `up --no-telemetry`)
 #   bash scripts/cluster.sh down     # stops everything `up` started; the data stays
 #   bash scripts/cluster.sh status   # what runs, where; exit status 0 only when all of it runs
 #   bash scripts/cluster.sh topology # the plane workers `up` starts, as JSON lines (starts nothing)
@@ -14,7 +16,9 @@
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
 # worker 17239 (identity only: the worker service serves no gRPC); membership 169xx (same
-# last two digits); UI 18233, its codec server 18234.
+# last two digits); UI 18233, its codec server 18234. Each plane worker serves Prometheus
+# metrics on 19464 (store), 19465-19466 (lifecycle-1, -2), 19467-19468 (docker-a, -b); with
+# --telemetry, Jaeger takes OTLP on 14318 and its UI 26686, Prometheus 19090.
 # SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI,CODEC}_PORT move them.
 #
 # `up`, as root on Debian:
@@ -34,6 +38,8 @@
 #      workers, and one docker worker per engine (host ids a and b), all `sandboxctl worker`
 #      on task queue $SANDBOXPLANE_TASK_QUEUE (default sandboxplane); then the codec server
 #      the UI decrypts payloads through (`sandboxctl codec-server`, the checkout's codec keys).
+#   7. With --telemetry: scripts/telemetry.sh (Jaeger, Prometheus scraping every worker), started
+#      before the workers so their first spans have somewhere to go.
 # Anything missing is started again: after a crash, `up` restores what is gone.
 # Logs: .data/cluster/logs/; pid files: .data/cluster/run/. Progress goes to stderr, so
 # `eval "$(bash scripts/cluster.sh up | tail -n 2)"` works.
@@ -711,8 +717,20 @@ load_images() {
 # through `cluster.sh topology`). Start order: the store first (docker workers register their
 # host through it), then lifecycle, then docker; `down` stops them in reverse.
 WORKERS=(store lifecycle-1 lifecycle-2 docker-a docker-b)
+METRICS_BASE_PORT=19464           # + the worker's index in WORKERS
+TELEMETRY_OTLP_PORT=14318
+TELEMETRY_JAEGER_PORT=26686
+TELEMETRY_PROMETHEUS_PORT=19090
 TASK_QUEUE="${SANDBOXPLANE_TASK_QUEUE:-sandboxplane}"
 PLANE_DIR="$DATA/plane"
+
+# Where a worker serves its metrics; none for an old build's draining worker.
+metrics_address() {
+  local i
+  for i in "${!WORKERS[@]}"; do [[ "${WORKERS[$i]}" == "$1" ]] && { echo "$HOST:$((METRICS_BASE_PORT + i))"; return 0; }; done
+  return 0
+}
+telemetry_on() { [[ -f "$DATA/telemetry" ]]; }
 
 worker_role() { case "$1" in store) echo store ;; lifecycle-* | drain-*) echo lifecycle ;; docker-*) echo docker ;; esac; }
 worker_host() { [[ "$1" == docker-* ]] && echo "${1#docker-}"; return 0; }
@@ -729,6 +747,10 @@ worker_env() {
   # The store worker also runs IaC against operators' targets: its AWS credential chain is the one they use.
   echo "SANDBOXPLANE_WORKER_ROLES=$([[ "$role" == store ]] && echo store,targets || echo "$role")"
   echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
+  local metrics
+  metrics="$(metrics_address "$name")"
+  [[ -z "$metrics" ]] || echo "SANDBOXPLANE_METRICS_ADDRESS=$metrics"
+  telemetry_on && echo "OTEL_EXPORTER_OTLP_ENDPOINT=http://$HOST:$TELEMETRY_OTLP_PORT"
   # The flags the dev launcher turns on (`local` in src/domain/feature-flags.ts).
   local flag
   for flag in CLOUD_SANDBOX IAC_LOCAL ADAPTER_MEMORY ADAPTER_MOTO ADAPTER_FLOCI; do
@@ -858,6 +880,30 @@ start_codec() {
   wait_for_port "codec server" "$CODEC_PORT" "$(pid_of codec)" "$log"
 }
 
+# Jaeger and Prometheus (scripts/telemetry.sh), scraping every worker's metrics address.
+start_telemetry() {
+  local pid log="$LOG_DIR/telemetry.log" scrape name
+  pid="$(pid_of telemetry)"
+  if alive_as "$pid" bash; then
+    say "telemetry already runs (pid $pid)"
+    return 0
+  fi
+  scrape="$(for name in "${WORKERS[@]}"; do metrics_address "$name"; done | paste -sd,)"
+  : >"$log"
+  say "starting Jaeger and Prometheus (log $log)"
+  setsid nohup env "$WORKER_MARK" bash "$root/scripts/telemetry.sh" --scrape "$scrape" --data "$DATA/telemetry-data" \
+    --otlp-port "$TELEMETRY_OTLP_PORT" --jaeger-port "$TELEMETRY_JAEGER_PORT" --prometheus-port "$TELEMETRY_PROMETHEUS_PORT" >>"$log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$RUN_DIR/telemetry.pid"
+  local deadline=$((SECONDS + 600))   # the first run builds Jaeger
+  until grep -q '^TELEMETRY_READY' "$log"; do
+    alive "$pid" || { tail -n 20 "$log" >&2; fail "Jaeger or Prometheus did not start (log above)"; }
+    ((SECONDS < deadline)) || fail "Jaeger and Prometheus not ready after 600s (log $log)"
+    sleep 0.5
+  done
+  grep '^telemetry: ' "$log" | sed 's/^telemetry: //' | while read -r line; do say "$line"; done
+}
+
 # Pids of our processes that lost their pid file: servers and the UI started with `--root`
 # this cluster's directory, engines on its sockets, workers carrying the cluster's mark.
 # `strays all` adds what a SIGKILLed dockerd leaves running: its containerd and the
@@ -873,6 +919,8 @@ strays() {
     case "$args" in
       "$server_bin --root $DATA "* | "$ui_bin --root $UI_DIR "* | "dockerd --host=unix://$ENGINE_RUN_ROOT/"*) echo "$pid" ;;
       *"$ENGINE_RUN_ROOT/"*) [[ -n "$everything" ]] && echo "$pid" ;;
+      # scripts/telemetry.sh, its Jaeger and its Prometheus: all name the cluster's telemetry data.
+      *"$DATA/telemetry-data"*) echo "$pid" ;;
       *docker-proxy*)
         if [[ -n "$everything" ]]; then
           for subnet in "${subnets[@]}"; do [[ "$args" == *"$subnet"* ]] && echo "$pid"; done
@@ -891,6 +939,7 @@ cmd_down() {
   local i pid name
   for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
   for name in $(draining); do stop_process "$name" node; done
+  stop_process telemetry bash
   stop_process codec node
   for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
@@ -1060,6 +1109,11 @@ cmd_status() {
   pid="$(pid_of codec)"; state=stopped
   if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
   line codec "$state" "$pid" "http://$HOST:$CODEC_PORT"
+  if telemetry_on; then
+    pid="$(pid_of telemetry)"; state=stopped
+    if alive_as "$pid" bash; then state=running; else pid=-; all=1; fi
+    line telemetry "$state" "$pid" "Jaeger http://$HOST:$TELEMETRY_JAEGER_PORT, Prometheus http://$HOST:$TELEMETRY_PROMETHEUS_PORT"
+  fi
   local name host
   for name in "${ENGINES[@]}"; do
     pid="$(engine_pid "$name")"; state=stopped
@@ -1073,7 +1127,7 @@ cmd_status() {
     line "$name" "$state" "$pid" "--role $(worker_role "$name")${host:+ --host-id $host}"
   done
   local known=" " stray
-  for svc in "${SERVICES[@]}" ui codec "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
+  for svc in "${SERVICES[@]}" ui codec telemetry "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
   for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   for stray in $(strays); do
     [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
@@ -1085,6 +1139,12 @@ cmd_up() {
   need_root up
   local started=$SECONDS name
   mkdir -p "$DATA" "$LOG_DIR" "$RUN_DIR"
+  case "${1:-}" in
+    --telemetry) touch "$DATA/telemetry" ;;
+    --no-telemetry) rm -f "$DATA/telemetry"; stop_process telemetry bash ;;
+    "") ;;
+    *) fail "up takes --telemetry or --no-telemetry, not $1" ;;
+  esac
   install_postgres
   build_binaries
   init_postgres
@@ -1096,15 +1156,17 @@ cmd_up() {
   start_ui
   for name in "${ENGINES[@]}"; do start_engine "$name"; done
   load_images
+  telemetry_on && start_telemetry
   start_workers
   start_codec
   say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
+  telemetry_on && say "traces in Jaeger at http://$HOST:$TELEMETRY_JAEGER_PORT, metrics in Prometheus at http://$HOST:$TELEMETRY_PROMETHEUS_PORT (for sandboxctl's own spans: export OTEL_EXPORTER_OTLP_ENDPOINT=http://$HOST:$TELEMETRY_OTLP_PORT)"
   printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
   printf 'TEMPORAL_UI=%s\n' "http://$HOST:$UI_PORT"
 }
 
 case "${1:-}" in
-  up) cmd_up ;;
+  up) cmd_up "${2:-}" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   topology) cmd_topology ;;

@@ -32,6 +32,8 @@ export type { ResourceListing, ResourceRef, UnlistedKind, UnlistedService } from
 export type { ApproverRecord, AuditEntry, LeakRecord, NewPolicyInput, PolicyRecord } from './domain/store-commands';
 export { sandboxRequestSchema } from './domain/sandbox-request';
 export { SANDBOX_STATES, TERMINAL_STATES } from './domain/sandbox-states';
+export { startTracing, stopTracing, type PlaneService } from './telemetry/tracing';
+export { loadTraceExportSettings, type TraceExportSettings } from './config/config';
 
 // Declared here only to carry the JSDoc their declarations lack.
 

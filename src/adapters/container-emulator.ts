@@ -478,7 +478,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   /** A container by id, or `undefined` when it is gone (or never was one of ours). */
   private async inspectIfPresent(id: string): Promise<ContainerInfo | undefined> {
     try {
-      return await this.options.broker.inspect(id);
+      return await this.options.broker.inspect(id, { mayBeAbsent: true });
     } catch (err) {
       if (isSandboxPlaneError(err) && err.code === 'CONTAINER_NOT_FOUND') return undefined;
       throw err;

@@ -96,8 +96,12 @@ export interface ContainerBroker {
    * sandbox labels returns the container the first try made.
    */
   run(spec: ContainerSpecInput): Promise<ContainerInfo>;
-  /** Throws CONTAINER_NOT_FOUND when the container does not exist. */
-  inspect(id: string): Promise<ContainerInfo>;
+  /**
+   * Throws CONTAINER_NOT_FOUND when the container does not exist. `mayBeAbsent`: the
+   * caller asks whether it exists, so an absence is an answer, not a failed engine call
+   * (in its span and metrics).
+   */
+  inspect(id: string, options?: { readonly mayBeAbsent?: boolean }): Promise<ContainerInfo>;
   /** Every container, in any state, carrying all of `labels`. */
   list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]>;
   /** Throws CONTAINER_NOT_FOUND when the container does not exist. */

@@ -323,8 +323,8 @@ export class DockerContainerBroker implements ContainerBroker {
     }
   }
 
-  async inspect(id: string): Promise<ContainerInfo> {
-    return this.inspectManaged(id);
+  async inspect(id: string, options: { readonly mayBeAbsent?: boolean } = {}): Promise<ContainerInfo> {
+    return this.inspectManaged(id, options.mayBeAbsent === true ? [404] : []);
   }
 
   async ping(): Promise<EngineIdentity> {
