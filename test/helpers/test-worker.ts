@@ -8,6 +8,7 @@ import { MemoryAdapter } from '../../src/adapters/memory-adapter';
 import { SandboxClient } from '../../src/client/sandbox-client';
 import { dataConverterFor } from '../../src/client/temporal-connection';
 import type { DataConverter } from '@temporalio/common';
+import type { WorkflowBundle } from '@temporalio/worker';
 import { payloadCodecFor } from '../../src/codec/codec-settings';
 import { loadCodecSettings, loadConfig, type Config } from '../../src/config/config';
 import { DockerContainerBroker, type ContainerBroker } from '../../src/docker';
@@ -39,6 +40,8 @@ export interface TestWorkerOptions {
   readonly logger?: Logger;
   /** How often warm pools look at their idle containers (the product's default is 10 s). */
   readonly warmPoolCheckMs?: number;
+  /** Workflow code of the test's own (an earlier build's); this build's by default. */
+  readonly workflowBundle?: WorkflowBundle;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     config,
     store,
     logger,
-    workflowBundle: await testWorkflowBundle(),
+    workflowBundle: options.workflowBundle ?? (await testWorkflowBundle()),
     adapters: (planeId) => options.adapters?.(memory, broker, planeId) ?? { ...buildAdapterRegistry(config.emulators, broker, planeId), memory },
     broker,
     ...(options.warmPoolCheckMs !== undefined ? { warmPoolTiming: { checkIntervalMs: options.warmPoolCheckMs } } : {}),
