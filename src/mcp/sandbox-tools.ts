@@ -1,3 +1,4 @@
+import { inSpan, markFailed } from '../telemetry/spans';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -178,16 +179,21 @@ export function registerTool<S extends z.AnyZodObject>(
   subjectOf: (args: z.output<S>) => string,
   work: (args: z.output<S>) => Promise<CallToolResult>,
 ): void {
-  server.registerTool(name, { ...info, inputSchema: publishedOnly<z.AnyZodObject>(schema) }, async (raw: unknown) => {
-    let subject = '(unnamed)';
-    try {
-      const args = parseOrThrow(schema, raw, `${name} arguments`);
-      subject = subjectOf(args);
-      return await work(args);
-    } catch (err) {
-      return errorResult(err, subject);
-    }
-  });
+  // Each call one trace (DESIGN §17) when tracing is on: `mcp <tool>` over the SDK's spans.
+  server.registerTool(name, { ...info, inputSchema: publishedOnly<z.AnyZodObject>(schema) }, (raw: unknown) =>
+    inSpan(`mcp ${name}`, { 'mcp.tool': name }, async (span) => {
+      let subject = '(unnamed)';
+      try {
+        const args = parseOrThrow(schema, raw, `${name} arguments`);
+        subject = subjectOf(args);
+        return await work(args);
+      } catch (err) {
+        // The call answers with an error document; the span says which code.
+        markFailed(span, err);
+        return errorResult(err, subject);
+      }
+    }),
+  );
 }
 
 export interface SandboxToolsOptions {

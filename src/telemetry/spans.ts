@@ -17,7 +17,7 @@ export async function inSpan<T>(name: string, attributes: Attributes, work: (spa
     try {
       return await work(span);
     } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorLabel(err) });
+      markFailed(span, err);
       throw err;
     } finally {
       span.end();
@@ -25,10 +25,10 @@ export async function inSpan<T>(name: string, attributes: Attributes, work: (spa
   });
 }
 
-function errorLabel(err: unknown): string {
+/** Marks `span` failed by `err`'s code (a SandboxPlaneError's) or name, never its message (see {@link inSpan}). */
+export function markFailed(span: Span, err: unknown): void {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string') return code;
-  return err instanceof Error ? err.name : typeof err;
+  span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : err instanceof Error ? err.name : typeof err });
 }
 
 /** A call to another process (the Docker engine, an emulator's AWS API): a CLIENT span. */
