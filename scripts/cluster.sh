@@ -1130,7 +1130,7 @@ cmd_status() {
   for svc in "${SERVICES[@]}" ui codec telemetry "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
   for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   # Jaeger and Prometheus are scripts/telemetry.sh's children.
-  [[ -z "$(pid_of telemetry)" ]] || known+="$(pgrep -P "$(pid_of telemetry)" | paste -sd' ') "
+  [[ -z "$(pid_of telemetry)" ]] || known+="$(pgrep -P "$(pid_of telemetry)" | paste -sd' ' || true) "
   for stray in $(strays); do
     [[ "$known" == *" $stray "* ]] || { line stray running "$stray" "(no pid file; \`down\` stops it)"; all=1; }
   done

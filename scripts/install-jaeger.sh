@@ -32,14 +32,17 @@ command -v go >/dev/null 2>&1 || {
 }
 
 say "building $MODULE/cmd/jaeger@$PINNED_VERSION with $(go env GOVERSION) (a few minutes, once)"
-# A module of its own under .tools, so the build's go.mod pins Jaeger and nothing else.
+# A module of its own under .tools, requiring Jaeger and nothing else: `go install pkg@version`
+# refuses Jaeger's module (its go.mod has a replace directive). Its go line (1.24) makes an
+# older Go fetch a newer toolchain through the module proxy (GOTOOLCHAIN=auto).
 work="$root/.tools/jaeger-build"
 mkdir -p "$work" "$tools_bin"
+rm -f "$local_bin" "$version_file"
 (
   cd "$work"
+  export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
   [[ -f go.mod ]] || go mod init sandboxplane-jaeger-build >/dev/null 2>&1
-  go get -tool "$MODULE/cmd/jaeger@$PINNED_VERSION" >/dev/null 2>&1 || go get -tool "$MODULE/cmd/jaeger@$PINNED_VERSION"
-  rm -f "$local_bin" "$version_file"
+  go get "$MODULE@$PINNED_VERSION"
   go build -trimpath -o "$local_bin.partial" "$MODULE/cmd/jaeger"
   mv "$local_bin.partial" "$local_bin"
 )

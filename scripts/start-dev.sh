@@ -57,4 +57,13 @@ grep '^telemetry: ' "$telemetry_log" | sed 's/^telemetry: /start: /' >&2
 export OTEL_EXPORTER_OTLP_ENDPOINT="${OTEL_EXPORTER_OTLP_ENDPOINT:-$(sed -n 's/^telemetry: OTEL_EXPORTER_OTLP_ENDPOINT=//p' "$telemetry_log")}"
 printf 'start: the worker serves its metrics at http://%s/metrics; traces go to %s\n' "$SANDBOXPLANE_METRICS_ADDRESS" "$OTEL_EXPORTER_OTLP_ENDPOINT" >&2
 printf 'start: to trace sandboxctl calls too, in their shell: export OTEL_EXPORTER_OTLP_ENDPOINT=%s\n' "$OTEL_EXPORTER_OTLP_ENDPOINT" >&2
-node bin/sandboxctl.js dev "${dev_args[@]}"
+# The launcher runs as this script's child (not exec'd: Jaeger and Prometheus are stopped
+# after it), so a signal sent to the script alone is passed on to it, and waited for.
+node bin/sandboxctl.js dev "${dev_args[@]}" &
+dev_pid=$!
+trap 'kill -TERM "$dev_pid" 2>/dev/null || true' INT TERM
+status=0
+wait "$dev_pid" || status=$?
+# A trapped signal ends the first wait early: wait again for the launcher to finish stopping.
+while kill -0 "$dev_pid" 2>/dev/null; do wait "$dev_pid" || status=$?; done
+exit "$status"

@@ -103,7 +103,9 @@ stop() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
-trap stop INT TERM EXIT
+# Asked to stop: stop both, and that is success. Anything else that ends the script stops them too.
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
 
 "$jaeger" --config "file:$data/jaeger.yaml" >"$data/jaeger.log" 2>&1 &
 pids+=($!)

@@ -70,6 +70,7 @@ describe('traces and metrics (real Jaeger, Prometheus, worker process, CLI, engi
   let worker: WorkerProcess;
   let env: Record<string, string>;
   let sandboxId: string;
+  let waitingId: string | undefined;
 
   before(async () => {
     const metricsAddress = `127.0.0.1:${await freePort()}`;
@@ -90,12 +91,21 @@ describe('traces and metrics (real Jaeger, Prometheus, worker process, CLI, engi
       ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
     };
     worker = await startWorkerProcess({ ...env, SANDBOXPLANE_METRICS_ADDRESS: metricsAddress });
-    const policy = await runSandboxctl(['policy', 'add', '--principal', 'agent-otel', '--capability', 'cloud.sandbox', '--effect', 'allow', '--json'], env, { timeoutMs: 60_000 });
-    assert.equal(policy.code, 0, policy.stderr);
+    for (const [principal, effect] of [
+      ['agent-otel', 'allow'],
+      ['agent-waits', 'require_approval'],
+    ]) {
+      const policy = await runSandboxctl(['policy', 'add', '--principal', principal as string, '--capability', 'cloud.sandbox', '--effect', effect as string, '--json'], env, {
+        timeoutMs: 60_000,
+      });
+      assert.equal(policy.code, 0, policy.stderr);
+    }
   });
 
   after(async () => {
-    if (sandboxId !== undefined) await runSandboxctl(['destroy', sandboxId, '--json'], env, { timeoutMs: 120_000 });
+    for (const id of [sandboxId, waitingId]) {
+      if (id !== undefined) await runSandboxctl(['destroy', id, '--json'], env, { timeoutMs: 120_000 });
+    }
     await worker?.stop();
     await stack?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -115,11 +125,11 @@ describe('traces and metrics (real Jaeger, Prometheus, worker process, CLI, engi
         const found = await getJson<{ data: JaegerTrace[] }>(`${stack.jaegerUrl}/api/traces?service=sandboxplane-client&tags=${tags}&limit=5&lookback=1h`);
         assert.equal(found.data.length, 1, `one trace tagged sandbox.id=${sandboxId}`);
         const whole = (await getJson<{ data: JaegerTrace[] }>(`${stack.jaegerUrl}/api/traces/${found.data[0]?.traceID}`)).data[0] as JaegerTrace;
-        // The worker's spans arrive in its own batches: wait for the activity's Docker call.
-        assert.ok(
-          whole.spans.some((span) => span.operationName === 'docker create'),
-          `the trace has no docker create span yet: ${whole.spans.map((span) => span.operationName).join(', ')}`,
-        );
+        // The worker's spans arrive in batches of their own: wait for the last of the create's.
+        const names = whole.spans.map((span) => span.operationName);
+        for (const last of ['RunActivity:provisionSandbox', 'StartActivity:provisionSandbox', 'aws IAM CreateAccessKey', 'StartActivity:recordTransitions']) {
+          assert.ok(names.includes(last), `no ${last} span yet: ${names.join(', ')}`);
+        }
         return whole;
       },
       60_000,
@@ -151,16 +161,30 @@ describe('traces and metrics (real Jaeger, Prometheus, worker process, CLI, engi
       'the docker create span names its container',
     );
 
+    // A workflow span names its run, and nothing else of the workflow's info.
+    const scheduled = trace.spans.find((span) => span.operationName === 'StartActivity:provisionSandbox') as JaegerSpan;
+    const keys = scheduled.tags.map((tag) => tag.key);
+    assert.ok(scheduled.tags.some((tag) => tag.key === 'workflowId' && tag.value === `sandbox-${sandboxId}`), keys.join(', '));
+    for (const dropped of ['searchAttributes', 'memo', 'lastFailure', 'historyLength']) assert.ok(!keys.includes(dropped), `${dropped} on a workflow span: ${keys.join(', ')}`);
+
     // The worker's log lines written inside those spans carry the same trace id.
     await untilPasses('a worker log line with the trace id', () => assert.match(worker.output(), new RegExp(`"trace_id":"${trace.traceID}"`)), 10_000);
   });
 
   test('Prometheus scrapes a sandboxplane_ series counting the READY sandbox, and the Temporal SDK series', async () => {
     assert.ok(sandboxId !== undefined, 'the create test ran first');
+    // One more, waiting for an approver: Temporal counts it for the approvals gauge.
+    const waiting = await runSandboxctl(['create', '--principal', 'agent-waits', '--adapter', 'moto', '--services', 's3', '--json'], env, { timeoutMs: 60_000 });
+    assert.equal(waiting.code, 0, waiting.stderr);
+    const screened = JSON.parse(waiting.stdout) as { id: string; state: string };
+    assert.equal(screened.state, 'AWAITING_APPROVAL');
+    waitingId = screened.id;
     await untilPasses(
       'the series in Prometheus',
       async () => {
         assert.equal(await promValue(stack, 'sandboxplane_sandboxes{state="READY",adapter="moto"}'), 1);
+        assert.equal(await promValue(stack, 'sandboxplane_approvals_waiting{kind="sandbox"}'), 1);
+        assert.equal(await promValue(stack, 'sandboxplane_approvals_waiting{kind="iac"}'), 0);
         assert.equal(await promValue(stack, 'sum(sandboxplane_create_ready_seconds_count{adapter="moto",source="cold",approval="none"})'), 1);
         const sdk = await promValue(stack, 'sum(temporal_worker_task_slots_available)');
         assert.ok(sdk !== undefined && sdk > 0, `the Temporal SDK's worker slots: ${sdk}`);

@@ -235,10 +235,10 @@ export function createProjectionSweepActivities(deps: ProjectionSweepActivityDep
     /** Writes the sweep's findings to the leaks table (outstanding, removed, gone). */
     async recordSweepFindings(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }): Promise<void> {
       return withTaxonomy(() => {
-        const { found } = store.leaks.recordSweep(input);
+        const { found, removed } = store.leaks.recordSweep(input);
         planeMetrics.sweepRecorded(
           found.map((finding) => finding.kind),
-          input.removed.map((finding) => finding.kind),
+          removed.map((finding) => finding.kind),
         );
       });
     },

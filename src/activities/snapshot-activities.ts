@@ -8,6 +8,7 @@ import type { AdapterName } from '../domain/service-catalog';
 import { SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
+import { sha256Hex } from '../domain/sha256';
 import { withTaxonomy } from './activity-failure';
 
 function sha256(text: string): string {
@@ -70,11 +71,17 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
  */
 export function createSnapshotStoreActivities(deps: { store: Store; secrets: SecretBox }) {
   return {
-    async keepSnapshot(input: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }): Promise<SnapshotSummary> {
+    /**
+     * Keeps a snapshot under `snapshotId`, or, without one, under an id named by this
+     * activity (its workflow run and activity id): the same on every retry, and never
+     * drawn from the workflow's random numbers, which its tracing interceptors share with
+     * update validators and queries that a replay does not run again.
+     */
+    async keepSnapshot(input: Omit<SnapshotSource, 'bytes' | 'snapshotId'> & { snapshotId?: string; content: SnapshotContent }): Promise<SnapshotSummary> {
       return withTaxonomy(() => {
         const { digest, bytes, gzipBase64 } = input.content;
         const sealed = deps.secrets.seal(Buffer.from(gzipBase64, 'base64'), snapshotBinding(digest));
-        return deps.store.snapshots.keep({ ...input, content: { digest, bytes, sealed } });
+        return deps.store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity(), content: { digest, bytes, sealed } });
       });
     },
 
@@ -87,6 +94,12 @@ export function createSnapshotStoreActivities(deps: { store: Store; secrets: Sec
       });
     },
   };
+}
+
+function snapshotIdOfThisActivity(): string {
+  const { workflowExecution, activityId } = Context.current().info;
+  if (workflowExecution === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'a snapshot without an id is kept only from a workflow');
+  return `snap-${sha256Hex(`${workflowExecution.workflowId}/${workflowExecution.runId}/${activityId}`).slice(0, 16)}`;
 }
 
 /** What a snapshot's seal is bound to: its digest, so one content cannot be passed off as another's. */

@@ -132,11 +132,10 @@ const httpUrl = z
   .url()
   .refine((value) => /^https?:\/\//.test(value), 'must be an http:// or https:// URL (e.g. http://127.0.0.1:4318)');
 
-const otlpProtocol = z.enum(OTLP_PROTOCOLS, {
-  errorMap: () => ({ message: `must be ${OTLP_PROTOCOLS.join(' or ')} (grpc is not offered: use http/protobuf with port 4318)` }),
-});
-
-const otelBoolean = z.enum(['true', 'false'], { errorMap: () => ({ message: 'must be true or false' }) });
+// Read as the OpenTelemetry specification reads them: leniently (these are often inherited
+// from a shell set up for other programs); only a protocol we cannot speak, asked for with
+// an endpoint set, is refused (traceExportSettings).
+const otelText = z.string().max(1000);
 
 const identifier = (example: string) => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, `must be letters, digits, '.', '_' or '-' (e.g. ${example})`);
 
@@ -285,14 +284,11 @@ const envSchema = z.object({
   SANDBOXPLANE_METRICS_ADDRESS: hostAndPort.optional().describe('host:port a worker serves Prometheus metrics on at /metrics, e.g. 127.0.0.1:9464 (default none)'),
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional().describe('OTLP/HTTP endpoint traces go to, e.g. http://127.0.0.1:4318 (default none: no tracing)'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional().describe('the full OTLP traces URL; overrides the one above (…/v1/traces)'),
-  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional().describe('http/protobuf (default) or http/json'),
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional().describe("the traces exporter's protocol; overrides the one above"),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otelText.optional().describe('http/protobuf (default) or http/json'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otelText.optional().describe("the traces exporter's protocol; overrides the one above"),
   OTEL_SERVICE_NAME: z.string().min(1).max(255).optional().describe('service name on spans (default sandboxplane-worker or sandboxplane-client)'),
-  OTEL_SDK_DISABLED: otelBoolean.optional().describe('true turns tracing off whatever else is set'),
-  OTEL_TRACES_EXPORTER: z
-    .enum(['otlp', 'none'], { errorMap: () => ({ message: 'must be otlp or none' }) })
-    .optional()
-    .describe('none turns tracing off (default otlp when an endpoint is set)'),
+  OTEL_SDK_DISABLED: otelText.optional().describe('true (any case) turns tracing off whatever else is set'),
+  OTEL_TRACES_EXPORTER: otelText.optional().describe('a comma list; tracing is on only if it names otlp (default otlp when an endpoint is set)'),
   ...codecEnvShape,
 });
 
@@ -361,7 +357,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const codec = parsed.success ? resolveCodecSettings(parsed.data) : undefined;
   issues.push(...(codec?.issues ?? []));
-  if (!parsed.success || codec?.settings === undefined || issues.length > 0) throw new ConfigError(issues);
+  const traces = parsed.success ? traceExportSettings(parsed.data) : undefined;
+  issues.push(...(traces?.issues ?? []));
+  if (!parsed.success || codec?.settings === undefined || traces === undefined || issues.length > 0) throw new ConfigError(issues);
 
   const values = parsed.data;
   return Object.freeze({
@@ -396,7 +394,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),
-    telemetry: Object.freeze({ traces: traceExportSettings(values), metricsAddress: values.SANDBOXPLANE_METRICS_ADDRESS }),
+    telemetry: Object.freeze({ traces: traces.settings, metricsAddress: values.SANDBOXPLANE_METRICS_ADDRESS }),
   });
 }
 
@@ -419,20 +417,35 @@ type TraceEnvValues = Pick<z.output<typeof envSchema>, keyof typeof TRACE_ENV_KE
 export function loadTraceExportSettings(env: Env = process.env): TraceExportSettings | undefined {
   const parsed = envSchema.pick(TRACE_ENV_KEYS).safeParse(withoutEmpty(env));
   if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => ({ key: issue.path.join('.'), message: issue.message })));
-  return traceExportSettings(parsed.data);
+  const { settings, issues } = traceExportSettings(parsed.data);
+  if (issues.length > 0) throw new ConfigError(issues);
+  return settings;
 }
 
-/** The OpenTelemetry specification's reading of its variables, for traces over OTLP/HTTP. */
-function traceExportSettings(values: TraceEnvValues): TraceExportSettings | undefined {
-  if (values.OTEL_SDK_DISABLED === 'true' || values.OTEL_TRACES_EXPORTER === 'none') return undefined;
+/**
+ * The OpenTelemetry specification's reading of its variables, for traces over OTLP/HTTP:
+ * off when OTEL_SDK_DISABLED is true (in any case), when OTEL_TRACES_EXPORTER names no
+ * `otlp`, or when no endpoint is set; an issue only for a protocol other than ours with an
+ * endpoint set.
+ */
+function traceExportSettings(values: TraceEnvValues): { settings: TraceExportSettings | undefined; issues: ConfigIssue[] } {
+  const off = { settings: undefined, issues: [] };
+  if (values.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off;
+  const exporters = values.OTEL_TRACES_EXPORTER?.split(',').map((name) => name.trim().toLowerCase());
+  if (exporters !== undefined && !exporters.includes('otlp')) return off;
   const base = values.OTEL_EXPORTER_OTLP_ENDPOINT;
   const url = values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
-  if (url === undefined) return undefined;
-  return Object.freeze({
-    url,
-    protocol: values.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? values.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
-    serviceName: values.OTEL_SERVICE_NAME,
-  });
+  if (url === undefined) return off;
+  const key = values.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = values[key] ?? 'http/protobuf';
+  if (!isOtlpProtocol(protocol)) {
+    return { settings: undefined, issues: [{ key, message: `must be ${OTLP_PROTOCOLS.join(' or ')} (got '${protocol}'; grpc is not offered: use http/protobuf with port 4318)` }] };
+  }
+  return { settings: Object.freeze({ url, protocol, serviceName: values.OTEL_SERVICE_NAME }), issues: [] };
+}
+
+function isOtlpProtocol(value: string): value is OtlpProtocol {
+  return (OTLP_PROTOCOLS as readonly string[]).includes(value);
 }
 
 /** Only the codec's variables from `env`: what the SDK reads when it is given no codec. */

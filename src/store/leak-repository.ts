@@ -12,9 +12,13 @@ export class LeakRepository {
   /**
    * Records one sweep's outcome: what it removed, what is still outstanding, and — for
    * every outstanding leak it no longer sees — that it is gone. A leak seen again
-   * after it was resolved is outstanding again.
+   * after it was resolved is outstanding again. Returns what this sweep adds: the leaks
+   * not outstanding before it, and those it is the first to record removed.
    */
-  recordSweep(input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] }, now: Date = new Date()): { readonly found: readonly LeakFinding[] } {
+  recordSweep(
+    input: { outstanding: readonly LeakFinding[]; removed: readonly LeakFinding[] },
+    now: Date = new Date(),
+  ): { readonly found: readonly LeakFinding[]; readonly removed: readonly LeakFinding[] } {
     const at = now.toISOString();
     const upsert = this.db.prepare(
       `INSERT INTO leaks (kind, subject, sandbox_id, detail, first_seen, last_seen, resolution, resolved_at)
@@ -27,6 +31,9 @@ export class LeakRepository {
         const known = new Set(this.outstanding().map((leak) => `${leak.kind}\u0000${leak.subject}`));
         // Found by this sweep: what was not outstanding before it (one removed at once counts too).
         const found = [...input.removed, ...input.outstanding].filter((finding) => !known.has(`${finding.kind}\u0000${finding.subject}`));
+        // Removed by this sweep: not already recorded as removed (a retried write records nothing new).
+        const resolution = this.db.prepare('SELECT resolution FROM leaks WHERE kind = ? AND subject = ?');
+        const removed = input.removed.filter((finding) => (resolution.get(finding.kind, finding.subject) as { resolution: string | null } | undefined)?.resolution !== 'removed');
         for (const finding of input.removed) upsert.run({ ...finding, at, resolution: 'removed', resolvedAt: at });
         for (const finding of input.outstanding) upsert.run({ ...finding, at, resolution: null, resolvedAt: null });
         const seen = new Set([...input.removed, ...input.outstanding].map((finding) => `${finding.kind}\u0000${finding.subject}`));
@@ -34,7 +41,7 @@ export class LeakRepository {
         for (const leak of this.outstanding()) {
           if (!seen.has(`${leak.kind}\u0000${leak.subject}`)) gone.run(at, leak.id);
         }
-        return { found };
+        return { found, removed };
       })
       .immediate();
   }

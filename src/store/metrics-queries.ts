@@ -13,20 +13,6 @@ export class MetricsQueries {
       .all(...LIVE_STATES) as { state: SandboxState; adapter: string; count: number }[];
   }
 
-  /**
-   * IaC runs whose plan waits for an approver: an `iac_awaiting_approval` row with no
-   * later row of the same run that settles it (approved, applied or failed).
-   */
-  iacRunsAwaitingApproval(): number {
-    const waiting = (table: string) => `
-      SELECT count(DISTINCT w.workflow_id) AS count FROM ${table} w
-       WHERE w.action = 'iac_awaiting_approval'
-         AND NOT EXISTS (SELECT 1 FROM ${table} s WHERE s.workflow_id = w.workflow_id AND s.run_id = w.run_id AND s.step > w.step
-                          AND s.action IN ('iac_approved', 'iac_applied', 'iac_failed'))`;
-    const count = (table: string) => (this.db.prepare(waiting(table)).get() as { count: number }).count;
-    return count('operations') + count('target_operations');
-  }
-
   /** Leaks the sweep has found and not yet seen resolved, by kind. */
   outstandingLeaks(): Record<LeakKind, number> {
     const counts = Object.fromEntries(LEAK_KINDS.map((kind) => [kind, 0])) as Record<LeakKind, number>;

@@ -213,12 +213,6 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ) STRICT;
   CREATE INDEX snapshots_principal ON snapshots (principal, created_at);
   `,
-  // 10: the metrics' gauge of IaC plans waiting for an approver (DESIGN §17) reads these
-  // rows at every scrape; without an index that is a scan of the whole audit trail.
-  `
-  CREATE INDEX operations_iac_waiting ON operations (workflow_id) WHERE action = 'iac_awaiting_approval';
-  CREATE INDEX target_operations_iac_waiting ON target_operations (workflow_id) WHERE action = 'iac_awaiting_approval';
-  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

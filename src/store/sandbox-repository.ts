@@ -204,7 +204,7 @@ export class SandboxRepository {
       )
       .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
     if (result.changes !== 1) return false;
-    this.audits.written({ sandboxId, operation });
+    this.audits.written({ sandboxId, workflowId, operation });
     return true;
   }
 

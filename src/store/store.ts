@@ -22,13 +22,18 @@ export class Store {
   readonly targets: TargetRepository;
   readonly snapshots: SnapshotRepository;
   readonly metrics: MetricsQueries;
-  /** Each audit row as it is first written (the worker's metrics listen). */
-  readonly audits = new AuditTap();
+  /** Each audit row once it is written and committed (the worker's metrics listen). */
+  readonly audits: AuditTap;
 
   private constructor(
     readonly file: string,
     readonly db: SqliteDatabase,
   ) {
+    this.audits = new AuditTap((audit) =>
+      'sandboxId' in audit
+        ? this.sandboxes.operation(audit.workflowId, audit.operation.step, audit.operation.runId) !== undefined
+        : this.targets.hasOperation(audit.workflowId, audit.operation.step, audit.operation.runId),
+    );
     this.sandboxes = new SandboxRepository(db, this.audits);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);

@@ -120,8 +120,13 @@ export class TargetRepository {
         now.toISOString(),
       );
     if (result.changes !== 1) return false;
-    this.audits.written({ target, operation });
+    this.audits.written({ target, workflowId, operation });
     return true;
+  }
+
+  /** Whether the row of `workflowId`'s run at `step` is there. */
+  hasOperation(workflowId: string, step: number, runId?: string): boolean {
+    return this.db.prepare('SELECT 1 FROM target_operations WHERE workflow_id = ? AND run_id = ? AND step = ?').get(workflowId, runId ?? '', step) !== undefined;
   }
 
   /** The audit trail of one target, oldest first; a removed target's rows too. */

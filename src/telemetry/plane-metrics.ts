@@ -14,7 +14,8 @@ export const planeRegistry = new Registry();
 /** What the store role can say of the projection, read at each scrape. */
 export interface StoreGaugeSource {
   liveSandboxes(): readonly { state: string; adapter: string; count: number }[];
-  approvalsWaiting(): { sandbox: number; iac: number };
+  /** Read from Temporal (what is alive is its to say); `undefined` when it cannot answer now. */
+  approvalsWaiting(): Promise<{ sandbox: number; iac: number } | undefined>;
   outstandingLeaks(): Readonly<Record<LeakKind, number>>;
 }
 
@@ -49,18 +50,21 @@ new Gauge({
 
 new Gauge({
   name: 'sandboxplane_approvals_waiting',
-  help: 'Requests waiting for an approver: sandboxes in AWAITING_APPROVAL (kind="sandbox") and IaC plans (kind="iac").',
+  help: 'Requests waiting for an approver, as Temporal sees its running workflows: sandboxes (kind="sandbox") and IaC plans (kind="iac") in AWAITING_APPROVAL.',
   labelNames: ['kind'] as const,
   registers: [planeRegistry],
-  collect() {
-    if (storeSources.size === 0) return;
+  async collect() {
+    this.reset();
     let sandbox = 0;
     let iac = 0;
     for (const source of storeSources) {
-      const waiting = source.approvalsWaiting();
+      const waiting = await source.approvalsWaiting();
+      // No answer, no series: a scrape must not report zero waiting because Temporal was away.
+      if (waiting === undefined) return;
       sandbox += waiting.sandbox;
       iac += waiting.iac;
     }
+    if (storeSources.size === 0) return;
     this.set({ kind: 'sandbox' }, sandbox);
     this.set({ kind: 'iac' }, iac);
   },

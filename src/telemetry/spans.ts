@@ -1,11 +1,14 @@
-import { SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 
 /**
  * The plane's own spans: Docker engine calls, emulator health, AWS API calls, the SDK's
  * operations. Through OpenTelemetry's API only: with no provider registered (tracing off)
  * every span is a no-op that records nothing.
  */
-const tracer = trace.getTracer('sandboxplane');
+function tracer(): Tracer {
+  // Asked each time: a tracer kept from before a restart of tracing would feed a stopped provider.
+  return trace.getTracer('sandboxplane');
+}
 
 /**
  * Runs `work` inside a span named `name`. A throw marks the span failed with the error's
@@ -13,7 +16,7 @@ const tracer = trace.getTracer('sandboxplane');
  * and the log line of the same failure has the message and this span's trace id.
  */
 export async function inSpan<T>(name: string, attributes: Attributes, work: (span: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
-  return tracer.startActiveSpan(name, { attributes, kind }, async (span) => {
+  return tracer().startActiveSpan(name, { attributes, kind }, async (span) => {
     try {
       return await work(span);
     } catch (err) {

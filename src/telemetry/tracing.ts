@@ -1,3 +1,4 @@
+import { context, propagation, trace } from '@opentelemetry/api';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { OpenTelemetryWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
@@ -51,7 +52,8 @@ export async function startTracing(settings: TraceExportSettings | undefined, se
   const resource = Resource.default()
     .merge(detectResourcesSync({ detectors: [envDetectorSync] }))
     .merge(new Resource({ 'service.name': serviceName }));
-  const spanProcessor = new BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.url }));
+  // A command waits for its spans at exit: a collector that does not answer must not hold it long.
+  const spanProcessor = new BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.url, timeoutMillis: service === 'sandboxplane-client' ? 2_000 : 10_000 }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   // Global: the Temporal interceptors, our own spans and the log lines' trace ids all read it.
   provider.register();
@@ -59,10 +61,37 @@ export async function startTracing(settings: TraceExportSettings | undefined, se
     serviceName,
     clientInterceptors: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()],
     activityInterceptors: [(ctx) => ({ inbound: new temporalOtel.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new temporalOtel.OpenTelemetryActivityOutboundInterceptor(ctx) })],
-    workflowSinks: { exporter: temporalOtel.makeWorkflowExporter(spanProcessor, resource) },
-    shutdown: () => provider.shutdown(),
+    workflowSinks: workflowSpanSinks(temporalOtel.makeWorkflowExporter(spanProcessor, resource)),
+    shutdown: async () => {
+      try {
+        await provider.shutdown();
+      } finally {
+        // Unregistered (even when the last export failed), so that a later startTracing registers its own provider.
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      }
+    },
   };
   return true;
+}
+
+/**
+ * Temporal's exporter copies the whole WorkflowInfo onto each workflow span (search
+ * attributes, memo, the last failure, ...); the span keeps the run's coordinates only.
+ */
+function workflowSpanSinks(exporter: WorkflowSpanSinks['exporter']): WorkflowSpanSinks {
+  return {
+    exporter: {
+      export: {
+        fn: (info, spans) => {
+          const { workflowId, runId, workflowType, taskQueue, namespace, attempt } = info;
+          return exporter.export.fn({ workflowId, runId, workflowType, taskQueue, namespace, attempt } as typeof info, spans);
+        },
+        callDuringReplay: false,
+      },
+    },
+  };
 }
 
 /** Sends what is buffered and stops; the CLI calls it before it exits. A no-op when tracing is off. */

@@ -53,6 +53,8 @@ export interface PlaneWorkerOptions {
    * launcher, the whole plane in one process.
    */
   readonly promote?: PromotionPolicy;
+  /** The lifecycle worker's workflow cache (the SDK's default unless given; 0 makes every task a replay, as tests of determinism want). */
+  readonly maxCachedWorkflows?: number;
 }
 
 export interface PlaneWorker {
@@ -168,7 +170,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
-      unmeter.push(meterStore(store));
+      unmeter.push(meterStore(store, config.taskQueue, async (query) => (await client.workflow.count(query)).count));
     }
     if (has('docker') && adapters !== undefined) {
       const taskQueue = dockerQueue(config.taskQueue, config.host.id);
@@ -211,6 +213,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           taskQueue: config.taskQueue,
           identity,
           workflowBundle,
+          ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
           // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
           workerDeploymentOptions: {
             useWorkerVersioning: true,

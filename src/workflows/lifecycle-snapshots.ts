@@ -1,4 +1,4 @@
-import { CancellationScope, condition, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, setHandler } from '@temporalio/workflow';
 import type { SandboxCredentials } from '../domain/client-config';
 import type { PhaseNamed, RuntimeHandle } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
@@ -9,11 +9,6 @@ import type { LifecycleContext, PauseRequest } from './lifecycle-context';
 import { readyDetails } from './lifecycle-display';
 import { pauseUpdate, restoreUpdate, resumeUpdate, snapshotUpdate } from './sandbox-messages';
 import { failureCode, refusal } from './workflow-failures';
-
-/** A fresh snapshot id, deterministic on replay. */
-function newSnapshotId(): string {
-  return `snap-${uuid4().replaceAll('-', '').slice(0, 16)}`;
-}
 
 /**
  * The lifecycle's `snapshot`, `restore`, `pause` and `resume` updates (DESIGN §15). One at
@@ -148,9 +143,8 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
 export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'ready'>, actor: string): Promise<SnapshotSummary> {
   const { request } = ctx.record;
   const content = await ctx.runtime.captureSnapshot({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
-  const snapshotId = newSnapshotId();
+  // The store's activity names it: the workflow's random numbers are not replay-stable here (keepSnapshot says why).
   const summary = await ctx.projection.keepSnapshot({
-    snapshotId,
     sandboxId: request.id,
     principal: request.principal,
     adapter: request.adapter,
@@ -159,7 +153,13 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
     content,
   });
   await ctx.journal.audit(
-    { action: 'snapshot_taken', actor, effect: 'snapshot', reason: `${snapshotId}, ${summary.bytes} bytes`, summary: { snapshotId, bytes: summary.bytes, digest: content.digest } },
+    {
+      action: 'snapshot_taken',
+      actor,
+      effect: 'snapshot',
+      reason: `${summary.snapshotId}, ${summary.bytes} bytes`,
+      summary: { snapshotId: summary.snapshotId, bytes: summary.bytes, digest: content.digest },
+    },
     ctx.record,
   );
   return summary;

@@ -42,6 +42,8 @@ export interface TestWorkerOptions {
   readonly warmPoolCheckMs?: number;
   /** Workflow code of the test's own (an earlier build's); this build's by default. */
   readonly workflowBundle?: WorkflowBundle;
+  /** 0: every workflow task replays the history first (no cache). */
+  readonly maxCachedWorkflows?: number;
 }
 
 /**
@@ -86,6 +88,7 @@ export async function startTestWorker(address: string, options: TestWorkerOption
     store,
     logger,
     workflowBundle: options.workflowBundle ?? (await testWorkflowBundle()),
+    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
     adapters: (planeId) => options.adapters?.(memory, broker, planeId) ?? { ...buildAdapterRegistry(config.emulators, broker, planeId), memory },
     broker,
     ...(options.warmPoolCheckMs !== undefined ? { warmPoolTiming: { checkIntervalMs: options.warmPoolCheckMs } } : {}),

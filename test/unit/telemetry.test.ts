@@ -21,12 +21,14 @@ import { Store } from '../../src/store';
 import { serveMetrics } from '../../src/telemetry/metrics-server';
 import { meterPools, planeRegistry } from '../../src/telemetry/plane-metrics';
 import { activeTraceIds, inSpan } from '../../src/telemetry/spans';
+import { startTracing, stopTracing, tracingActive, tracingClientInterceptors } from '../../src/telemetry/tracing';
 import { meterStore } from '../../src/worker/store-metrics';
 import { freePort } from '../helpers/free-port';
 import { projectionSnapshot } from '../helpers/projection-row';
 
-/** One series' value in the registry's text, `undefined` when absent. */
+/** One series' value in the registry's text, `undefined` when absent. Audit rows written just before are heard first. */
 async function seriesValue(series: string): Promise<number | undefined> {
+  await new Promise((resolve) => setImmediate(resolve));
   const line = (await planeRegistry.metrics()).split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
@@ -53,12 +55,17 @@ describe('the OpenTelemetry variables', () => {
     assert.deepEqual(settings, { url: 'https://traces.example:443/custom', protocol: 'http/json', serviceName: 'plane-eu-1' });
   });
 
-  test('OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turns tracing off', () => {
-    assert.equal(loadTraceExportSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' }), undefined);
-    assert.equal(loadTraceExportSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_EXPORTER: 'none' }), undefined);
+  test('OTEL_SDK_DISABLED=true (any case), or an OTEL_TRACES_EXPORTER list without otlp, turns tracing off', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+    assert.equal(loadTraceExportSettings({ ...endpoint, OTEL_SDK_DISABLED: 'true' }), undefined);
+    assert.equal(loadTraceExportSettings({ ...endpoint, OTEL_SDK_DISABLED: 'TRUE' }), undefined);
+    assert.notEqual(loadTraceExportSettings({ ...endpoint, OTEL_SDK_DISABLED: 'no' }), undefined, 'anything but true is false');
+    assert.equal(loadTraceExportSettings({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }), undefined);
+    assert.equal(loadTraceExportSettings({ ...endpoint, OTEL_TRACES_EXPORTER: 'console' }), undefined);
+    assert.notEqual(loadTraceExportSettings({ ...endpoint, OTEL_TRACES_EXPORTER: 'otlp, console' }), undefined);
   });
 
-  test('bad values are refused, naming the variable and what to set', () => {
+  test('a protocol we do not speak is refused only when an endpoint asks for traces, naming the variable and what to set', () => {
     const refused = (env: Record<string, string>) => {
       try {
         loadTraceExportSettings(env);
@@ -70,11 +77,16 @@ describe('the OpenTelemetry variables', () => {
     };
     assert.match(
       refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
-      /OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf or http\/json \(grpc is not offered/,
+      /OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf or http\/json \(got 'grpc'; grpc is not offered/,
     );
+    assert.match(
+      refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }),
+      /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: must be/,
+    );
+    assert.equal(loadTraceExportSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), undefined, 'no endpoint: nothing to refuse');
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL/);
     assert.match(refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' }), /OTEL_EXPORTER_OTLP_ENDPOINT/);
     assert.match(refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://127.0.0.1/' }), /http:\/\/ or https:\/\//);
-    assert.match(refused({ OTEL_SDK_DISABLED: 'yes' }), /OTEL_SDK_DISABLED: must be true or false/);
     assert.throws(() => loadConfig({ SANDBOXPLANE_METRICS_ADDRESS: '9464' }), /SANDBOXPLANE_METRICS_ADDRESS: must be host:port/);
     assert.equal(loadConfig({ SANDBOXPLANE_METRICS_ADDRESS: '127.0.0.1:9464' }).telemetry.metricsAddress, '127.0.0.1:9464');
   });
@@ -87,7 +99,14 @@ describe('the OpenTelemetry variables', () => {
 describe("the store role's metrics", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-metrics-'));
   const store = Store.open(path.join(dir, 'plane.sqlite'));
-  const stop = meterStore(store);
+  // Temporal's answers to the approvals gauge's visibility queries, as the test sets them.
+  const running = { sandbox: 0, iac: 0, reachable: true };
+  const queries: string[] = [];
+  const stop = meterStore(store, 'plane-q', async (query) => {
+    queries.push(query);
+    if (!running.reachable) throw new Error('Temporal unreachable');
+    return query.includes('IacState') ? running.iac : running.sandbox;
+  });
   after(() => {
     stop();
     store.close();
@@ -110,17 +129,40 @@ describe("the store role's metrics", () => {
     assert.ok(seconds >= 2 && seconds < 30, `measured from the row's creation: ${seconds} s`);
   });
 
+  test('a row whose transaction rolled back counts for nothing', async () => {
+    const row = projectionSnapshot({ id: 'm-rolled', adapter: 'floci', runId: 'r1' });
+    assert.throws(() =>
+      store.sandboxes.atomically(() => {
+        store.sandboxes.record({ ...row, state: 'READY' }, step(1, 'ready'));
+        throw new Error('something after the write failed');
+      }),
+    );
+    assert.equal(await seriesValue('sandboxplane_create_ready_seconds_count{adapter="floci",source="cold",approval="none"}'), undefined);
+    store.sandboxes.record({ ...row, state: 'READY' }, step(1, 'ready'));
+    assert.equal(await seriesValue('sandboxplane_create_ready_seconds_count{adapter="floci",source="cold",approval="none"}'), 1, 'written again, it counts');
+  });
+
   test('an approved sandbox is labelled approval="required"; a fork from a snapshot source="snapshot"', async () => {
     const row = projectionSnapshot({ id: 'm-2', adapter: 'moto', runId: 'r1' });
     store.sandboxes.record({ ...row, state: 'AWAITING_APPROVAL' }, step(1, 'screened'));
-    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="sandbox"}'), 1);
     store.sandboxes.record({ ...row, state: 'PROVISIONING' }, step(2, 'approved'));
     store.sandboxes.record({ ...row, state: 'READY' }, step(3, 'ready', { fromSnapshot: 'snap-1' }));
-    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="sandbox"}'), 0);
     assert.equal(await seriesValue('sandboxplane_create_ready_seconds_count{adapter="moto",source="snapshot",approval="required"}'), 1);
   });
 
-  test('health restarts count by adapter; IaC applies by outcome, in sandboxes and targets; waiting plans are a gauge', async () => {
+  test("approvals waiting are what Temporal counts of this plane's running workflows; no answer, no series", async () => {
+    running.sandbox = 2;
+    running.iac = 1;
+    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="sandbox"}'), 2);
+    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="iac"}'), 1);
+    assert.ok(queries.includes('ExecutionStatus = "Running" AND TaskQueue = "plane-q" AND SandboxState = "AWAITING_APPROVAL"'), queries.join('\n'));
+    assert.ok(queries.includes('ExecutionStatus = "Running" AND TaskQueue = "plane-q" AND IacState = "AWAITING_APPROVAL"'), queries.join('\n'));
+    running.reachable = false;
+    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="sandbox"}'), undefined, 'not a zero that was never seen');
+    running.reachable = true;
+  });
+
+  test('health restarts count by adapter; IaC applies by outcome, in sandboxes and targets', async () => {
     assert.equal(await seriesValue('sandboxplane_health_restarts_total{adapter="moto"}'), 0, 'known labels start at zero');
     store.sandboxes.record(projectionSnapshot({ id: 'm-1', adapter: 'moto', runId: 'r1', state: 'READY' }), step(4, 'emulator_restarted'));
     assert.equal(await seriesValue('sandboxplane_health_restarts_total{adapter="moto"}'), 1);
@@ -128,9 +170,7 @@ describe("the store role's metrics", () => {
     const run = (n: number, action: string) => ({ runId: 'iac-run', step: n, action, actor: 'plane', effect: action, reason: null, summary: {} });
     store.targets.add({ name: 'staging', environment: 'staging', region: 'us-east-1', endpoint: 'http://127.0.0.1:1', profile: null });
     store.targets.appendOperation('staging', 'iac-1', run(1, 'iac_awaiting_approval'));
-    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="iac"}'), 1);
     store.targets.appendOperation('staging', 'iac-1', run(2, 'iac_approved'));
-    assert.equal(await seriesValue('sandboxplane_approvals_waiting{kind="iac"}'), 0);
     store.targets.appendOperation('staging', 'iac-1', run(3, 'iac_applied'));
     store.targets.appendOperation('staging', 'iac-1', run(3, 'iac_applied'));
     store.sandboxes.appendAudit('m-1', 'iac-2', { ...run(1, 'iac_failed'), runId: 'iac-run-2' });
@@ -140,7 +180,7 @@ describe("the store role's metrics", () => {
 });
 
 describe('leaks found and removed', () => {
-  test('a leak is found once, however many sweeps see it; removed leaks count by kind', async () => {
+  test('a leak is found once, however many sweeps see it, and removed once, however often the write is retried', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-leaks-'));
     const store = Store.open(path.join(dir, 'plane.sqlite'));
     try {
@@ -148,7 +188,8 @@ describe('leaks found and removed', () => {
       const stranded = { kind: 'stranded_sandbox' as const, subject: 's-1', sandboxId: 's-1', detail: 'no workflow' };
       assert.deepEqual(store.leaks.recordSweep({ outstanding: [orphan], removed: [] }).found, [orphan]);
       assert.deepEqual(store.leaks.recordSweep({ outstanding: [orphan, stranded], removed: [] }).found, [stranded], 'the orphan was known');
-      assert.deepEqual(store.leaks.recordSweep({ outstanding: [], removed: [orphan] }).found, [], 'removing a known leak finds nothing new');
+      assert.deepEqual(store.leaks.recordSweep({ outstanding: [], removed: [orphan] }), { found: [], removed: [orphan] }, 'removing a known leak finds nothing new');
+      assert.deepEqual(store.leaks.recordSweep({ outstanding: [], removed: [orphan] }).removed, [], 'the same write retried removes nothing more');
       assert.equal(store.metrics.outstandingLeaks().stranded_sandbox, 0, 'a leak not seen again is gone');
     } finally {
       store.close();
@@ -238,5 +279,21 @@ describe("the plane's own spans", () => {
       propagation.disable();
       await provider.shutdown();
     }
+  });
+});
+
+describe('tracing started, stopped and started again', () => {
+  test('the second start registers its own provider: spans record again, and the clients get the interceptor', async () => {
+    const settings = { url: 'http://127.0.0.1:9/v1/traces', protocol: 'http/json' as const, serviceName: undefined };
+    assert.equal(await startTracing(settings, 'sandboxplane-client'), true);
+    assert.equal(await inSpan('first', {}, async (span) => span.isRecording()), true);
+    await stopTracing();
+    assert.equal(tracingActive(), false);
+    assert.deepEqual(tracingClientInterceptors(), {}, 'off: no interceptors');
+    assert.equal(await inSpan('between', {}, async (span) => span.isRecording()), false, 'stopped: no-op spans');
+    assert.equal(await startTracing(settings, 'sandboxplane-client'), true);
+    assert.equal(await inSpan('again', {}, async (span) => span.isRecording()), true);
+    assert.equal(tracingClientInterceptors().workflow?.length, 1);
+    await stopTracing();
   });
 });

@@ -34,28 +34,31 @@ export function registerCodecCommands(program: Command): void {
     .option('--origin <url>', 'a Temporal UI origin allowed to call it (repeatable; default the dev UI, http://127.0.0.1:8233 and http://localhost:8233)', collect)
     .addOption(jsonOption())
     .action(
-      action(async (raw) => {
-        const { port, origin } = parseCliOptions(z.object({ port: portSchema, origin: z.array(originSchema).optional() }), raw);
-        const config = loadConfig();
-        const { payloadCodecFor } = await import('../../codec/codec-settings.js');
-        const { devUiOrigins, startCodecServer } = await import('../../codec/codec-server.js');
-        const { createLogger } = await import('../../logging/logger.js');
-        const codec = payloadCodecFor(config.codec);
-        const origins = origin ?? devUiOrigins(8233);
-        const stop = watchStopSignals(() => undefined);
-        const server = await startCodecServer({ codec, port, origins, logger: createLogger(config.logLevel) });
-        printResult(
-          { json: raw.json === true },
-          { url: server.url, origins, currentKeyId: codec.currentKeyId, keyIds: codec.keyIds },
-          [
-            `codec-server: listening on ${server.url} (POST /encode, /decode) for ${origins.join(', ')}`,
-            `codec-server: keys ${codec.keyIds.join(', ')} (encrypting with ${codec.currentKeyId}) from ${config.codec.keysFile ?? 'SANDBOXPLANE_CODEC_KEYS'}`,
-            `codec-server: in the Temporal UI, set it as the codec endpoint (or start the UI with --ui-codec-endpoint ${server.url}). Ctrl-C stops it.`,
-          ].join('\n'),
-        );
-        await stop.requested;
-        await server.close();
-        stop.dispose();
-      }),
+      action(
+        async (raw) => {
+          const { port, origin } = parseCliOptions(z.object({ port: portSchema, origin: z.array(originSchema).optional() }), raw);
+          const config = loadConfig();
+          const { payloadCodecFor } = await import('../../codec/codec-settings.js');
+          const { devUiOrigins, startCodecServer } = await import('../../codec/codec-server.js');
+          const { createLogger } = await import('../../logging/logger.js');
+          const codec = payloadCodecFor(config.codec);
+          const origins = origin ?? devUiOrigins(8233);
+          const stop = watchStopSignals(() => undefined);
+          const server = await startCodecServer({ codec, port, origins, logger: createLogger(config.logLevel) });
+          printResult(
+            { json: raw.json === true },
+            { url: server.url, origins, currentKeyId: codec.currentKeyId, keyIds: codec.keyIds },
+            [
+              `codec-server: listening on ${server.url} (POST /encode, /decode) for ${origins.join(', ')}`,
+              `codec-server: keys ${codec.keyIds.join(', ')} (encrypting with ${codec.currentKeyId}) from ${config.codec.keysFile ?? 'SANDBOXPLANE_CODEC_KEYS'}`,
+              `codec-server: in the Temporal UI, set it as the codec endpoint (or start the UI with --ui-codec-endpoint ${server.url}). Ctrl-C stops it.`,
+            ].join('\n'),
+          );
+          await stop.requested;
+          await server.close();
+          stop.dispose();
+        },
+        { longRunning: true },
+      ),
     );
 }

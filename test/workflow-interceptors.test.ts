@@ -1,10 +1,15 @@
 /**
- * Tracing's workflow interceptors (issue 28) are part of the workflow bundle, so a build
- * that adds them is a new build. Pinned lifecycles stay on the build that started them,
- * but sweeps and store commands follow the current build (AUTO_UPGRADE, DESIGN §16): a
- * history recorded by the build before, whose bundle had no interceptors, must replay on
- * this one. Recorded here on a real dev server by a worker running the workflow code
- * bundled without them, then replayed with this build's bundle.
+ * Tracing's workflow interceptors (issue 28) are part of the workflow bundle, whatever is
+ * configured. Two consequences, tested on a real dev server:
+ *
+ * - Their spans take ids from the workflow's random numbers, in update validators and
+ *   queries too, which a replay does not run again: the workflow's random numbers are not
+ *   replay-stable around them, so nothing the plane names comes from them (a snapshot's id
+ *   is named by the store's activity). A worker without a workflow cache, where every task
+ *   replays the history first, snapshots, restores, pauses and resumes a sandbox.
+ * - A build that adds them is a new build: pinned lifecycles stay on theirs, but sweeps and
+ *   store commands follow the current build (AUTO_UPGRADE, DESIGN §16), so histories of the
+ *   build before, whose bundle had no interceptors, must replay on this one.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -18,6 +23,36 @@ import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
 const noop = () => undefined;
 const silentLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
+
+describe('snapshot ids survive replays with the interceptors in the bundle (no workflow cache)', () => {
+  let worker: TestWorker;
+  before(async () => {
+    worker = await startTestWorker(await testTemporalAddress(), { maxCachedWorkflows: 0 });
+    await new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue }).addPolicy({ principalPattern: 'agent-replay', capability: 'cloud.sandbox', effect: 'allow' });
+  });
+  after(() => worker?.stop());
+
+  test('pause then resume finds the snapshot the pause kept; a snapshot restores by the id it was given', async () => {
+    const sandbox = await worker.sandboxes.create({ principal: 'agent-replay', services: ['s3'], adapter: 'memory' }, { wait: 'ready' });
+    // Queries and validated updates between the steps: each makes spans in the workflow.
+    await worker.sandboxes.status(sandbox.id);
+    const taken = await worker.sandboxes.snapshot(sandbox.id);
+    assert.deepEqual(
+      (await worker.sandboxes.snapshots({ sandboxId: sandbox.id })).map((kept) => kept.snapshotId),
+      [taken.snapshotId],
+      'the id the update answered is the one kept',
+    );
+    await worker.sandboxes.status(sandbox.id);
+    assert.equal((await worker.sandboxes.restore(sandbox.id, taken.snapshotId)).state, 'READY');
+
+    const paused = await worker.sandboxes.pause(sandbox.id);
+    assert.equal(paused.state, 'PAUSED');
+    await worker.sandboxes.status(sandbox.id);
+    const resumed = await worker.sandboxes.resume(sandbox.id);
+    assert.equal(resumed.state, 'READY', `resumed: ${resumed.waitingFor}`);
+    await worker.sandboxes.destroy(sandbox.id);
+  });
+});
 
 describe('histories of the build without tracing interceptors replay on this one (real dev server)', () => {
   let worker: TestWorker;
