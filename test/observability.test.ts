@@ -164,7 +164,10 @@ describe('traces and metrics (real Jaeger, Prometheus, worker process, CLI, engi
     // A workflow span names its run, and nothing else of the workflow's info.
     const scheduled = trace.spans.find((span) => span.operationName === 'StartActivity:provisionSandbox') as JaegerSpan;
     const keys = scheduled.tags.map((tag) => tag.key);
-    assert.ok(scheduled.tags.some((tag) => tag.key === 'workflowId' && tag.value === `sandbox-${sandboxId}`), keys.join(', '));
+    assert.ok(
+      scheduled.tags.some((tag) => tag.key === 'workflowId' && tag.value === `sandbox-${sandboxId}`),
+      keys.join(', '),
+    );
     for (const dropped of ['searchAttributes', 'memo', 'lastFailure', 'historyLength']) assert.ok(!keys.includes(dropped), `${dropped} on a workflow span: ${keys.join(', ')}`);
 
     // The worker's log lines written inside those spans carry the same trace id.
