@@ -17,7 +17,8 @@
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
 # worker 17239 (identity only: the worker service serves no gRPC); membership 169xx (same
 # last two digits); UI 18233, its codec server 18234. Each plane worker serves Prometheus
-# metrics on 19464 (store), 19465-19466 (lifecycle-1, -2), 19467-19468 (docker-a, -b); with
+# metrics on 19464 (store), 19465-19466 (lifecycle-1, -2), 19467-19468 (docker-a, -b), or 10
+# up when one is held (a rollout's new lifecycle workers, beside the draining ones); with
 # --telemetry, Jaeger takes OTLP on 14318 and its UI 26686, Prometheus 19090.
 # SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI,CODEC}_PORT move them.
 #
@@ -724,12 +725,45 @@ TELEMETRY_PROMETHEUS_PORT=19090
 TASK_QUEUE="${SANDBOXPLANE_TASK_QUEUE:-sandboxplane}"
 PLANE_DIR="$DATA/plane"
 
-# Where a worker serves its metrics; none for an old build's draining worker.
+# Where a worker serves its metrics: the address its last start chose ($RUN_DIR/NAME.metrics,
+# which a rollout hands on to the draining worker with its pid), or, before any start, its
+# slot's port: METRICS_BASE_PORT + its index in WORKERS.
 metrics_address() {
   local i
+  if [[ -s "$RUN_DIR/$1.metrics" ]]; then cat "$RUN_DIR/$1.metrics"; return 0; fi
   for i in "${!WORKERS[@]}"; do [[ "${WORKERS[$i]}" == "$1" ]] && { echo "$HOST:$((METRICS_BASE_PORT + i))"; return 0; }; done
   return 0
 }
+
+# Chooses the metrics address a worker about to start takes: its slot's port unless another
+# worker of ours holds it (a draining one, after a rollout) or it is taken; then the next
+# free one 10 up, and so on.
+choose_metrics_address() {
+  local name="$1" port held f
+  port="$(metrics_address "$name" | cut -d: -f2)"
+  [[ -n "$port" ]] || return 0
+  while :; do
+    held=false
+    for f in "$RUN_DIR"/*.metrics; do
+      [[ -e "$f" && "$f" != "$RUN_DIR/$name.metrics" && "$(cat "$f")" == "$HOST:$port" ]] && held=true
+    done
+    if ! $held && ! port_open "$port"; then break; fi
+    port=$((port + 10))
+  done
+  echo "$HOST:$port" >"$RUN_DIR/$name.metrics"
+  write_scrape_targets
+}
+
+# Prometheus's file of scrape targets (file_sd), rewritten whenever a worker takes or gives
+# up an address: scripts/telemetry.sh points Prometheus at it, which reloads it by itself.
+write_scrape_targets() {
+  local f targets=()
+  mkdir -p "$DATA/telemetry-data"
+  for f in "$RUN_DIR"/*.metrics; do [[ -s "$f" ]] && targets+=("\"$(cat "$f")\""); done
+  printf '[{"targets": [%s], "labels": {"cluster": "sandboxplane"}}]\n' "$(IFS=,; echo "${targets[*]}")" >"$DATA/telemetry-data/targets.json.partial"
+  mv "$DATA/telemetry-data/targets.json.partial" "$DATA/telemetry-data/targets.json"
+}
+
 telemetry_on() { [[ -f "$DATA/telemetry" ]]; }
 
 worker_role() { case "$1" in store) echo store ;; lifecycle-* | drain-*) echo lifecycle ;; docker-*) echo docker ;; esac; }
@@ -806,6 +840,7 @@ start_worker() {
   rm -f "$RUN_DIR/$name.pid"
   touch "$log"
   stat -c %s "$log" >"$RUN_DIR/$name.logstart"
+  choose_metrics_address "$name"
   local env_args=()
   mapfile -t env_args < <(worker_env "$name")
   say "starting worker $name (log $log)"
@@ -882,16 +917,16 @@ start_codec() {
 
 # Jaeger and Prometheus (scripts/telemetry.sh), scraping every worker's metrics address.
 start_telemetry() {
-  local pid log="$LOG_DIR/telemetry.log" scrape name
+  local pid log="$LOG_DIR/telemetry.log"
   pid="$(pid_of telemetry)"
   if alive_as "$pid" bash; then
     say "telemetry already runs (pid $pid)"
     return 0
   fi
-  scrape="$(for name in "${WORKERS[@]}"; do metrics_address "$name"; done | paste -sd,)"
   : >"$log"
+  [[ -f "$DATA/telemetry-data/targets.json" ]] || write_scrape_targets
   say "starting Jaeger and Prometheus (log $log)"
-  setsid nohup env "$WORKER_MARK" bash "$root/scripts/telemetry.sh" --scrape "$scrape" --data "$DATA/telemetry-data" \
+  setsid nohup env "$WORKER_MARK" bash "$root/scripts/telemetry.sh" --scrape-file "$DATA/telemetry-data/targets.json" --data "$DATA/telemetry-data" \
     --otlp-port "$TELEMETRY_OTLP_PORT" --jaeger-port "$TELEMETRY_JAEGER_PORT" --prometheus-port "$TELEMETRY_PROMETHEUS_PORT" >>"$log" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$RUN_DIR/telemetry.pid"
@@ -1046,6 +1081,7 @@ cmd_rollout() {
     mv "$RUN_DIR/$name.pid" "$RUN_DIR/drain-$old-$name.pid"
     mv "$LOG_DIR/$name.log" "$LOG_DIR/drain-$old-$name.log"
     mv "$RUN_DIR/$name.logstart" "$RUN_DIR/drain-$old-$name.logstart" 2>/dev/null || true
+    mv "$RUN_DIR/$name.metrics" "$RUN_DIR/drain-$old-$name.metrics" 2>/dev/null || true
   done
   for name in "${LIFECYCLE_WORKERS[@]}"; do start_worker "$name"; done
   for name in "${LIFECYCLE_WORKERS[@]}"; do wait_for_worker "$name"; done
@@ -1066,7 +1102,8 @@ cmd_drain() {
       say "$name runs build $build, which is current again; it stays"
     elif [[ "$runs" == 0 ]]; then
       stop_process "$name" node
-      rm -f "$RUN_DIR/$name.build" "$RUN_DIR/$name.logstart"
+      rm -f "$RUN_DIR/$name.build" "$RUN_DIR/$name.logstart" "$RUN_DIR/$name.metrics"
+      write_scrape_targets
       say "$name drained (build $build has no pinned sandbox left)"
     else
       say "$name still serves $runs sandbox(es) pinned to build $build; \`cluster.sh drain\` stops it once they end"

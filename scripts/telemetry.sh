@@ -2,10 +2,12 @@
 # Runs Jaeger (traces) and Prometheus (metrics) for the plane, in the foreground until
 # SIGINT or SIGTERM, on loopback only (DESIGN §17; docs/observability.md).
 #
-#   bash scripts/telemetry.sh [--scrape host:port[,host:port…]] [--data DIR]
+#   bash scripts/telemetry.sh [--scrape host:port[,host:port…] | --scrape-file FILE] [--data DIR]
 #                             [--otlp-port 4318] [--jaeger-port 16686] [--prometheus-port 9090]
 #
-# --scrape lists the workers' SANDBOXPLANE_METRICS_ADDRESS values (default 127.0.0.1:9464).
+# --scrape lists the workers' SANDBOXPLANE_METRICS_ADDRESS values (default 127.0.0.1:9464);
+# --scrape-file names a Prometheus file_sd JSON file instead, which Prometheus re-reads when
+# it changes (scripts/cluster.sh keeps one as its workers come and go).
 # Jaeger keeps traces in memory; Prometheus keeps its data under DIR (default
 # .data/telemetry). When both answer it prints, and then waits:
 #   telemetry: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
@@ -20,6 +22,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 scrape="127.0.0.1:9464"
+scrape_file=""
 data="$root/.data/telemetry"
 otlp_port=4318
 jaeger_port=16686
@@ -27,6 +30,7 @@ prometheus_port=9090
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scrape) scrape="$2"; shift 2 ;;
+    --scrape-file) scrape_file="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
     --otlp-port) otlp_port="$2"; shift 2 ;;
     --jaeger-port) jaeger_port="$2"; shift 2 ;;
@@ -84,7 +88,14 @@ exporters:
     trace_storage: memory
 YAML
 
-targets="$(printf '%s' "$scrape" | sed "s/[^,][^,]*/'&'/g; s/,/, /g")"
+if [[ -n "$scrape_file" ]]; then
+  targets_config="    file_sd_configs:
+      - files: ['$scrape_file']"
+  scrape="the targets in $scrape_file"
+else
+  targets_config="    static_configs:
+      - targets: [$(printf '%s' "$scrape" | sed "s/[^,][^,]*/'&'/g; s/,/, /g")]"
+fi
 cat >"$data/prometheus.yml" <<YAML
 global:
   scrape_interval: 5s
@@ -93,8 +104,7 @@ rule_files:
   - $root/docs/observability-alerts.yml
 scrape_configs:
   - job_name: sandboxplane
-    static_configs:
-      - targets: [$targets]
+$targets_config
 YAML
 
 pids=()
