@@ -42,7 +42,7 @@ rm -f "$local_bin" "$version_file"
   cd "$work"
   export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
   [[ -f go.mod ]] || go mod init sandboxplane-jaeger-build >/dev/null 2>&1
-  go get "$MODULE@$PINNED_VERSION"
+  go get "$MODULE/cmd/jaeger@$PINNED_VERSION"
   go build -trimpath -o "$local_bin.partial" "$MODULE/cmd/jaeger"
   mv "$local_bin.partial" "$local_bin"
 )
