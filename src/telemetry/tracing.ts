@@ -11,7 +11,6 @@ export type PlaneService = 'sandboxplane-worker' | 'sandboxplane-client' | 'sand
 export type WorkflowSpanSinks = InjectedSinks<{ exporter: OpenTelemetryWorkflowExporter }>;
 
 interface ActiveTracing {
-  readonly serviceName: string;
   readonly clientInterceptors: readonly WorkflowClientInterceptor[];
   readonly activityInterceptors: readonly ActivityInterceptorsFactory[];
   readonly workflowSinks: WorkflowSpanSinks;
@@ -58,7 +57,6 @@ export async function startTracing(settings: TraceExportSettings | undefined, se
   // Global: the Temporal interceptors, our own spans and the log lines' trace ids all read it.
   provider.register();
   active = {
-    serviceName,
     clientInterceptors: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()],
     activityInterceptors: [(ctx) => ({ inbound: new temporalOtel.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new temporalOtel.OpenTelemetryActivityOutboundInterceptor(ctx) })],
     workflowSinks: workflowSpanSinks(temporalOtel.makeWorkflowExporter(spanProcessor, resource)),
@@ -99,10 +97,6 @@ export async function stopTracing(): Promise<void> {
   const stopping = active;
   active = undefined;
   await stopping?.shutdown().catch(() => undefined);
-}
-
-export function tracingActive(): boolean {
-  return active !== undefined;
 }
 
 /** A Temporal client's interceptors: the trace context goes into every start, update, signal and query. */

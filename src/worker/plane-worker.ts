@@ -20,7 +20,7 @@ import { resolvePlaneId } from './plane-identity';
 import { RoleWorkers } from './role-workers';
 import { installWorkerRuntime } from './runtime-logger';
 import { freeLoopbackPort } from '../adapters/free-port';
-import { serveMetrics, type MetricsServer } from '../telemetry/metrics-server';
+import { serveMetrics } from '../telemetry/metrics-server';
 import { meterPools } from '../telemetry/plane-metrics';
 import { tracingWorkerOptions } from '../telemetry/tracing';
 import { meterStore } from './store-metrics';
@@ -70,8 +70,6 @@ export interface PlaneWorker {
   readonly buildId: string | undefined;
   /** A Temporal client on the worker's namespace (schedules, queries). */
   readonly client: Client;
-  /** Where this process serves Prometheus metrics (SANDBOXPLANE_METRICS_ADDRESS); `undefined` when it does not. */
-  readonly metricsUrl: string | undefined;
   /** Closes the worker's connections; call after `worker.run()` has resolved. */
   close(): Promise<void>;
 }
@@ -80,13 +78,12 @@ export interface PlaneWorker {
  * The SDK's Runtime, with its Prometheus exporter on a loopback port of its own when this
  * process serves metrics, and the /metrics server that shows both (DESIGN §17).
  */
-async function startRuntimeAndMetrics(config: Config, logger: Logger): Promise<MetricsServer | undefined> {
+async function startRuntimeAndMetrics(config: Config, logger: Logger): Promise<void> {
   const address = config.telemetry.metricsAddress;
   const { sdkMetricsUrl } = installWorkerRuntime(logger, address === undefined ? undefined : `127.0.0.1:${await freeLoopbackPort()}`);
-  if (address === undefined) return undefined;
+  if (address === undefined) return;
   const server = await serveMetrics(address, sdkMetricsUrl);
   logger.info({ metrics: server.url }, 'metrics served');
-  return server;
 }
 
 /** The store role's key for approvers' TOTP secrets, created beside the SQLite file on first use. */
@@ -119,7 +116,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   if (roles.length === 0) throw new SandboxPlaneError('INVALID_INPUT', 'a worker runs at least one role');
   const store = options.store;
   if (has('store') && store === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'the store role needs the SQLite projection');
-  const metrics = await startRuntimeAndMetrics(config, logger);
+  await startRuntimeAndMetrics(config, logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   // Read before connecting: a bad key file is a CONFIG error, not a half-started worker.
@@ -240,7 +237,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
     logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId }, 'worker ready');
-    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, metricsUrl: metrics?.url, close };
+    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
   } catch (err) {
     await close();
     throw err;

@@ -28,7 +28,7 @@ function countAudit(store: Store, written: WrittenAudit): void {
 export type RunningCount = (query: string) => Promise<number>;
 
 /** The visibility queries of the approvals-waiting gauge: this plane's task queue, running, waiting. */
-export function approvalQueries(taskQueue: string): { sandbox: string; iac: string } {
+function approvalQueries(taskQueue: string): { sandbox: string; iac: string } {
   const running = `ExecutionStatus = "Running" AND TaskQueue = "${taskQueue}"`;
   return { sandbox: `${running} AND ${SandboxState.name} = "AWAITING_APPROVAL"`, iac: `${running} AND ${IacState.name} = "AWAITING_APPROVAL"` };
 }
