@@ -12,6 +12,8 @@
 #                                    # made current; the old build's workers drain (DESIGN §16)
 #   bash scripts/cluster.sh drain    # stops old-build lifecycle workers that no sandbox is pinned to
 #   bash scripts/cluster.sh purge    # down, then delete the data too (PostgreSQL, engines, SQLite)
+#   bash scripts/cluster.sh env      # `export` lines pointing sandboxctl and the temporal CLI at the
+#                                    # cluster with the operator's certificate: eval "$(… env)"
 #
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
@@ -32,7 +34,11 @@
 #   3. Databases `temporal` and `temporal_visibility`, created and migrated with the schema tool
 #      (the schemas are embedded in it; `update-schema` is a no-op when current).
 #   4. The server as four processes (frontend, history, matching, worker) sharing one config,
-#      then the namespace and the search attributes of DESIGN §11, then the UI server.
+#      then the namespace and the search attributes of DESIGN §11, then the UI server. Every
+#      gRPC (and HTTP) port of the server requires mTLS (DESIGN §18): a CA and certificates
+#      made once with openssl in .data/cluster/tls/ (make_tls below): the frontend's and the
+#      internode one, and client certificates for the workers, the operator, the gateway
+#      and the UI. A process without one gets nothing from the cluster.
 #   5. Two private Docker engines, a and b (own socket, data root and bridge each), with the
 #      moto image, standing in for two machines' engines.
 #   6. The plane: one store worker (the only SQLite file, .data/cluster/plane/), two lifecycle
@@ -88,6 +94,7 @@ LOG_DIR="$DATA/logs"
 RUN_DIR="$DATA/run"
 CONFIG_DIR="$DATA/config"
 UI_DIR="$DATA/ui"
+TLS_DIR="$DATA/tls"
 
 server_bin="$tools_bin/temporal-server"
 sql_tool_bin="$tools_bin/temporal-sql-tool"
@@ -302,6 +309,110 @@ migrate() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# TLS: a private CA and every party's certificate (DESIGN §18)
+# ---------------------------------------------------------------------------------------------
+
+# Every certificate of the server names these (and localhost, 127.0.0.1): clients check the
+# frontend's against TLS_SERVER_NAME, the services each other's against TLS_INTERNODE_NAME.
+TLS_SERVER_NAME="sandboxplane-temporal"
+TLS_INTERNODE_NAME="sandboxplane-internode"
+# Client certificates, by file name (CN sandboxplane-NAME): the plane's workers, operators
+# (sandboxctl, the temporal CLI, this script), `sandboxctl gateway`, the UI server.
+TLS_CLIENTS=(worker operator gateway ui)
+TLS_CA_DAYS=3650
+TLS_LEAF_DAYS=397
+TLS_RENEW_SECONDS=$((30 * 86400))  # a certificate with less left is made again by `up`
+TLS_REMADE=()                        # what this `up` made again while the server ran
+
+tls_cert() { echo "$TLS_DIR/$1.pem"; }
+tls_key() { echo "$TLS_DIR/$1-key.pem"; }
+
+# The CA: made when missing (every certificate is then made again, signed by the new one).
+make_ca() {
+  [[ -s "$TLS_DIR/ca.pem" && -s "$TLS_DIR/ca-key.pem" ]] && return 0
+  say "making the cluster's CA in $TLS_DIR (ca.pem; its key ca-key.pem signs every certificate here)"
+  local conf
+  conf="$(mktemp)"
+  printf '[req]\ndistinguished_name = dn\n[dn]\n[ca]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign\nsubjectKeyIdentifier = hash\n' >"$conf"
+  if ! (umask 077; openssl req -x509 -new -newkey rsa:2048 -nodes -sha256 -days "$TLS_CA_DAYS" -config "$conf" -extensions ca \
+      -subj "/O=sandboxplane/CN=sandboxplane cluster CA" -keyout "$TLS_DIR/ca-key.pem.partial" -out "$TLS_DIR/ca.pem.partial" 2>"$TLS_DIR/openssl.log"); then
+    rm -f "$conf"
+    cat "$TLS_DIR/openssl.log" >&2
+    fail "openssl could not make the CA (output above)"
+  fi
+  rm -f "$conf"
+  chmod 0600 "$TLS_DIR/ca-key.pem.partial"
+  chmod 0644 "$TLS_DIR/ca.pem.partial"
+  mv -f "$TLS_DIR/ca-key.pem.partial" "$TLS_DIR/ca-key.pem"
+  mv -f "$TLS_DIR/ca.pem.partial" "$TLS_DIR/ca.pem"
+}
+
+# make_leaf NAME CN EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]: NAME.pem and NAME-key.pem (0600),
+# signed by the CA; kept while they verify against it with more than 30 days left.
+make_leaf() {
+  local name="$1" cn="$2" usage="$3" san="${4:-}" cert key ext
+  cert="$(tls_cert "$name")"; key="$(tls_key "$name")"
+  if [[ -s "$cert" && -s "$key" ]] && openssl verify -CAfile "$TLS_DIR/ca.pem" "$cert" >/dev/null 2>&1 &&
+      openssl x509 -in "$cert" -noout -checkend "$TLS_RENEW_SECONDS" >/dev/null 2>&1; then
+    return 0
+  fi
+  [[ -s "$cert" ]] && TLS_REMADE+=("$name")
+  say "making certificate $name (CN=$cn) in $TLS_DIR"
+  ext="$(mktemp)"
+  printf 'basicConstraints = critical,CA:FALSE\nkeyUsage = critical,digitalSignature,keyEncipherment\nextendedKeyUsage = %s\nsubjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid\n' "$usage" >"$ext"
+  [[ -z "$san" ]] || printf 'subjectAltName = %s\n' "$san" >>"$ext"
+  if ! { (umask 077; openssl req -new -newkey rsa:2048 -nodes -subj "/O=sandboxplane/CN=$cn" -keyout "$key.partial" -out "$TLS_DIR/$name.csr") &&
+      openssl x509 -req -in "$TLS_DIR/$name.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca-key.pem" -set_serial "0x$(openssl rand -hex 16)" \
+        -days "$TLS_LEAF_DAYS" -sha256 -extfile "$ext" -out "$cert.partial"; } 2>"$TLS_DIR/openssl.log"; then
+    rm -f "$ext" "$TLS_DIR/$name.csr" "$key.partial" "$cert.partial"
+    cat "$TLS_DIR/openssl.log" >&2
+    fail "openssl could not make certificate $name (output above)"
+  fi
+  rm -f "$ext" "$TLS_DIR/$name.csr"
+  chmod 0600 "$key.partial"
+  chmod 0644 "$cert.partial"
+  mv -f "$key.partial" "$key"
+  mv -f "$cert.partial" "$cert"
+}
+
+# Made once and kept (`up` makes again only what is missing, expiring or not signed by the CA):
+# the frontend's certificate, the internode one (history, matching and worker serve with it,
+# and every service presents it to the others and, as the server's system worker, to the
+# frontend), and a client certificate for each of TLS_CLIENTS.
+make_tls() {
+  command -v openssl >/dev/null 2>&1 || fail "no openssl: the cluster's certificates are made with it (apt-get install openssl)"
+  mkdir -p "$TLS_DIR"
+  chmod 0700 "$TLS_DIR"
+  make_ca
+  local hosts="DNS:localhost,IP:$HOST" name
+  make_leaf server "$TLS_SERVER_NAME" serverAuth "DNS:$TLS_SERVER_NAME,$hosts"
+  make_leaf internode "$TLS_INTERNODE_NAME" serverAuth,clientAuth "DNS:$TLS_INTERNODE_NAME,DNS:$TLS_SERVER_NAME,$hosts"
+  for name in "${TLS_CLIENTS[@]}"; do make_leaf "$name" "sandboxplane-$name" clientAuth; done
+  rm -f "$TLS_DIR/openssl.log"
+  if ((${#TLS_REMADE[@]})); then
+    say "made again: ${TLS_REMADE[*]}; processes that run already keep the old ones until they start again (\`cluster.sh down\`, then \`up\`)"
+  fi
+}
+
+# The temporal CLI's flags for a client certificate (operator by default).
+tls_cli_flags() {
+  local name="${1:-operator}"
+  echo "--tls-cert-path=$(tls_cert "$name")"
+  echo "--tls-key-path=$(tls_key "$name")"
+  echo "--tls-ca-path=$TLS_DIR/ca.pem"
+  echo "--tls-server-name=$TLS_SERVER_NAME"
+}
+
+# sandboxctl's variables for a client certificate, as KEY=VALUE lines.
+tls_plane_env() {
+  local name="$1"
+  echo "SANDBOXPLANE_TEMPORAL_TLS_CERT=$(tls_cert "$name")"
+  echo "SANDBOXPLANE_TEMPORAL_TLS_KEY=$(tls_key "$name")"
+  echo "SANDBOXPLANE_TEMPORAL_TLS_CA=$TLS_DIR/ca.pem"
+  echo "SANDBOXPLANE_TEMPORAL_TLS_SERVER_NAME=$TLS_SERVER_NAME"
+}
+
+# ---------------------------------------------------------------------------------------------
 # Temporal server
 # ---------------------------------------------------------------------------------------------
 
@@ -354,6 +465,34 @@ global:
     broadcastAddress: "$HOST"
   pprof:
     port: 0
+  # mTLS everywhere (DESIGN §18; make_tls): the frontend (gRPC and HTTP) and the internal
+  # services answer only a client certificate signed by the cluster's CA.
+  tls:
+    internode:
+      server:
+        certFile: "$(tls_cert internode)"
+        keyFile: "$(tls_key internode)"
+        requireClientAuth: true
+        clientCaFiles: ["$TLS_DIR/ca.pem"]
+      client:
+        serverName: $TLS_INTERNODE_NAME
+        rootCaFiles: ["$TLS_DIR/ca.pem"]
+    frontend:
+      server:
+        certFile: "$(tls_cert server)"
+        keyFile: "$(tls_key server)"
+        requireClientAuth: true
+        clientCaFiles: ["$TLS_DIR/ca.pem"]
+      client:
+        serverName: $TLS_SERVER_NAME
+        rootCaFiles: ["$TLS_DIR/ca.pem"]
+    # The server's own clients of the frontend (its system workers, through publicClient).
+    systemWorker:
+      certFile: "$(tls_cert internode)"
+      keyFile: "$(tls_key internode)"
+      client:
+        serverName: $TLS_SERVER_NAME
+        rootCaFiles: ["$TLS_DIR/ca.pem"]
 
 services:
 $services
@@ -423,7 +562,12 @@ wait_for_port() {
   done
 }
 
-temporal_cli() { "$cli_bin" "$@" --address "$HOST:$FRONTEND_PORT"; }
+# The temporal CLI as an operator (the operator's client certificate).
+temporal_cli() {
+  local tls=()
+  mapfile -t tls < <(tls_cli_flags operator)
+  "$cli_bin" "$@" --address "$HOST:$FRONTEND_PORT" "${tls[@]}"
+}
 
 wait_for_frontend() {
   local deadline=$((SECONDS + WAIT_SECONDS))
@@ -456,6 +600,7 @@ check_ports() {
 start_server() {
   check_ports
   mkdir -p "$RUN_DIR" "$LOG_DIR"
+  make_tls
   write_server_config
   # On a new database every service writes the cluster metadata at start, and all but the
   # first fail ("failed to initialize current cluster metadata"): the first service starts
@@ -516,6 +661,13 @@ defaultNamespace: $NAMESPACE
 hideLogs: true
 cors:
   cookieInsecure: true
+# The frontend requires a client certificate: the UI server presents its own.
+tls:
+  caFile: "$TLS_DIR/ca.pem"
+  certFile: "$(tls_cert ui)"
+  keyFile: "$(tls_key ui)"
+  serverName: $TLS_SERVER_NAME
+  enableHostVerification: true
 # Workflow payloads are encrypted (docs/security.md, "Payload encryption"): without this the
 # UI shows no summary, details or signal payloads. The codec server starts with the workers.
 codec:
@@ -781,6 +933,8 @@ worker_env() {
   # The store worker also runs IaC against operators' targets: its AWS credential chain is the one they use.
   echo "SANDBOXPLANE_WORKER_ROLES=$([[ "$role" == store ]] && echo store,targets || echo "$role")"
   echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
+  # The workers' client certificate: the frontend answers nothing without one.
+  tls_plane_env worker
   local metrics
   metrics="$(metrics_address "$name")"
   [[ -z "$metrics" ]] || echo "SANDBOXPLANE_METRICS_ADDRESS=$metrics"
@@ -1010,7 +1164,9 @@ LIFECYCLE_WORKERS=(lifecycle-1 lifecycle-2)
 
 # `sandboxctl` against this cluster's plane.
 plane_cli() {
-  env "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT" "TEMPORAL_NAMESPACE=$NAMESPACE" "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE" node "$root/bin/sandboxctl.js" "$@"
+  local tls=()
+  mapfile -t tls < <(tls_plane_env operator)
+  env "TEMPORAL_ADDRESS=$HOST:$FRONTEND_PORT" "TEMPORAL_NAMESPACE=$NAMESPACE" "SANDBOXPLANE_TASK_QUEUE=$TASK_QUEUE" "${tls[@]}" node "$root/bin/sandboxctl.js" "$@"
 }
 
 # Where a lifecycle build's code is kept (bin/, dist/, package.json; node_modules, .data and .tools linked), so
@@ -1126,6 +1282,25 @@ cmd_purge() {
   rmdir "$(dirname "$PG_HOME")" 2>/dev/null || true
 }
 
+# `env [NAME]`: `export` lines that point sandboxctl, the SDK and the temporal CLI at this
+# cluster with client certificate NAME (operator by default; gateway for `sandboxctl gateway`):
+#   eval "$(bash scripts/cluster.sh env)"
+cmd_env() {
+  local name="${1:-operator}" known=" ${TLS_CLIENTS[*]} " line
+  [[ "$known" == *" $name "* ]] || fail "env takes one of: ${TLS_CLIENTS[*]}"
+  [[ -s "$(tls_cert "$name")" && -r "$(tls_key "$name")" ]] ||
+    fail "no readable certificate $name in $TLS_DIR: \`cluster.sh up\` makes it (as root; its keys are root's, 0600)"
+  printf 'export TEMPORAL_ADDRESS=%q\n' "$HOST:$FRONTEND_PORT"
+  printf 'export TEMPORAL_NAMESPACE=%q\n' "$NAMESPACE"
+  printf 'export SANDBOXPLANE_TASK_QUEUE=%q\n' "$TASK_QUEUE"
+  while IFS= read -r line; do printf 'export %s=%q\n' "${line%%=*}" "${line#*=}"; done < <(tls_plane_env "$name")
+  # The temporal CLI's own names for the same files.
+  printf 'export TEMPORAL_TLS_CLIENT_CERT_PATH=%q\n' "$(tls_cert "$name")"
+  printf 'export TEMPORAL_TLS_CLIENT_KEY_PATH=%q\n' "$(tls_key "$name")"
+  printf 'export TEMPORAL_TLS_SERVER_CA_CERT_PATH=%q\n' "$TLS_DIR/ca.pem"
+  printf 'export TEMPORAL_TLS_SERVER_NAME=%q\n' "$TLS_SERVER_NAME"
+}
+
 cmd_status() {
   local svc pid state all=0
   line() { printf '%-12s %-8s %-8s %s\n' "$@"; }
@@ -1199,6 +1374,7 @@ cmd_up() {
   start_workers
   start_codec
   say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
+  say "the frontend requires client certificates (CA $TLS_DIR/ca.pem): as an operator, eval \"\$(bash scripts/cluster.sh env)\" points sandboxctl and the temporal CLI at it; the gateway's certificate is $(tls_cert gateway) (\`cluster.sh env gateway\`)"
   telemetry_on && say "traces in Jaeger at http://$HOST:$TELEMETRY_JAEGER_PORT, metrics in Prometheus at http://$HOST:$TELEMETRY_PROMETHEUS_PORT (for sandboxctl's own spans: export OTEL_EXPORTER_OTLP_ENDPOINT=http://$HOST:$TELEMETRY_OTLP_PORT)"
   printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
   printf 'TEMPORAL_UI=%s\n' "http://$HOST:$UI_PORT"
@@ -1213,5 +1389,6 @@ case "${1:-}" in
   restart) cmd_restart "${2:-}" ;;
   rollout) cmd_rollout ;;
   drain) cmd_drain ;;
-  *) printf 'usage: %s up|down|status|topology|purge|restart WORKER|rollout|drain\n' "$0" >&2; exit 2 ;;
+  env) cmd_env "${2:-}" ;;
+  *) printf 'usage: %s up|down|status|topology|purge|restart WORKER|rollout|drain|env [operator|gateway|worker|ui]\n' "$0" >&2; exit 2 ;;
 esac

@@ -55,7 +55,8 @@ function splitAddress(address: string): { host: string; port: number } {
  */
 export async function runDevLauncher(baseConfig: Config, options: DevLauncherOptions, logger: Logger): Promise<void> {
   const address = options.port !== undefined ? `127.0.0.1:${options.port}` : baseConfig.temporalAddress;
-  const { config, enabled } = enableLocalFlags(overrideConfig(baseConfig, { temporalAddress: address }));
+  // The dev server speaks plain gRPC on loopback: certificates meant for a cluster are not used here.
+  const { config, enabled } = enableLocalFlags(overrideConfig(baseConfig, { temporalAddress: address, temporalTls: undefined }));
 
   let server: DevServer | undefined;
   let connection: Connection | undefined;
@@ -122,6 +123,7 @@ export async function runDevLauncher(baseConfig: Config, options: DevLauncherOpt
       say(`dev: round trip ok through worker ${result.workerIdentity} (workflow ${result.workflowId})`);
       if (server !== undefined) say(`dev: Temporal UI at ${server.uiUrl}/namespaces/${config.temporalNamespace}/workflows`);
       say(`dev: ready on ${address}, task queue ${config.taskQueue}. Ctrl-C stops it.`);
+      say(`dev: Temporal at ${address} is open to anyone on this machine (no mTLS); the cluster requires client certificates: scripts/cluster.sh`);
     } catch (err) {
       shutdownWorker();
       await running.catch(() => undefined);

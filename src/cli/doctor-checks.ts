@@ -182,10 +182,15 @@ function storeCheck(config: Config): Promise<CheckResult> {
 /** Runs every check of `sandboxctl doctor`; the caller decides the exit code. */
 export async function runDoctorChecks(config: Config, options: { roundTrip: boolean } = { roundTrip: true }): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
-  const connection = await connectIfAnswering(config.temporalAddress, 3_000);
+  const connection = await connectIfAnswering(config.temporalAddress, 3_000, config.temporalTls);
   results.push(
     await check('temporal', true, ERROR_CODES.TEMPORAL_UNREACHABLE.hint, async () =>
-      connection !== undefined ? { ok: true, detail: `frontend answers at ${config.temporalAddress}` } : { ok: false, detail: `nothing answers at ${config.temporalAddress}` },
+      connection !== undefined
+        ? { ok: true, detail: `frontend answers at ${config.temporalAddress}` }
+        : {
+            ok: false,
+            detail: `nothing answers at ${config.temporalAddress} ${config.temporalTls === undefined ? 'over plain gRPC (a cluster that requires mTLS wants SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY, _CA)' : 'over mTLS'}`,
+          },
     ),
   );
   if (connection === undefined) {

@@ -7,7 +7,7 @@ import type { Config } from '../config/config';
 export async function withClient<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
   const { withTemporalClient } = await import('../client/temporal-connection.js');
   const { payloadCodecFor } = await import('../codec/codec-settings.js');
-  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }, work);
+  return withTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec), tls: config.temporalTls ?? null }, work);
 }
 
 /** Runs `work` with the SDK's sandbox client, acting as SANDBOXPLANE_PRINCIPAL when set. */

@@ -18,7 +18,7 @@ export async function runWorkerCommand(baseConfig: Config, logger: Logger): Prom
   const store = config.workerRoles.includes('store') ? Store.open(config.storePath) : undefined;
   try {
     // A managed cluster may refuse operator calls; the worker can still serve, so warn and go on.
-    await stop.untilStopped(ensureSearchAttributesAt(config.temporalAddress, config.temporalNamespace)).catch((err: unknown) => {
+    await stop.untilStopped(ensureSearchAttributesAt(config.temporalAddress, config.temporalNamespace, config.temporalTls)).catch((err: unknown) => {
       if (err instanceof StopRequested) throw err;
       logger.warn({ err }, 'could not register search attributes; `sandboxctl doctor` shows which are missing');
     });

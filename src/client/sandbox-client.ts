@@ -40,6 +40,7 @@ import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
 import { connectTemporal } from './temporal-connection';
+import type { TemporalTlsSettings } from '../config/temporal-tls';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
 export type CreateWait = 'accepted' | 'ready' | 'ended';
@@ -106,6 +107,12 @@ export interface ConnectOptions {
    * checkout's `.data/codec-keys` gives; `null` for none (docs/security.md#payload-encryption).
    */
   readonly payloadCodec?: PayloadCodec | null;
+  /**
+   * mTLS to Temporal (a cluster started by scripts/cluster.sh requires it): the client
+   * certificate, key and CA files; by default those SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY and
+   * _CA name, plain gRPC when they are unset; `null` for plain gRPC (docs/security.md).
+   */
+  readonly tls?: TemporalTlsSettings | null;
 }
 
 /** A request from a principal-bound client may leave the principal out: it is the client's. */

@@ -1,7 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { payloadCodecFor } from '../codec/codec-settings';
-import { loadCodecSettings } from '../config/config';
+import { loadCodecSettings, loadTemporalTlsSettings } from '../config/config';
+import { readTemporalTls, type TemporalTlsSettings } from '../config/temporal-tls';
 import { SandboxPlaneError } from '../domain/errors';
 import { tracingClientInterceptors } from '../telemetry/tracing';
 
@@ -21,6 +22,12 @@ export interface TemporalConnectOptions {
    * never made: CodecKeysMissingError when the plane has not made it yet); `null` for none.
    */
   readonly payloadCodec?: PayloadCodec | null;
+  /**
+   * mTLS to the frontend: the client certificate, key and CA; by default those named by
+   * SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY, _CA (and _SERVER_NAME), plain gRPC when none is set;
+   * `null` for plain gRPC whatever the environment says.
+   */
+  readonly tls?: TemporalTlsSettings | null;
 }
 
 /** The data converter of every client and worker: the default converter, then `codec` (if any). */
@@ -34,13 +41,21 @@ export function dataConverterFor(codec: PayloadCodec | null): DataConverter {
  */
 export async function connectTemporal(options: TemporalConnectOptions): Promise<TemporalSession> {
   const codec = options.payloadCodec === undefined ? payloadCodecFor(loadCodecSettings()) : options.payloadCodec;
+  const tls = options.tls === undefined ? loadTemporalTlsSettings() : (options.tls ?? undefined);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: options.address, connectTimeout: options.connectTimeoutMs ?? 5_000 });
+    connection = await Connection.connect({ address: options.address, connectTimeout: options.connectTimeoutMs ?? 5_000, ...(tls !== undefined ? { tls: readTemporalTls(tls) } : {}) });
   } catch (err) {
-    throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}: ${(err as Error).message}`, { cause: err });
+    throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}${unreachableBecause(tls)}: ${(err as Error).message}`, { cause: err });
   }
   return { client: new Client({ connection, namespace: options.namespace, dataConverter: dataConverterFor(codec), interceptors: tracingClientInterceptors() }), connection };
+}
+
+/** What else may keep a frontend from answering: a certificate it wants, or TLS it does not speak. */
+function unreachableBecause(tls: TemporalTlsSettings | undefined): string {
+  if (tls === undefined)
+    return ' (without TLS: a frontend that requires client certificates, as scripts/cluster.sh starts, answers only with SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY and _CA set)';
+  return ` (with TLS, client certificate ${tls.certPath ?? 'none'}: a frontend without TLS, or one that does not trust the certificate, does not answer)`;
 }
 
 /** Runs `work` with a client on a fresh connection, and always closes it. */

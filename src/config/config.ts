@@ -14,6 +14,7 @@ import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '.
 import { parseCodecKeys, readCodecKeysFile, type CodecKey } from '../codec/codec-keys';
 import type { CodecSettings } from '../codec/codec-settings';
 import { DEFAULT_CODEC_KEYS_PATH, DEFAULT_STORE_PATH } from './paths';
+import { resolveTemporalTls, temporalTlsEnvShape, type TemporalTlsSettings } from './temporal-tls';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -68,6 +69,8 @@ export interface Config {
   readonly deployment: { readonly name: string; readonly buildId: string | undefined };
   /** Traces and metrics (DESIGN §17); both off unless configured. */
   readonly telemetry: TelemetrySettings;
+  /** mTLS to Temporal (DESIGN §18, `SANDBOXPLANE_TEMPORAL_TLS_*`); `undefined`: plain gRPC, as to the dev server. */
+  readonly temporalTls: TemporalTlsSettings | undefined;
 }
 
 /** What the standard OpenTelemetry variables and SANDBOXPLANE_METRICS_ADDRESS ask for. */
@@ -290,6 +293,7 @@ const envSchema = z.object({
   OTEL_SDK_DISABLED: otelText.optional().describe('true (any case) turns tracing off whatever else is set'),
   OTEL_TRACES_EXPORTER: otelText.optional().describe('a comma list; tracing is on only if it names otlp (default otlp when an endpoint is set)'),
   ...codecEnvShape,
+  ...temporalTlsEnvShape,
 });
 
 /**
@@ -359,6 +363,8 @@ export function loadConfig(env: Env = process.env): Config {
   issues.push(...(codec?.issues ?? []));
   const traces = parsed.success ? traceExportSettings(parsed.data) : undefined;
   issues.push(...(traces?.issues ?? []));
+  const temporalTls = parsed.success ? resolveTemporalTls(parsed.data) : undefined;
+  issues.push(...(temporalTls?.issues ?? []));
   if (!parsed.success || codec?.settings === undefined || traces === undefined || issues.length > 0) throw new ConfigError(issues);
 
   const values = parsed.data;
@@ -395,6 +401,7 @@ export function loadConfig(env: Env = process.env): Config {
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),
     telemetry: Object.freeze({ traces: traces.settings, metricsAddress: values.SANDBOXPLANE_METRICS_ADDRESS }),
+    temporalTls: temporalTls?.settings,
   });
 }
 
@@ -458,6 +465,18 @@ export function loadCodecSettings(env: Env = process.env): CodecSettings {
     });
   }
   return resolved.settings;
+}
+
+/**
+ * Only the `SANDBOXPLANE_TEMPORAL_TLS_*` variables from `env`: what the SDK reads when it is
+ * given no TLS settings. Throws ConfigError (CONFIG_INVALID) naming each bad variable.
+ */
+export function loadTemporalTlsSettings(env: Env = process.env): TemporalTlsSettings | undefined {
+  const parsed = z.object(temporalTlsEnvShape).safeParse(withoutEmpty(env));
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => ({ key: issue.path.join('.'), message: issue.message })));
+  const { settings, issues } = resolveTemporalTls(parsed.data);
+  if (issues.length > 0) throw new ConfigError(issues);
+  return settings;
 }
 
 /** A copy of `config` with some fields replaced, still frozen (CLI flags override env). */

@@ -50,6 +50,7 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
         namespace: config.temporalNamespace,
         taskQueue: config.taskQueue,
         payloadCodec: payloadCodecFor(config.codec),
+        tls: config.temporalTls ?? null,
         ...(config.principal !== undefined ? { principal: config.principal } : {}),
       }).catch((err: unknown) => {
         connecting = undefined;

@@ -1,9 +1,10 @@
 import { Connection } from '@temporalio/client';
+import { readTemporalTls, type TemporalTlsSettings } from '../config/temporal-tls';
 
-/** Resolves to a connection when the frontend at `address` answers within `timeoutMs`, else `undefined`. */
-export async function connectIfAnswering(address: string, timeoutMs: number): Promise<Connection | undefined> {
+/** Resolves to a connection when the frontend at `address` answers within `timeoutMs` (over mTLS when `tls` is given), else `undefined`. */
+export async function connectIfAnswering(address: string, timeoutMs: number, tls?: TemporalTlsSettings): Promise<Connection | undefined> {
   try {
-    const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    const connection = await Connection.connect({ address, connectTimeout: timeoutMs, ...(tls !== undefined ? { tls: readTemporalTls(tls) } : {}) });
     try {
       await connection.workflowService.getSystemInfo({});
       return connection;

@@ -3,6 +3,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_KEYS } from '../domain/search-attributes';
 import { sleep } from './frontend-probe';
+import { readTemporalTls, type TemporalTlsSettings } from '../config/temporal-tls';
 
 const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 
@@ -53,9 +54,9 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   throw new Error(`search attributes ${missing.join(', ')} were added but never became visible in ${namespace}`);
 }
 
-/** {@link ensureSearchAttributes} over a connection of its own, for callers that have none. */
-export async function ensureSearchAttributesAt(address: string, namespace: string): Promise<string[]> {
-  const connection = await Connection.connect({ address });
+/** {@link ensureSearchAttributes} over a connection of its own (mTLS when `tls` is given), for callers that have none. */
+export async function ensureSearchAttributesAt(address: string, namespace: string, tls?: TemporalTlsSettings): Promise<string[]> {
+  const connection = await Connection.connect({ address, ...(tls !== undefined ? { tls: readTemporalTls(tls) } : {}) });
   try {
     return await ensureSearchAttributes(connection, namespace);
   } finally {

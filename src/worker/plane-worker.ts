@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
+import { readTemporalTls } from '../config/temporal-tls';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createDockerActivities, createStoreActivities, createTargetActivities } from '../activities';
@@ -121,13 +122,20 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   // Read before connecting: a bad key file is a CONFIG error, not a half-started worker.
   const payloadCodec = payloadCodecFor(config.codec);
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const { client, connection: clientConnection } = await connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec }).catch(
-    async (err: unknown) => {
-      await connection.close();
-      throw err;
-    },
-  );
+  const tls = config.temporalTls === undefined ? {} : { tls: readTemporalTls(config.temporalTls) };
+  const connection = await NativeConnection.connect({ address: config.temporalAddress, ...tls }).catch((err: unknown) => {
+    const how = config.temporalTls === undefined ? 'without TLS' : `with client certificate ${config.temporalTls.certPath ?? 'none'}`;
+    throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${config.temporalAddress} (${how}): ${(err as Error).message}`, { cause: err });
+  });
+  const { client, connection: clientConnection } = await connectTemporal({
+    address: config.temporalAddress,
+    namespace: config.temporalNamespace,
+    payloadCodec,
+    tls: config.temporalTls ?? null,
+  }).catch(async (err: unknown) => {
+    await connection.close();
+    throw err;
+  });
   let registration: { stop(): void } | undefined;
   let warmPools: WarmPools | undefined;
   const unmeter: (() => void)[] = [];

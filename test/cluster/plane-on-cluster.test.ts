@@ -14,6 +14,8 @@
  * - `rollout` of a new lifecycle build: it becomes current, the sandboxes started before
  *   stay pinned to the old build (whose workers drain) and can still be extended; a new
  *   sandbox runs on the new build; once the old ones end, `drain` stops the old workers;
+ * - every port of the server requires a client certificate (DESIGN §18): a `sandboxctl` and
+ *   a `temporal` CLI call without one get nothing, with the operator's they work;
  * - `down` leaves no process, port or container of the cluster behind.
  *
  * It runs with `npm run test:cluster` (`.ci/run` runs it after `npm test`), needs root
@@ -33,6 +35,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { Client, Connection } from '@temporalio/client';
 import { SandboxClient } from '../../src/client/sandbox-client';
+import { connectTemporal } from '../../src/client/temporal-connection';
+import { readTemporalTls, type TemporalTlsSettings } from '../../src/config/temporal-tls';
 import type { DeploymentReport } from '../../src/domain/deployment';
 import { ERROR_CODES } from '../../src/domain/error-codes';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
@@ -132,6 +136,36 @@ function processesNaming(marks: readonly string[]): string[] {
 
 const pidOf = (name: string) => Number(fs.readFileSync(path.join(DATA, 'run', `${name}.pid`), 'utf8').trim());
 
+const TEMPORAL_CLI = path.join(REPO_ROOT, '.tools', 'bin', 'temporal');
+
+/** `temporal ARGS` with only the environment given (none of ours: no TEMPORAL_TLS_* from the caller). */
+async function temporalCli(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(TEMPORAL_CLI, args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/** What `cluster.sh env` prints (`export KEY=VALUE` lines), as variables. */
+function parseExports(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .trim()
+      .split('\n')
+      .map((line) => /^export ([A-Z_]+)=(.*)$/.exec(line))
+      .filter((match) => match !== null)
+      .map((match) => [match[1]!, match[2]!]),
+  );
+}
+
 describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', () => {
   const tag = randomBytes(3).toString('hex');
   const ids: string[] = [];
@@ -146,6 +180,9 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   /** Each READY sandbox's status before `down`. */
   let beforeDown: SandboxStatus[] = [];
   let alice: TestAuthenticator;
+  /** `cluster.sh env`: the operator's certificate, for sandboxctl and the temporal CLI. */
+  let operatorEnv: Record<string, string>;
+  let operatorTls: TemporalTlsSettings;
 
   const engineOf = (hostId: string) => {
     const dockerHost = topology.find((worker) => worker.hostId === hostId)?.dockerHost;
@@ -154,7 +191,10 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   };
   const runRoot = () => path.dirname(path.dirname(engineOf('a').replace(/^unix:\/\//, '')));
 
-  const callerEnv = () => ({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', SANDBOXPLANE_TASK_QUEUE: topology[0]!.taskQueue });
+  const plainCallerEnv = () => ({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', SANDBOXPLANE_TASK_QUEUE: topology[0]!.taskQueue });
+  const operatorPlaneEnv = () => Object.fromEntries(Object.entries(operatorEnv).filter(([key]) => key.startsWith('SANDBOXPLANE_TEMPORAL_TLS_')));
+  /** An operator's environment: the cluster's frontend answers nothing without the certificate. */
+  const callerEnv = () => ({ ...plainCallerEnv(), ...operatorPlaneEnv() });
 
   /** `sandboxctl ARGS --json` against the cluster; its JSON answer. */
   async function sandboxctl<T>(...args: string[]): Promise<T> {
@@ -240,7 +280,16 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as Worker);
-    sandboxes = await SandboxClient.connect({ address, namespace: 'default', taskQueue: topology[0]!.taskQueue });
+    const exported = await cluster('env');
+    assert.equal(exported.code, 0, exported.stderr);
+    operatorEnv = parseExports(exported.stdout);
+    operatorTls = {
+      certPath: operatorEnv.SANDBOXPLANE_TEMPORAL_TLS_CERT,
+      keyPath: operatorEnv.SANDBOXPLANE_TEMPORAL_TLS_KEY,
+      caPath: operatorEnv.SANDBOXPLANE_TEMPORAL_TLS_CA,
+      serverName: operatorEnv.SANDBOXPLANE_TEMPORAL_TLS_SERVER_NAME,
+    };
+    sandboxes = await SandboxClient.connect({ address, namespace: 'default', taskQueue: topology[0]!.taskQueue, tls: operatorTls });
     browser = await launchBrowser();
   });
 
@@ -251,11 +300,9 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
   });
 
   test('up: PostgreSQL persistence, four server processes, both hosts live', async () => {
-    const describeCluster = spawn(path.join(REPO_ROOT, '.tools', 'bin', 'temporal'), ['operator', 'cluster', 'describe', '--address', address, '-o', 'json']);
-    let out = '';
-    describeCluster.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await new Promise((resolve) => describeCluster.once('close', resolve));
-    const described = JSON.parse(out) as { persistenceStore: string; visibilityStore: string; serverVersion: string };
+    const describeCluster = await temporalCli(['operator', 'cluster', 'describe', '--address', address, '-o', 'json'], operatorEnv);
+    assert.equal(describeCluster.code, 0, describeCluster.output);
+    const described = JSON.parse(describeCluster.output) as { persistenceStore: string; visibilityStore: string; serverVersion: string };
     assert.equal(described.persistenceStore, 'postgres12');
     assert.equal(described.visibilityStore, 'postgres12');
     assert.equal(described.serverVersion, '1.29.1');
@@ -274,6 +321,41 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       return current.a?.live && current.b?.live ? current : undefined;
     });
     assert.deepEqual(live.a?.adapters.includes('moto') && live.b?.adapters.includes('moto'), true);
+  });
+
+  test("mTLS: without a client certificate a sandboxctl and a temporal CLI call get nothing; with the operator's both work", async () => {
+    const tlsDir = path.join(DATA, 'tls');
+    for (const name of ['ca', 'server', 'internode', 'worker', 'operator', 'gateway', 'ui']) {
+      assert.ok(fs.existsSync(path.join(tlsDir, `${name}.pem`)), `${name}.pem is made`);
+      assert.equal(fs.statSync(path.join(tlsDir, `${name}-key.pem`)).mode & 0o777, 0o600, `${name}-key.pem is 0600`);
+    }
+    assert.equal(operatorTls.certPath, path.join(tlsDir, 'operator.pem'));
+
+    const bare = await runSandboxctl(['hosts', '--json'], plainCallerEnv(), { timeoutMs: 120_000 });
+    assert.notEqual(bare.code, 0, `sandboxctl without a certificate: ${bare.stdout}`);
+    assert.match(bare.stdout + bare.stderr, /TEMPORAL_UNREACHABLE/);
+    const withCert = await runSandboxctl(['hosts', '--json'], callerEnv(), { timeoutMs: 120_000 });
+    assert.equal(withCert.code, 0, withCert.stderr);
+    assert.ok((JSON.parse(withCert.stdout) as { hosts: HostView[] }).hosts.length >= 2);
+
+    const health = ['operator', 'cluster', 'health', '--address', address];
+    const cliBare = await temporalCli(health);
+    assert.notEqual(cliBare.code, 0, cliBare.output);
+    assert.doesNotMatch(cliBare.output, /SERVING/);
+    // TLS that trusts the server but presents no certificate: refused too, on the frontend and on history.
+    const caOnly = ['--tls-ca-path', operatorTls.caPath!, '--tls-server-name', operatorTls.serverName!];
+    for (const port of [address.split(':')[1], '17234']) {
+      const noCert = await temporalCli(['operator', 'cluster', 'health', '--address', `127.0.0.1:${port}`, ...caOnly]);
+      assert.notEqual(noCert.code, 0, `port ${port} without a client certificate: ${noCert.output}`);
+    }
+    await assert.rejects(connectTemporal({ address, namespace: 'default', payloadCodec: null, connectTimeoutMs: 3_000, tls: { ...operatorTls, certPath: undefined, keyPath: undefined } }), {
+      code: 'TEMPORAL_UNREACHABLE',
+    });
+    const cliWithCert = await temporalCli(health, operatorEnv);
+    assert.equal(cliWithCert.code, 0, cliWithCert.output);
+    assert.match(cliWithCert.output, /SERVING/);
+    const cliFlags = await temporalCli([...health, '--tls-cert-path', operatorTls.certPath!, '--tls-key-path', operatorTls.keyPath!, ...caOnly]);
+    assert.equal(cliFlags.code, 0, cliFlags.output);
   });
 
   test('30 sandboxes through the SDK, the CLI and the UI, across a SIGKILLed lifecycle worker and history service', { timeout: 20 * 60_000 }, async () => {
@@ -370,7 +452,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     ({ address, uiUrl } = await up());
     assert.equal(fs.existsSync('/sys/class/net/docker0'), docker0Before, "the cluster's engines, started again, leave the machine's docker0 alone");
     await sandboxes.close();
-    sandboxes = await SandboxClient.connect({ address, namespace: 'default', taskQueue: topology[0]!.taskQueue });
+    sandboxes = await SandboxClient.connect({ address, namespace: 'default', taskQueue: topology[0]!.taskQueue, tls: operatorTls });
 
     // The engines stopped their containers: each health watch restarts its emulator once.
     const others = beforeDown.filter((status) => status.id !== shortId);
@@ -423,7 +505,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     });
     assert.equal(report.current, newBuild);
 
-    const connection = await Connection.connect({ address });
+    const connection = await Connection.connect({ address, tls: readTemporalTls(operatorTls) });
     try {
       const client = new Client({ connection, namespace: 'default' });
       const pinOf = async (id: string) => (await client.workflow.getHandle(`sandbox-${id}`).describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId;

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/config';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig, loadTemporalTlsSettings } from '../../src/config/config';
+import { readTemporalTls } from '../../src/config/temporal-tls';
 import { enableLocalFlags } from '../../src/config/local-flags';
 import { DEFAULT_STORE_PATH } from '../../src/config/paths';
 import { isPinnedImage } from '../../src/domain/image-reference';
@@ -171,6 +175,71 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
         assert.match(err.message, /SANDBOXPLANE_WORKER_ROLES: must be all or a comma-separated list of lifecycle, store, docker, targets; got 'lifecycle,sotre'/);
         return true;
       },
+    );
+  });
+});
+
+describe('SANDBOXPLANE_TEMPORAL_TLS_* (mTLS to Temporal, DESIGN §18)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-tls-'));
+  const file = (name: string, text: string) => {
+    const at = path.join(dir, name);
+    fs.writeFileSync(at, text);
+    return at;
+  };
+  const cert = file('operator.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+  const key = file('operator-key.pem', '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n');
+  const ca = file('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n');
+
+  test('unset: plain gRPC; set: the paths, read into the SDK option', () => {
+    assert.equal(loadConfig({}).temporalTls, undefined);
+    assert.equal(loadTemporalTlsSettings({}), undefined);
+    const env = {
+      SANDBOXPLANE_TEMPORAL_TLS_CERT: cert,
+      SANDBOXPLANE_TEMPORAL_TLS_KEY: key,
+      SANDBOXPLANE_TEMPORAL_TLS_CA: ca,
+      SANDBOXPLANE_TEMPORAL_TLS_SERVER_NAME: 'sandboxplane-temporal',
+    };
+    const settings = loadConfig(env).temporalTls;
+    assert.deepEqual(settings, { certPath: cert, keyPath: key, caPath: ca, serverName: 'sandboxplane-temporal' });
+    assert.deepEqual(loadTemporalTlsSettings(env), settings);
+    const options = readTemporalTls(settings!);
+    assert.equal(options.clientCertPair?.crt.toString(), fs.readFileSync(cert, 'utf8'));
+    assert.equal(options.clientCertPair?.key.toString(), fs.readFileSync(key, 'utf8'));
+    assert.equal(options.serverRootCACertificate?.toString(), fs.readFileSync(ca, 'utf8'));
+    assert.equal(options.serverNameOverride, 'sandboxplane-temporal');
+    // A CA alone: TLS that checks the server, no client certificate.
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_TEMPORAL_TLS_CA: ca }).temporalTls, { certPath: undefined, keyPath: undefined, caPath: ca, serverName: undefined });
+  });
+
+  test('a missing, unreadable or wrong file, or a certificate without its key, is one ConfigError naming each variable', () => {
+    const err = configError({
+      SANDBOXPLANE_TEMPORAL_TLS_CERT: path.join(dir, 'nowhere.pem'),
+      SANDBOXPLANE_TEMPORAL_TLS_KEY: cert,
+      SANDBOXPLANE_TEMPORAL_TLS_CA: dir,
+    });
+    assert.deepEqual(err.issues.map((issue) => issue.key).sort(), ['SANDBOXPLANE_TEMPORAL_TLS_CA', 'SANDBOXPLANE_TEMPORAL_TLS_CERT', 'SANDBOXPLANE_TEMPORAL_TLS_KEY']);
+    assert.equal(err.code, 'CONFIG_INVALID');
+    assert.match(err.message, /SANDBOXPLANE_TEMPORAL_TLS_CERT: \S*nowhere\.pem does not exist/);
+    assert.match(err.message, /SANDBOXPLANE_TEMPORAL_TLS_KEY: \S*operator\.pem holds no PEM PRIVATE KEY/);
+    assert.match(err.message, /SANDBOXPLANE_TEMPORAL_TLS_CA: \S* is a directory/);
+
+    const halves = configError({ SANDBOXPLANE_TEMPORAL_TLS_CERT: cert });
+    assert.deepEqual(
+      halves.issues.map((issue) => issue.key),
+      ['SANDBOXPLANE_TEMPORAL_TLS_KEY'],
+    );
+    assert.match(halves.message, /must be set with SANDBOXPLANE_TEMPORAL_TLS_CERT/);
+    assert.deepEqual(
+      configError({ SANDBOXPLANE_TEMPORAL_TLS_KEY: key }).issues.map((issue) => issue.key),
+      ['SANDBOXPLANE_TEMPORAL_TLS_CERT'],
+    );
+    assert.deepEqual(
+      configError({ SANDBOXPLANE_TEMPORAL_TLS_SERVER_NAME: 'sandboxplane-temporal' }).issues.map((issue) => issue.key),
+      ['SANDBOXPLANE_TEMPORAL_TLS_SERVER_NAME'],
+    );
+    assert.throws(
+      () => loadTemporalTlsSettings({ SANDBOXPLANE_TEMPORAL_TLS_CERT: cert }),
+      (thrown: unknown) => thrown instanceof ConfigError && thrown.issues[0]?.key === 'SANDBOXPLANE_TEMPORAL_TLS_KEY',
     );
   });
 });
