@@ -44,18 +44,53 @@ export function migrate(db: SqliteDatabase): { from: number; to: number } {
     .immediate();
 }
 
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_RECOVERY, SQLITE_BUSY_SNAPSHOT), which better-sqlite3 reports as they are. */
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
 /**
- * The switch to WAL needs the file to itself: while another connection creates a fresh
- * file, SQLite answers SQLITE_BUSY at once, without the busy handler, so try again (every
- * 20 ms) until the busy timeout has passed.
+ * Sets a connection up: WAL, then the schema check and the migrations. Processes opening
+ * one fresh file race here, and SQLite answers some losers "busy" at once, without the busy
+ * handler: the WAL switch reads page 1 and then upgrades to a write inside that read, which
+ * SQLite refuses outright while another connection holds the write lock, and its extended
+ * codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY) are not the plain one a retry of the
+ * switch alone looked for. Every step is idempotent (the migrations run in one transaction,
+ * rolled back on failure), so the whole set-up is tried again, every 20 ms, until the busy
+ * timeout has passed.
  */
-function enableWal(db: SqliteDatabase, deadline = Date.now() + BUSY_TIMEOUT_MS): void {
+function setUp(db: SqliteDatabase, file: string, options: OpenDatabaseOptions, deadline = Date.now() + BUSY_TIMEOUT_MS): void {
   try {
-    db.pragma('journal_mode = WAL');
+    if (!options.readonly) db.pragma('journal_mode = WAL');
+    refuseNewerSchema(db, file);
+    if (options.migrate ?? true) migrate(db);
   } catch (err) {
-    if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+    if (!isBusy(err) || Date.now() > deadline) throw err;
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-    enableWal(db, deadline);
+    setUp(db, file, options, deadline);
+  }
+}
+
+/** The database file and SQLite's companions of it, which hold the same rows. */
+const COMPANIONS = ['', '-wal', '-shm', '-journal'];
+
+/**
+ * The file holds audit rows, purposes and encrypted approver secrets: it is created 0600
+ * (in a directory created 0700) before SQLite opens it, since SQLite creates a file 0644
+ * and gives its -wal and -shm the main file's mode; a file left 0644 by an earlier build
+ * is narrowed here too.
+ */
+function createPrivately(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600));
+  for (const suffix of COMPANIONS) {
+    try {
+      fs.chmodSync(`${file}${suffix}`, 0o600);
+    } catch (err) {
+      // Absent is fine; a file another user owns keeps its mode, and SQLite says whether it can be used.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+    }
   }
 }
 
@@ -65,9 +100,9 @@ function enableWal(db: SqliteDatabase, deadline = Date.now() + BUSY_TIMEOUT_MS):
  * busy timeout so a second process waits instead of failing.
  */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): SqliteDatabase {
-  if (!options.readonly && file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   let db: SqliteDatabase;
   try {
+    if (!options.readonly && file !== ':memory:') createPrivately(file);
     db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   } catch (err) {
     throw new SandboxPlaneError('STORE_UNAVAILABLE', `cannot open ${file}: ${(err as Error).message}`, {
@@ -78,9 +113,7 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): S
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
-    if (!options.readonly) enableWal(db);
-    refuseNewerSchema(db, file);
-    if (options.migrate ?? true) migrate(db);
+    setUp(db, file, options);
     return db;
   } catch (err) {
     db.close();
