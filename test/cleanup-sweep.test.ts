@@ -30,7 +30,7 @@ async function strayContainer(broker: ContainerBroker, imageId: string, sandboxI
   const info = await broker.run({
     image: imageId,
     labels: { ...extraLabels, ...sandboxContainerLabels(sandboxId, 'moto') },
-    limits: { memoryBytes: 32 * MIB, pidsLimit: 16, nanoCpus: 500_000_000 },
+    limits: { memoryBytes: 32 * MIB, pidsLimit: 16, nanoCpus: 500_000_000, logMaxBytes: MIB, logFiles: 2 },
   });
   return info.id;
 }
@@ -179,6 +179,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
       list: (labels) => broker.list(labels),
       ping: () => broker.ping(),
       engineId: () => broker.engineId(),
+      engineMemoryBytes: () => broker.engineMemoryBytes(),
       rename: (current, newName) => broker.rename(current, newName),
       listNetworks: (labels) => broker.listNetworks(labels),
       removeNetwork: (name) => broker.removeNetwork(name),

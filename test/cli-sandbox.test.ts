@@ -229,9 +229,13 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     for (const field of ['hostId', 'taskQueue', 'capacity', 'live', 'adapters', 'lastSeenAt', 'warmPool']) assert.ok(field in local, `hosts[].${field}`);
     assert.equal(local.live, true);
     assert.deepEqual(local.warmPool, {}, 'no pool unless SANDBOXPLANE_WARM_POOL is set');
+    // Memory (DESIGN §12): the engine's, the default 0.9 of it for the containers' limits, and what they hold.
+    assert.ok(typeof local.engineMemoryBytes === 'number' && local.engineMemoryBytes > 0, `engineMemoryBytes ${String(local.engineMemoryBytes)}`);
+    assert.equal(local.memoryCapacityBytes, Math.floor(local.engineMemoryBytes * 0.9));
+    assert.equal(typeof local.memoryUsedBytes, 'number');
     const human = await cli('hosts');
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+-\s/);
+    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+MEMORY\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+-\s/);
   });
 
   test('invalid input → exit 2 naming every bad flag', async () => {

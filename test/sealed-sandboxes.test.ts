@@ -88,6 +88,7 @@ interface RawInspect {
     PidsLimit: number;
     ReadonlyRootfs: boolean;
     Privileged: boolean;
+    LogConfig: { Type: string; Config: Record<string, string> };
   };
   NetworkSettings: { Networks: Record<string, { IPAddress: string; Gateway: string; NetworkID: string }> };
 }
@@ -114,6 +115,8 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
         SANDBOXPLANE_HEALTH_INTERVAL: '1h',
         SANDBOXPLANE_MAX_SANDBOXES: '2',
         SANDBOXPLANE_PLACEMENT_WAIT: '2s',
+        SANDBOXPLANE_CONTAINER_LOG_MAX: '6m',
+        SANDBOXPLANE_CONTAINER_LOG_FILES: '3',
       },
     });
     plane = worker.plane.planeId;
@@ -177,7 +180,7 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
     if (answered.length === 0) t.diagnostic('this machine reaches nothing outside even unsealed: the outside part proves less here');
   });
 
-  test('docker inspect: every capability dropped, no new privileges, CPU, memory and PID limits, user moto, a read-only root', async () => {
+  test('docker inspect: every capability dropped, no new privileges, CPU, memory, PID and log limits, user moto, a read-only root', async () => {
     for (const status of [a, b]) {
       const [id] = status.runtimeIds;
       const raw = (await docker.getContainer(id as string).inspect()) as RawInspect;
@@ -188,6 +191,7 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
       assert.equal(raw.HostConfig.NanoCpus, 1_000_000_000);
       assert.equal(raw.HostConfig.Memory, 512 * 1024 * 1024);
       assert.equal(raw.HostConfig.PidsLimit, 256);
+      assert.deepEqual(raw.HostConfig.LogConfig, { Type: 'json-file', Config: { 'max-size': String(2 * 1024 * 1024), 'max-file': '3' } }, 'SANDBOXPLANE_CONTAINER_LOG_MAX=6m in 3 files');
       assert.equal(raw.HostConfig.ReadonlyRootfs, true);
       assert.equal(raw.Config.User, '10001:10001');
       assert.deepEqual(Object.keys(raw.NetworkSettings.Networks), [sandboxNetworkName(plane, status.id)]);

@@ -176,7 +176,7 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
         name: containerNameFor(plane, slot),
         image: motoImage as string,
         labels: { [PLANE_LABEL]: plane, ...sandboxContainerLabels(slot, 'moto'), [POOL_LABEL]: 'moto', [POOL_HOST_LABEL]: 'elsewhere' },
-        limits: { memoryBytes: 256 * 1024 * 1024, pidsLimit: 64, nanoCpus: 1_000_000_000 },
+        limits: { memoryBytes: 256 * 1024 * 1024, pidsLimit: 64, nanoCpus: 1_000_000_000, logMaxBytes: 1024 * 1024, logFiles: 2 },
       });
       try {
         const claimants = [`pool-c${round}a`, `pool-c${round}b`];

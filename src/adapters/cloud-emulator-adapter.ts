@@ -94,6 +94,11 @@ export interface RestoreTarget {
 export interface CloudEmulatorAdapter {
   readonly name: AdapterName;
   readonly catalog: ServiceCatalog;
+  /**
+   * The memory limit of what one sandbox (or warm pool slot) of this adapter runs on its
+   * docker host; 0 when it runs no container. Placement adds it up against the host's memory.
+   */
+  readonly memoryBytes: number;
   launchPlan(request: ProvisionRequest): LaunchPlan;
   provision(plan: LaunchPlan, context: AdapterContext): Promise<RuntimeHandle>;
   /**

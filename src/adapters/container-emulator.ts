@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
+import { DEFAULT_CONTAINER_LOG_LIMIT, type ContainerLogLimit } from '../domain/container-log';
 import { sameEngine } from '../domain/engine-identity';
 import { iacTargetOfSandbox } from '../domain/iac/iac-run';
 import { serviceOfType } from '../domain/iac/iac-screening';
@@ -47,6 +48,8 @@ export interface ContainerEmulatorOptions {
   readonly pidsLimit: number;
   /** CPU quota in billionths of a CPU (1e9 = one CPU). */
   readonly nanoCpus: number;
+  /** How much of its log the container keeps on disk (SANDBOXPLANE_CONTAINER_LOG_MAX); default 10 MiB in 2 files. */
+  readonly logLimit?: ContainerLogLimit;
   /** The user the emulator runs as (`uid:gid`), when the image can run as one that is not root; else the image's own. */
   readonly user?: string;
   /** Whether the emulator runs with a read-only root file system (it keeps its state in memory). */
@@ -158,11 +161,13 @@ function operatorEndpoint(info: ContainerSummary, containerPort: number): string
 export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   readonly name: AdapterName;
   readonly catalog: ServiceCatalog;
+  readonly memoryBytes: number;
   private pool: PoolSource | undefined;
 
   constructor(private readonly options: ContainerEmulatorOptions) {
     this.name = options.adapter;
     this.catalog = options.catalog;
+    this.memoryBytes = options.memoryBytes;
   }
 
   launchPlan(request: ProvisionRequest): LaunchPlan {
@@ -322,7 +327,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
 
   /** Runs the container; a chosen host port that was taken meanwhile is chosen again. */
   private async start(plan: LaunchPlan): Promise<ContainerInfo> {
-    const { broker, containerPort } = this.options;
+    const { broker, containerPort, logLimit = DEFAULT_CONTAINER_LOG_LIMIT } = this.options;
     // Read back from the container's label afterwards: a retried run adopts the first attempt's container, token and all.
     const tokenEnv = this.options.operatorToken?.envName;
     const token = tokenEnv === undefined ? undefined : randomBytes(24).toString('hex');
@@ -339,7 +344,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
           env: { ...environment, ...operatorEnv },
           labels: { ...plan.labels, ...operatorLabel },
           ports: [{ containerPort, hostPort }],
-          limits: { memoryBytes: this.options.memoryBytes, pidsLimit: this.options.pidsLimit, nanoCpus: this.options.nanoCpus },
+          limits: {
+            memoryBytes: this.options.memoryBytes,
+            pidsLimit: this.options.pidsLimit,
+            nanoCpus: this.options.nanoCpus,
+            logMaxBytes: logLimit.maxBytes,
+            logFiles: logLimit.files,
+          },
           capDrop: ['ALL'],
           ...(this.options.user !== undefined ? { user: this.options.user } : {}),
           readonlyRootfs: this.options.readonlyRootfs ?? false,

@@ -1,4 +1,5 @@
 import { clientConfigFor } from '../domain/client-config';
+import type { ContainerLogLimit } from '../domain/container-log';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
@@ -16,6 +17,8 @@ export interface FlociAdapterOptions {
   readonly image: string;
   readonly healthTimeoutMs: number;
   readonly extraLabels?: Readonly<Record<string, string>>;
+  /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
+  readonly logLimit?: ContainerLogLimit;
 }
 
 /**
@@ -77,6 +80,7 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     catalog,
     broker: options.broker,
     ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
+    ...(options.logLimit !== undefined ? { logLimit: options.logLimit } : {}),
     image: options.image,
     containerPort: FLOCI_PORT,
     region: REGION,

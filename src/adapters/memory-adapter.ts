@@ -16,6 +16,8 @@ const REGION = 'us-east-1';
 export class MemoryAdapter implements CloudEmulatorAdapter {
   readonly name = 'memory' as const;
   readonly catalog = SERVICE_CATALOGS.memory;
+  /** It runs in the worker's own process: no container holds host memory. */
+  readonly memoryBytes = 0;
   private readonly sandboxes = new Map<string, { services: readonly string[]; resources: ResourceRef[] }>();
 
   launchPlan(request: ProvisionRequest): LaunchPlan {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { clientConfigFor } from '../domain/client-config';
+import type { ContainerLogLimit } from '../domain/container-log';
 import { SandboxPlaneError } from '../domain/errors';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import type { ContainerBroker } from '../docker';
@@ -57,6 +58,8 @@ export interface MotoAdapterOptions {
   readonly image: string;
   readonly healthTimeoutMs: number;
   readonly extraLabels?: Readonly<Record<string, string>>;
+  /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
+  readonly logLimit?: ContainerLogLimit;
 }
 
 /** moto's server in a container of its own: the emulator we can run end to end here. */
@@ -67,6 +70,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     catalog,
     broker: options.broker,
     ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
+    ...(options.logLimit !== undefined ? { logLimit: options.logLimit } : {}),
     image: options.image,
     containerPort: MOTO_PORT,
     region: REGION,

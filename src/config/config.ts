@@ -1,4 +1,6 @@
 import { DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
+import { parseByteSize } from '../domain/byte-size';
+import { DEFAULT_CONTAINER_LOG_FILES, DEFAULT_CONTAINER_LOG_MAX, logFileBytes, MAX_CONTAINER_LOG_FILES, MIN_CONTAINER_LOG_FILE_BYTES, type ContainerLogLimit } from '../domain/container-log';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import fs from 'node:fs';
 import { z } from 'zod';
@@ -56,7 +58,7 @@ export interface Config {
    * The docker role's host: its id (which names its queue), how many sandboxes it takes,
    * and the warm pools it keeps (DESIGN §13; their idle containers count against capacity).
    */
-  readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets };
+  readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
   /** The payload codec's keys (SANDBOXPLANE_CODEC_KEYS, _KEYS_FILE, or the default file .data/codec-keys). */
@@ -99,6 +101,8 @@ export interface EmulatorSettings {
   /** The Floci image by id (`sha256:…`, one built here) or digest (`[host[:port]/]floci/floci@sha256:…`). */
   readonly flociImage: string | undefined;
   readonly healthTimeoutSeconds: number;
+  /** How much of its log every container keeps on disk (`SANDBOXPLANE_CONTAINER_LOG_MAX`, `_FILES`). */
+  readonly containerLog: ContainerLogLimit;
 }
 
 export interface ConfigIssue {
@@ -196,6 +200,35 @@ const positiveCount = z
   .regex(/^[1-9][0-9]{0,5}$/, 'must be a whole number from 1 to 999999')
   .transform(Number);
 
+/** A size such as 10m, 512k or 1g (powers of 1024), or bytes. */
+const byteSize = (fallback: string) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const bytes = parseByteSize(text);
+      if (bytes === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a size such as 10m, 512k or 1g (or bytes), got '${text}'` });
+        return z.NEVER;
+      }
+      return bytes;
+    })
+    .default(fallback);
+
+const logFiles = z
+  .string()
+  .regex(/^[0-9]{1,2}$/, `must be a whole number from 1 to ${MAX_CONTAINER_LOG_FILES}`)
+  .transform(Number)
+  .refine((files) => files >= 1 && files <= MAX_CONTAINER_LOG_FILES, `must be a whole number from 1 to ${MAX_CONTAINER_LOG_FILES}`)
+  .default(String(DEFAULT_CONTAINER_LOG_FILES));
+
+/** A fraction of the engine's memory: above 0, at most 1. */
+const memoryFraction = z
+  .string()
+  .regex(/^(0?\.[0-9]+|1(\.0*)?|0)$/, 'must be a number above 0 and at most 1, e.g. 0.9')
+  .transform(Number)
+  .refine((fraction) => fraction > 0 && fraction <= 1, 'must be a number above 0 and at most 1, e.g. 0.9')
+  .default('0.9');
+
 /** `SANDBOXPLANE_WARM_POOL`: `moto=2` (a comma list of adapter=count); unset means no pool. */
 const warmPool = z
   .string()
@@ -280,6 +313,9 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)).describe('live sandbox containers the whole plane allows, warm pools included (default 500)'),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120).describe('how long a sandbox waits for a host with room before NO_CAPACITY (default 2m)'),
   SANDBOXPLANE_WARM_POOL: warmPool.describe('idle emulator containers each docker host keeps, e.g. moto=2 (default none)'),
+  SANDBOXPLANE_HOST_MEMORY_FRACTION: memoryFraction.describe("the share of the engine's memory the memory limits of the docker role's containers may add up to (default 0.9)"),
+  SANDBOXPLANE_CONTAINER_LOG_MAX: byteSize(DEFAULT_CONTAINER_LOG_MAX).describe("disk each container's log may take, all its files together, e.g. 20m (default 10m)"),
+  SANDBOXPLANE_CONTAINER_LOG_FILES: logFiles.describe(`files each container's log rotates through, 1 to ${MAX_CONTAINER_LOG_FILES} (default ${DEFAULT_CONTAINER_LOG_FILES})`),
   SANDBOXPLANE_PRINCIPAL: principalSchema.optional().describe('who the CLI and sandboxctl mcp act as (an agent); unset, the CLI acts as an operator'),
   SANDBOXPLANE_STORE_KEY_FILE: nonEmptyPath.optional().describe("the store role's key for approvers' TOTP secrets (default the SQLite file's path + .key)"),
   SANDBOXPLANE_DEPLOYMENT: deploymentNameSchema.default(DEFAULT_DEPLOYMENT).describe('the Worker Deployment of the lifecycle workers (default sandboxplane)'),
@@ -358,6 +394,13 @@ export function loadConfig(env: Env = process.env): Config {
         message: `its ${pooled} idle containers would take all ${parsed.data.SANDBOXPLANE_HOST_CAPACITY} of SANDBOXPLANE_HOST_CAPACITY; keep fewer or raise the capacity`,
       });
     }
+    const log = { maxBytes: parsed.data.SANDBOXPLANE_CONTAINER_LOG_MAX, files: parsed.data.SANDBOXPLANE_CONTAINER_LOG_FILES };
+    if (logFileBytes(log) < MIN_CONTAINER_LOG_FILE_BYTES) {
+      issues.push({
+        key: 'SANDBOXPLANE_CONTAINER_LOG_MAX',
+        message: `must give each of the ${log.files} log files (SANDBOXPLANE_CONTAINER_LOG_FILES) at least 64k, got ${log.maxBytes} bytes`,
+      });
+    }
   }
   const codec = parsed.success ? resolveCodecSettings(parsed.data) : undefined;
   issues.push(...(codec?.issues ?? []));
@@ -391,12 +434,18 @@ export function loadConfig(env: Env = process.env): Config {
       motoImage: values.SANDBOXPLANE_MOTO_IMAGE,
       flociImage: values.SANDBOXPLANE_FLOCI_IMAGE,
       healthTimeoutSeconds: values.SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT,
+      containerLog: Object.freeze({ maxBytes: values.SANDBOXPLANE_CONTAINER_LOG_MAX, files: values.SANDBOXPLANE_CONTAINER_LOG_FILES }),
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
     planeId: values.SANDBOXPLANE_PLANE_ID,
     principal: values.SANDBOXPLANE_PRINCIPAL,
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),
-    host: Object.freeze({ id: values.SANDBOXPLANE_HOST_ID, capacity: values.SANDBOXPLANE_HOST_CAPACITY, warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL) }),
+    host: Object.freeze({
+      id: values.SANDBOXPLANE_HOST_ID,
+      capacity: values.SANDBOXPLANE_HOST_CAPACITY,
+      warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL),
+      memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
+    }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),

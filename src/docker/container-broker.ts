@@ -125,6 +125,8 @@ export interface ContainerBroker {
    * records it, so teardown can tell "gone" from "on another engine".
    */
   engineId(): Promise<string>;
+  /** The memory of the engine's machine (`docker info` MemTotal), which the plane's container limits add up against. */
+  engineMemoryBytes(): Promise<number>;
 }
 
 export interface EngineIdentity {

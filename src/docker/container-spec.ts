@@ -29,6 +29,10 @@ export const containerLimitsSchema = z
     pidsLimit: z.number().int().optional(),
     /** CPU quota in billionths of a CPU (1e9 = one CPU); required. */
     nanoCpus: z.number().int().optional(),
+    /** Bytes the container's log may take on the host's disk, all its files together; required. */
+    logMaxBytes: z.number().int().optional(),
+    /** Files the log rotates through (the engine drops the oldest); required. */
+    logFiles: z.number().int().optional(),
   })
   .strict();
 
@@ -105,6 +109,8 @@ export interface ValidatedContainerSpec {
     readonly memoryBytes: number;
     readonly pidsLimit: number;
     readonly nanoCpus: number;
+    readonly logMaxBytes: number;
+    readonly logFiles: number;
   };
   readonly readonlyRootfs: boolean;
   /** Always includes `ALL`. */

@@ -1,6 +1,7 @@
 import { planeMetrics } from '../telemetry/plane-metrics';
 import { inClientSpan } from '../telemetry/spans';
 import Docker from 'dockerode';
+import { logFileBytes } from '../domain/container-log';
 import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { POOL_HOST_LABEL, POOL_LABEL } from '../domain/warm-pool';
 import { SandboxPlaneError } from '../domain/errors';
@@ -21,7 +22,7 @@ import {
 import { CONTAINER_NAME, type ContainerSpecInput, type ValidatedContainerSpec } from './container-spec';
 import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
 import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
-import { toContainerInfo, toContainerSummaries, toEngineId, toNetworkSummaries } from './engine-responses';
+import { toContainerInfo, toContainerSummaries, toEngineId, toEngineMemoryBytes, toNetworkSummaries } from './engine-responses';
 import { resolveExistingHostPath } from './host-path-resolver';
 import { ownNetworkName, validateContainerSpec, type SpecPolicy } from './spec-rules';
 
@@ -118,6 +119,11 @@ export function toCreateOptions(spec: ValidatedContainerSpec, networkId?: string
       MemorySwap: spec.limits.memoryBytes,
       PidsLimit: spec.limits.pidsLimit,
       NanoCpus: spec.limits.nanoCpus,
+      // Named, not left to the engine's default driver: a daemon set to journald or syslog would keep no bound here.
+      LogConfig: {
+        Type: 'json-file',
+        Config: { 'max-size': String(logFileBytes({ maxBytes: spec.limits.logMaxBytes, files: spec.limits.logFiles })), 'max-file': String(spec.limits.logFiles) },
+      },
       RestartPolicy: { Name: 'no' },
       AutoRemove: false,
       ReadonlyRootfs: spec.readonlyRootfs,
@@ -340,6 +346,11 @@ export class DockerContainerBroker implements ContainerBroker {
       throw err;
     });
     return this.knownEngineId;
+  }
+
+  async engineMemoryBytes(): Promise<number> {
+    const raw: unknown = await this.engineCall('info', {}, () => this.docker.info());
+    return toEngineMemoryBytes(raw);
   }
 
   private async readEngineId(): Promise<string> {

@@ -65,6 +65,8 @@ const listSchema = z.array(
 
 const infoSchema = z.object({ ID: z.string().trim().min(1), Name: z.string().optional(), DockerRootDir: z.string().optional() });
 
+const memoryInfoSchema = z.object({ MemTotal: z.number().int().positive() });
+
 /** The engine writes the zero time for "never". */
 function timestamp(value: string | undefined): string | null {
   if (value === undefined || value === '' || value.startsWith('0001-01-01')) return null;
@@ -129,6 +131,11 @@ export function toNetworkSummaries(raw: unknown): NetworkSummary[] {
 /** The engine's ID from `GET /info`: stable for the life of the engine's data directory. */
 export function toEngineId(raw: unknown): string {
   return engineIdOf(parseOrThrow(infoSchema, raw, 'info'));
+}
+
+/** The memory of the engine's machine (or VM) from `GET /info`, in bytes. */
+export function toEngineMemoryBytes(raw: unknown): number {
+  return parseOrThrow(memoryInfoSchema, raw, 'info').MemTotal;
 }
 
 /** Maps `GET /containers/json` onto {@link ContainerSummary}s. */

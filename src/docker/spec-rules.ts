@@ -1,4 +1,5 @@
 import type { ZodIssue } from 'zod';
+import { logFileBytes, MAX_CONTAINER_LOG_FILES, MIN_CONTAINER_LOG_FILE_BYTES } from '../domain/container-log';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, SANDBOX_ID_LABEL, ADAPTER_LABEL, PLANE_LABEL, sandboxNetworkName } from '../domain/docker-labels';
 import { isPinnedImage } from '../domain/image-reference';
 import { SANDBOX_ID_PATTERN } from '../domain/sandbox-id';
@@ -112,7 +113,7 @@ function checkNamespaces(spec: ContainerSpecShape, report: Report): void {
 function checkLimits(spec: ContainerSpecShape, report: Report): void {
   const limits = spec.limits;
   if (limits === undefined) {
-    report('SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes, limits.pidsLimit and limits.nanoCpus');
+    report('SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes, limits.pidsLimit, limits.nanoCpus, limits.logMaxBytes and limits.logFiles');
     return;
   }
   if (limits.memoryBytes === undefined) {
@@ -129,6 +130,28 @@ function checkLimits(spec: ContainerSpecShape, report: Report): void {
     report('SPEC_LIMITS_MISSING', 'limits.nanoCpus', 'limits.nanoCpus is required (1e9 is one CPU)');
   } else if (limits.nanoCpus < MIN_NANO_CPUS) {
     report('SPEC_LIMITS_MISSING', 'limits.nanoCpus', `limits.nanoCpus must be at least ${MIN_NANO_CPUS} (0.01 CPU), got ${limits.nanoCpus}`);
+  }
+  checkLogLimits(limits, report);
+}
+
+/** A log without a size limit lets one sandbox fill the host's disk (DESIGN §12). */
+function checkLogLimits(limits: NonNullable<ContainerSpecShape['limits']>, report: Report): void {
+  const { logMaxBytes, logFiles } = limits;
+  if (logFiles === undefined) {
+    report('SPEC_LIMITS_MISSING', 'limits.logFiles', 'limits.logFiles is required (the files the log rotates through)');
+  } else if (logFiles < 1 || logFiles > MAX_CONTAINER_LOG_FILES) {
+    report('SPEC_LIMITS_MISSING', 'limits.logFiles', `limits.logFiles must be from 1 to ${MAX_CONTAINER_LOG_FILES}, got ${logFiles}`);
+  }
+  if (logMaxBytes === undefined) {
+    report('SPEC_LIMITS_MISSING', 'limits.logMaxBytes', "limits.logMaxBytes is required (the bytes the container's log may take on disk)");
+  } else if (logFiles !== undefined && logFiles >= 1 && logFileBytes({ maxBytes: logMaxBytes, files: logFiles }) < MIN_CONTAINER_LOG_FILE_BYTES) {
+    report(
+      'SPEC_LIMITS_MISSING',
+      'limits.logMaxBytes',
+      `limits.logMaxBytes must give each of its ${logFiles} file(s) at least ${MIN_CONTAINER_LOG_FILE_BYTES} bytes (64 KiB; 0 would mean unlimited), got ${logMaxBytes}`,
+    );
+  } else if (logMaxBytes < MIN_CONTAINER_LOG_FILE_BYTES) {
+    report('SPEC_LIMITS_MISSING', 'limits.logMaxBytes', `limits.logMaxBytes must be at least ${MIN_CONTAINER_LOG_FILE_BYTES} (64 KiB; 0 would mean unlimited), got ${logMaxBytes}`);
   }
 }
 
@@ -302,6 +325,8 @@ export function validateContainerSpec(input: unknown, policy: SpecPolicy = {}): 
       memoryBytes: spec.limits?.memoryBytes ?? 0,
       pidsLimit: spec.limits?.pidsLimit ?? 0,
       nanoCpus: spec.limits?.nanoCpus ?? 0,
+      logMaxBytes: spec.limits?.logMaxBytes ?? 0,
+      logFiles: spec.limits?.logFiles ?? 0,
     }),
     readonlyRootfs: spec.readonlyRootfs ?? false,
     capDrop: Object.freeze([...(spec.capDrop ?? [DROP_ALL_CAPABILITIES])]),

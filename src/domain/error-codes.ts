@@ -52,7 +52,11 @@ export const ERROR_CODES = {
   SPEC_CAPABILITY_ADDED: spec('refused', false, 'Remove `capAdd`: sandboxes get no capabilities beyond the engine default.'),
   SPEC_HOST_NAMESPACE: spec('refused', false, 'Remove the host or container: namespace mode; sandboxes get their own namespaces.'),
   SPEC_DEVICES: spec('refused', false, 'Remove `devices`: sandboxes get no host devices.'),
-  SPEC_LIMITS_MISSING: spec('refused', false, 'Set limits.memoryBytes (at least 6 MiB), limits.pidsLimit (at least 1) and limits.nanoCpus (at least 0.01 CPU).'),
+  SPEC_LIMITS_MISSING: spec(
+    'refused',
+    false,
+    'Set limits.memoryBytes (at least 6 MiB), limits.pidsLimit (at least 1), limits.nanoCpus (at least 0.01 CPU), limits.logFiles (1 to 20) and limits.logMaxBytes (at least 64 KiB a file).',
+  ),
   SPEC_NETWORK_NOT_SEALED: spec(
     'refused',
     false,
@@ -77,7 +81,7 @@ export const ERROR_CODES = {
   NO_CAPACITY: spec(
     'refused',
     false,
-    'Every docker host that runs this adapter is full or down (`sandboxctl hosts`): destroy a sandbox, or ask an operator for a host or a higher --capacity.',
+    'Every docker host that runs this adapter is full (of sandboxes or of memory) or down (`sandboxctl hosts`): destroy a sandbox, or ask an operator for a host or a higher --capacity.',
   ),
   APPROVAL_DENIED: spec('refused', false, 'A reviewer denied the request; read the reason and ask again with a changed request.'),
   APPROVAL_EXPIRED: spec('refused', false, 'Nobody approved in time; ask again, and ask a reviewer to look at the Temporal UI.'),

@@ -1,6 +1,6 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration, HostView } from '../domain/hosts';
-import type { StoredHost } from './host-repository';
+import { memoryUsed, type StoredHost } from './host-repository';
 import type { Store } from './store';
 
 /** The host registry as callers see it: the store's rows, with liveness from Temporal. */
@@ -72,6 +72,9 @@ export class StoreHostDirectory implements HostDirectory {
       adapters: host.adapters,
       lastSeenAt: lastSeenAt?.toISOString() ?? null,
       liveSandboxes: host.liveSandboxes,
+      engineMemoryBytes: host.memory?.engineBytes ?? null,
+      memoryCapacityBytes: host.memory?.capacityBytes ?? null,
+      memoryUsedBytes: memoryUsed(host),
       engineId: host.engineId,
       registeredAt: host.registeredAt,
     };

@@ -1,4 +1,5 @@
-import type { HostRegistration, Placement } from '../domain/hosts';
+import { formatBytes } from '../domain/byte-size';
+import { hostMemorySchema, type HostMemory, type HostRegistration, type Placement } from '../domain/hosts';
 import { TERMINAL_STATES } from '../domain/sandbox-states';
 import { pooledSlots, warmPoolTargetsSchema, type WarmPoolTargets } from '../domain/warm-pool';
 import type { SqliteDatabase } from './database';
@@ -6,9 +7,12 @@ import type { SqliteDatabase } from './database';
 /** A registered docker host with the sandboxes that hold its capacity. */
 export interface StoredHost extends HostRegistration {
   readonly warmPool: WarmPoolTargets;
+  readonly memory: HostMemory | null;
   readonly registeredAt: string;
   readonly updatedAt: string;
   readonly liveSandboxes: number;
+  /** Its live sandboxes by adapter: what their memory limits are added up from. */
+  readonly liveByAdapter: Readonly<Record<string, number>>;
 }
 
 interface HostRow {
@@ -21,7 +25,9 @@ interface HostRow {
   identity: string;
   registered_at: string;
   updated_at: string;
+  memory: string | null;
   live: number;
+  live_by_adapter: string | null;
 }
 
 /** Ended sandboxes free their host's capacity; a DESTROY_FAILED one may still hold a container, so it keeps its place. */
@@ -45,22 +51,30 @@ export class HostRepository {
     const at = now.toISOString();
     this.db
       .prepare(
-        `INSERT INTO hosts (host_id, task_queue, adapters, capacity, warm_pool, engine_id, identity, registered_at, updated_at)
-         VALUES (@hostId, @taskQueue, @adapters, @capacity, @warmPool, @engineId, @identity, @at, @at)
+        `INSERT INTO hosts (host_id, task_queue, adapters, capacity, warm_pool, engine_id, identity, memory, registered_at, updated_at)
+         VALUES (@hostId, @taskQueue, @adapters, @capacity, @warmPool, @engineId, @identity, @memory, @at, @at)
          ON CONFLICT (host_id) DO UPDATE SET task_queue = excluded.task_queue, adapters = excluded.adapters,
            capacity = excluded.capacity, warm_pool = excluded.warm_pool, engine_id = excluded.engine_id,
-           identity = excluded.identity, updated_at = excluded.updated_at`,
+           identity = excluded.identity, memory = excluded.memory, updated_at = excluded.updated_at`,
       )
-      .run({ ...host, adapters: JSON.stringify(host.adapters), warmPool: JSON.stringify(host.warmPool ?? {}), at });
+      .run({
+        ...host,
+        adapters: JSON.stringify(host.adapters),
+        warmPool: JSON.stringify(host.warmPool ?? {}),
+        memory: host.memory === undefined || host.memory === null ? null : JSON.stringify(hostMemorySchema.parse(host.memory)),
+        at,
+      });
   }
 
   list(): StoredHost[] {
     const rows = this.db
       .prepare(
-        `SELECT h.*, (SELECT count(*) FROM sandboxes s WHERE s.host = h.host_id AND s.${HOLDS_CAPACITY}) AS live
+        `SELECT h.*, (SELECT count(*) FROM sandboxes s WHERE s.host = h.host_id AND s.${HOLDS_CAPACITY}) AS live,
+           (SELECT json_group_object(adapter, n) FROM
+             (SELECT s.adapter AS adapter, count(*) AS n FROM sandboxes s WHERE s.host = h.host_id AND s.${HOLDS_CAPACITY} GROUP BY s.adapter)) AS live_by_adapter
          FROM hosts h ORDER BY h.host_id`,
       )
-      .all(...RELEASED) as HostRow[];
+      .all(...RELEASED, ...RELEASED) as HostRow[];
     return rows.map((row) => ({
       hostId: row.host_id,
       taskQueue: row.task_queue,
@@ -69,9 +83,11 @@ export class HostRepository {
       warmPool: warmPoolTargetsSchema.parse(JSON.parse(row.warm_pool)),
       engineId: row.engine_id,
       identity: row.identity,
+      memory: row.memory === null ? null : hostMemorySchema.parse(JSON.parse(row.memory)),
       registeredAt: row.registered_at,
       updatedAt: row.updated_at,
       liveSandboxes: row.live,
+      liveByAdapter: Object.freeze(JSON.parse(row.live_by_adapter ?? '{}') as Record<string, number>),
     }));
   }
 
@@ -104,8 +120,8 @@ export class HostRepository {
     if (overCap !== undefined) return overCap;
     const serving = hosts.filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
     const chosen = serving
-      .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity)
-      .sort((a, b) => load(a) / a.capacity - load(b) / b.capacity || a.hostId.localeCompare(b.hostId))[0];
+      .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity && memoryFits(host, input.adapter))
+      .sort((a, b) => usedShare(a) - usedShare(b) || a.hostId.localeCompare(b.hostId))[0];
     if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
     this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
     return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
@@ -130,11 +146,36 @@ function load(host: StoredHost): number {
   return host.liveSandboxes + pooledSlots(host.warmPool);
 }
 
+/** The memory one more sandbox of `adapter` would hold on the host (0 when its worker did not measure). */
+function memoryNeeded(host: StoredHost, adapter: string): number {
+  return host.memory?.perSandboxBytes[adapter as keyof HostMemory['perSandboxBytes']] ?? 0;
+}
+
+/** The memory limits a host's live sandboxes and warm pool containers hold (DESIGN §12). */
+export function memoryUsed(host: StoredHost): number {
+  const counts = new Map<string, number>(Object.entries(host.liveByAdapter));
+  for (const [adapter, target] of Object.entries(host.warmPool)) counts.set(adapter, (counts.get(adapter) ?? 0) + (target ?? 0));
+  return [...counts].reduce((sum, [adapter, count]) => sum + count * memoryNeeded(host, adapter), 0);
+}
+
+/** Whether one more sandbox of `adapter` keeps the host's containers within its memory; a host not measured is bound by its count alone. */
+function memoryFits(host: StoredHost, adapter: string): boolean {
+  return host.memory === null || memoryUsed(host) + memoryNeeded(host, adapter) <= host.memory.capacityBytes;
+}
+
+/** How full a host is: of its slots or of its memory, whichever is fuller. */
+function usedShare(host: StoredHost): number {
+  const slots = load(host) / host.capacity;
+  return host.memory === null ? slots : Math.max(slots, memoryUsed(host) / host.memory.capacityBytes);
+}
+
 function describeNoRoom(adapter: string, serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): string {
   if (serving.length === 0) return `no registered docker host runs the ${adapter} adapter`;
   const usage = (host: StoredHost) => {
     const pooled = pooledSlots(host.warmPool);
-    return `${load(host)}/${host.capacity}${pooled > 0 ? ` with ${pooled} kept warm` : ''}`;
+    const slots = `${load(host)}/${host.capacity}${pooled > 0 ? ` with ${pooled} kept warm` : ''}`;
+    if (memoryFits(host, adapter) || host.memory === null) return slots;
+    return `${slots}, memory ${formatBytes(memoryUsed(host))} of ${formatBytes(host.memory.capacityBytes)} held and a ${adapter} sandbox needs ${formatBytes(memoryNeeded(host, adapter))}`;
   };
   const each = serving.map((host) => `${host.hostId} ${liveHostIds.has(host.hostId) ? usage(host) : 'not live'}`);
   return `no live docker host has room for a ${adapter} sandbox (${each.join(', ')})`;

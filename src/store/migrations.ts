@@ -213,6 +213,11 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ) STRICT;
   CREATE INDEX snapshots_principal ON snapshots (principal, created_at);
   `,
+  // 10: each docker host's memory as its worker measured it (DESIGN §12): the engine's,
+  // the share the plane's containers may take, and what one sandbox of each adapter holds.
+  `
+  ALTER TABLE hosts ADD COLUMN memory TEXT CHECK (memory IS NULL OR json_valid(memory));
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

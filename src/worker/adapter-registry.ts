@@ -8,7 +8,7 @@ import { PLANE_LABEL } from '../domain/docker-labels';
 
 /** The adapters this worker runs: memory always, moto and Floci when their image is configured. */
 export function buildAdapterRegistry(settings: EmulatorSettings, broker: ContainerBroker, plane: string): AdapterRegistry {
-  const common = { broker, healthTimeoutMs: settings.healthTimeoutSeconds * 1000, extraLabels: { [PLANE_LABEL]: plane } };
+  const common = { broker, healthTimeoutMs: settings.healthTimeoutSeconds * 1000, extraLabels: { [PLANE_LABEL]: plane }, logLimit: settings.containerLog };
   return {
     memory: new MemoryAdapter(),
     ...(settings.motoImage !== undefined ? { moto: createMotoAdapter({ ...common, image: settings.motoImage }) } : {}),

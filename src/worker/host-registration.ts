@@ -1,10 +1,48 @@
 import type { Client } from '@temporalio/client';
+import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { storeCommandWorkflowId } from '../client/store-client';
+import type { ContainerBroker } from '../docker';
+import { formatBytes } from '../domain/byte-size';
 import { STORE_COMMAND_WORKFLOW } from '../domain/contract-names';
-import type { HostRegistration } from '../domain/hosts';
+import type { HostMemory, HostRegistration } from '../domain/hosts';
+import { ADAPTER_NAMES } from '../domain/service-catalog';
+import type { WarmPoolTargets } from '../domain/warm-pool';
 import type { Logger } from '../logging/logger';
 
 const RETRY_MS = 5_000;
+
+/**
+ * The host's memory for its registration (DESIGN §12): the engine's, the share
+ * (SANDBOXPLANE_HOST_MEMORY_FRACTION) the memory limits of the plane's containers may add
+ * up to, and what one sandbox of each adapter holds. Null when the engine does not say:
+ * the host is then bound by its count alone, and the log says so.
+ */
+export async function measureHostMemory(input: {
+  broker: ContainerBroker;
+  adapters: AdapterRegistry;
+  fraction: number;
+  warmPool: WarmPoolTargets;
+  logger: Logger;
+}): Promise<HostMemory | null> {
+  const { broker, adapters, fraction, warmPool, logger } = input;
+  let engineBytes: number;
+  try {
+    engineBytes = await broker.engineMemoryBytes();
+  } catch (err) {
+    logger.warn({ err }, "the engine's memory is unknown: this host is bound by its sandbox count alone");
+    return null;
+  }
+  const perSandboxBytes = Object.fromEntries(ADAPTER_NAMES.flatMap((name) => (adapters[name] === undefined ? [] : [[name, adapters[name].memoryBytes]])));
+  const memory: HostMemory = { engineBytes, capacityBytes: Math.max(1, Math.floor(engineBytes * fraction)), perSandboxBytes };
+  const pooled = Object.entries(warmPool).reduce((sum, [name, target]) => sum + (target ?? 0) * (perSandboxBytes[name] ?? 0), 0);
+  if (pooled > memory.capacityBytes) {
+    logger.warn(
+      { pooledBytes: pooled, capacityBytes: memory.capacityBytes },
+      `the warm pools' containers hold ${formatBytes(pooled)}, more than the ${formatBytes(memory.capacityBytes)} this host's containers may: no sandbox fits beside them; keep fewer`,
+    );
+  }
+  return memory;
+}
 
 /**
  * A docker worker without the store role registers its host through Temporal (the

@@ -16,7 +16,7 @@ import { dockerQueue, storeQueue, targetsQueue, type WorkerRole } from '../domai
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
-import { registerHostUntilDone } from './host-registration';
+import { measureHostMemory, registerHostUntilDone } from './host-registration';
 import { resolvePlaneId } from './plane-identity';
 import { RoleWorkers } from './role-workers';
 import { installWorkerRuntime } from './runtime-logger';
@@ -239,6 +239,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         warmPool: config.host.warmPool,
         engineId: await broker.engineId().catch(() => null),
         identity,
+        memory: await measureHostMemory({ broker, adapters, fraction: config.host.memoryFraction, warmPool: config.host.warmPool, logger }),
       };
       // With the store here, before any poll: the first request already finds this host.
       if (hosts !== undefined) await hosts.register(host);

@@ -29,6 +29,7 @@ function onAnotherEngine(broker: ContainerBroker): ContainerBroker {
     removeNetwork: (name) => broker.removeNetwork(name),
     ping: () => broker.ping(),
     engineId: async () => 'OTHER:ENGINE:FOR:TESTS',
+    engineMemoryBytes: () => broker.engineMemoryBytes(),
   };
 }
 

@@ -12,7 +12,18 @@ import type Docker from 'dockerode';
 import { SANDBOX_ID_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
 import { isSandboxPlaneError, type SandboxPlaneError } from '../../src/domain/errors';
 import { DockerContainerBroker, stopAndRemove, type BrokerLogger, type ContainerSpecInput } from '../../src/docker';
-import { MIB, TEST_IMAGE, engineDocker, httpGet, removeSandboxContainers, requireEngineAndImage, sandboxNetworks, spyOnDocker, uniqueSandboxId } from './docker-test-support';
+import {
+  MIB,
+  TEST_IMAGE,
+  TEST_LOG_LIMITS,
+  engineDocker,
+  httpGet,
+  removeSandboxContainers,
+  requireEngineAndImage,
+  sandboxNetworks,
+  spyOnDocker,
+  uniqueSandboxId,
+} from './docker-test-support';
 
 interface LogLine {
   readonly level: 'info' | 'warn' | 'debug';
@@ -49,7 +60,7 @@ describe('DockerContainerBroker on a real engine', () => {
   const spec = (overrides: Partial<ContainerSpecInput> = {}): ContainerSpecInput => ({
     image: imageId,
     labels: { ...sandboxContainerLabels(sandboxId, 'testhttp') },
-    limits: { memoryBytes: 64 * MIB, pidsLimit: 32, nanoCpus: 500_000_000 },
+    limits: { memoryBytes: 64 * MIB, pidsLimit: 32, nanoCpus: 500_000_000, ...TEST_LOG_LIMITS },
     ports: [{ containerPort: 8080, hostPort: 0 }],
     ...overrides,
   });
@@ -88,9 +99,17 @@ describe('DockerContainerBroker on a real engine', () => {
 
     // What the engine was actually told, read past the broker.
     const raw = (await docker.getContainer(started.id).inspect()) as unknown as {
-      HostConfig: { Privileged: boolean; CapAdd: string[] | null; SecurityOpt: string[] | null; RestartPolicy: { Name: string }; PidsLimit: number };
+      HostConfig: {
+        Privileged: boolean;
+        CapAdd: string[] | null;
+        SecurityOpt: string[] | null;
+        RestartPolicy: { Name: string };
+        PidsLimit: number;
+        LogConfig: { Type: string; Config: Record<string, string> };
+      };
     };
     assert.equal(raw.HostConfig.Privileged, false);
+    assert.deepEqual(raw.HostConfig.LogConfig, { Type: 'json-file', Config: { 'max-size': String(MIB), 'max-file': '2' } }, 'the log is bounded: 2 MiB in 2 files');
     assert.deepEqual(raw.HostConfig.CapAdd ?? [], []);
     assert.deepEqual(raw.HostConfig.SecurityOpt, ['no-new-privileges']);
     assert.equal(raw.HostConfig.RestartPolicy.Name, 'no');

@@ -22,6 +22,7 @@ const REFUSALS: ReadonlyArray<readonly [SpecRefusalCode, string, ContainerSpecIn
   ['SPEC_LIMITS_MISSING', 'no limits', validSpec({ limits: undefined })],
   ['SPEC_LIMITS_MISSING', 'unlimited PIDs', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 0, nanoCpus: 1e9 } })],
   ['SPEC_LIMITS_MISSING', 'no CPU limit', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 16 } })],
+  ['SPEC_LIMITS_MISSING', 'no log limit', validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 16, nanoCpus: 1e9 } })],
   ['SPEC_NETWORK_NOT_SEALED', 'the default bridge', validSpec({ networkMode: 'bridge' })],
   ['SPEC_NETWORK_NOT_SEALED', 'no network', validSpec({ networkMode: 'none' })],
   ['SPEC_NETWORK_NOT_SEALED', "another sandbox's network", validSpec({ networkMode: 'sandboxplane-net-other' })],

@@ -11,13 +11,15 @@ import { parseDockerHost, type ContainerSpecInput } from '../../src/docker';
 export const TEST_IMAGE = process.env.SANDBOXPLANE_TEST_IMAGE ?? 'local/sandboxplane-testhttp:1';
 export const PINNED_IMAGE_ID = `sha256:${'a'.repeat(64)}`;
 export const MIB = 1024 * 1024;
+/** The log limit test specs carry (the broker refuses a container without one). */
+export const TEST_LOG_LIMITS = Object.freeze({ logMaxBytes: 2 * MIB, logFiles: 2 });
 
 /** A spec every rule accepts; tests change one thing at a time. */
 export function validSpec(overrides: Partial<ContainerSpecInput> = {}): ContainerSpecInput {
   return {
     image: PINNED_IMAGE_ID,
     labels: { ...sandboxContainerLabels('sb-test', 'moto') },
-    limits: { memoryBytes: 64 * MIB, pidsLimit: 64, nanoCpus: 500_000_000 },
+    limits: { memoryBytes: 64 * MIB, pidsLimit: 64, nanoCpus: 500_000_000, ...TEST_LOG_LIMITS },
     ports: [{ containerPort: 8080 }],
     ...overrides,
   };

@@ -166,7 +166,7 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
   test('worker roles: all by default, a comma list in role order, a bad name refused with the names that work', () => {
     assert.deepEqual(loadConfig({}).workerRoles, ['lifecycle', 'store', 'docker', 'targets']);
     assert.deepEqual(loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'docker, lifecycle' }).workerRoles, ['lifecycle', 'docker']);
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {} });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {}, memoryFraction: 0.9 });
     assert.throws(
       () => loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'lifecycle,sotre', SANDBOXPLANE_HOST_ID: 'Host_A', SANDBOXPLANE_HOST_CAPACITY: '0' }),
       (err: unknown) => {
@@ -241,5 +241,42 @@ describe('SANDBOXPLANE_TEMPORAL_TLS_* (mTLS to Temporal, DESIGN §18)', () => {
       () => loadTemporalTlsSettings({ SANDBOXPLANE_TEMPORAL_TLS_CERT: cert }),
       (thrown: unknown) => thrown instanceof ConfigError && thrown.issues[0]?.key === 'SANDBOXPLANE_TEMPORAL_TLS_KEY',
     );
+  });
+});
+
+describe('container limits: SANDBOXPLANE_CONTAINER_LOG_MAX, _FILES and SANDBOXPLANE_HOST_MEMORY_FRACTION (DESIGN §12)', () => {
+  test('defaults: each container keeps 10 MiB of log in 2 files; the containers may hold 0.9 of the engine memory', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.emulators.containerLog, { maxBytes: 10 * 1024 * 1024, files: 2 });
+    assert.equal(config.host.memoryFraction, 0.9);
+  });
+
+  test('sizes read as Docker reads them (powers of 1024), a fraction up to 1', () => {
+    const config = loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '20m', SANDBOXPLANE_CONTAINER_LOG_FILES: '4', SANDBOXPLANE_HOST_MEMORY_FRACTION: '0.75' });
+    assert.deepEqual(config.emulators.containerLog, { maxBytes: 20 * 1024 * 1024, files: 4 });
+    assert.equal(config.host.memoryFraction, 0.75);
+    assert.equal(loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '1g' }).emulators.containerLog.maxBytes, 1024 ** 3);
+    assert.equal(loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '512k' }).emulators.containerLog.maxBytes, 512 * 1024);
+    assert.equal(loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '2000000' }).emulators.containerLog.maxBytes, 2_000_000);
+    assert.equal(loadConfig({ SANDBOXPLANE_HOST_MEMORY_FRACTION: '1' }).host.memoryFraction, 1);
+  });
+
+  test('an unbounded, tiny or unreadable log limit and a fraction out of range are named in one error', () => {
+    assert.throws(
+      () => loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: 'lots', SANDBOXPLANE_CONTAINER_LOG_FILES: '0', SANDBOXPLANE_HOST_MEMORY_FRACTION: '1.5' }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.deepEqual(err.issues.map((issue) => issue.key).sort(), ['SANDBOXPLANE_CONTAINER_LOG_FILES', 'SANDBOXPLANE_CONTAINER_LOG_MAX', 'SANDBOXPLANE_HOST_MEMORY_FRACTION']);
+        assert.match(err.message, /SANDBOXPLANE_CONTAINER_LOG_MAX: must be a size such as 10m, 512k or 1g \(or bytes\), got 'lots'/);
+        assert.match(err.message, /SANDBOXPLANE_CONTAINER_LOG_FILES: must be a whole number from 1 to 20/);
+        assert.match(err.message, /SANDBOXPLANE_HOST_MEMORY_FRACTION: must be a number above 0 and at most 1/);
+        return true;
+      },
+    );
+    for (const fraction of ['0', '-0.5', 'most']) {
+      assert.throws(() => loadConfig({ SANDBOXPLANE_HOST_MEMORY_FRACTION: fraction }), /SANDBOXPLANE_HOST_MEMORY_FRACTION/, fraction);
+    }
+    assert.throws(() => loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '0' }), /SANDBOXPLANE_CONTAINER_LOG_MAX: must give each of the 2 log files .* at least 64k, got 0 bytes/);
+    assert.throws(() => loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '100k', SANDBOXPLANE_CONTAINER_LOG_FILES: '2' }), /SANDBOXPLANE_CONTAINER_LOG_MAX: must give each/);
   });
 });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { HostRegistration } from '../../src/domain/hosts';
 import { Store } from '../../src/store';
+import { memoryUsed } from '../../src/store/host-repository';
 import { projectionSnapshot } from '../helpers/projection-row';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-hosts-'));
@@ -80,5 +81,85 @@ describe('host placement', () => {
     request(store, 'c1', 'DESTROYED', 2);
     assert.ok('placement' in store.hosts.place({ sandboxId: 'c3', adapter: 'moto', liveHostIds: live, maxSandboxes: 4 }));
     store.close();
+  });
+
+  describe("memory (DESIGN §12): the memory limits of a host's containers add up to no more than its share of the engine", () => {
+    const MIB = 1024 * 1024;
+    /** An engine of `engineMiB` whose containers may hold `capacityMiB`; moto sandboxes hold 512 MiB, memory ones none. */
+    const measured = (capacityMiB: number, engineMiB = capacityMiB) => ({
+      engineBytes: engineMiB * MIB,
+      capacityBytes: capacityMiB * MIB,
+      perSandboxBytes: { memory: 0, moto: 512 * MIB },
+    });
+
+    test('a host with slots left but no memory left is refused the way a full one is; a sandbox that holds no memory still fits', () => {
+      const store = storeWith({ ...host('a', 10), memory: measured(1024, 1200) });
+      const live = new Set(['a']);
+      const place = (id: string) => store.hosts.place({ sandboxId: request(store, id), adapter: 'moto', liveHostIds: live });
+      assert.ok('placement' in place('m1'));
+      assert.ok('placement' in place('m2'));
+      assert.deepEqual(place('m3'), { refused: 'no live docker host has room for a moto sandbox (a 2/10, memory 1 GiB of 1 GiB held and a moto sandbox needs 512 MiB)' });
+      assert.equal(store.hosts.placementOf('m3'), undefined, 'the refused sandbox holds nothing');
+      store.sandboxes.record(projectionSnapshot({ id: 'm4', state: 'PROVISIONING', adapter: 'memory' }), {
+        step: 1,
+        action: 'provisioning',
+        actor: 'a',
+        effect: 'e',
+        reason: null,
+        summary: {},
+      });
+      assert.ok('placement' in store.hosts.place({ sandboxId: 'm4', adapter: 'memory', liveHostIds: live }), 'the memory adapter runs no container');
+      const [row] = store.hosts.list();
+      assert.equal(row?.liveSandboxes, 3);
+      assert.equal(memoryUsed(row as NonNullable<typeof row>), 1024 * MIB);
+      request(store, 'm1', 'DESTROYED', 2);
+      assert.deepEqual(
+        store.hosts.place({ sandboxId: 'm3', adapter: 'moto', liveHostIds: live }),
+        { placement: { hostId: 'a', taskQueue: 'q-docker-a' }, fresh: true },
+        'an ended sandbox frees its memory',
+      );
+      store.close();
+    });
+
+    test("a warm pool's idle containers hold memory too", () => {
+      const store = storeWith({ ...host('a', 10), warmPool: { moto: 2 }, memory: measured(1536) });
+      const live = new Set(['a']);
+      assert.equal(memoryUsed(store.hosts.list()[0] as NonNullable<ReturnType<typeof store.hosts.list>[number]>), 1024 * MIB);
+      assert.ok('placement' in store.hosts.place({ sandboxId: request(store, 'w1'), adapter: 'moto', liveHostIds: live }));
+      assert.deepEqual(store.hosts.place({ sandboxId: request(store, 'w2'), adapter: 'moto', liveHostIds: live }), {
+        refused: 'no live docker host has room for a moto sandbox (a 3/10 with 2 kept warm, memory 1.5 GiB of 1.5 GiB held and a moto sandbox needs 512 MiB)',
+      });
+      store.close();
+    });
+
+    test('the host with the larger share free wins, by slots or by memory, whichever is fuller; a host not measured is bound by its count alone', () => {
+      // a: 1 of 4 slots but 1 of 2 GiB of memory held (half full); b: 2 of 10 slots, memory not measured (a fifth full).
+      const store = storeWith({ ...host('a', 4), memory: measured(1024) }, host('b', 10));
+      const live = new Set(['a', 'b']);
+      const place = (id: string) => store.hosts.place({ sandboxId: request(store, id), adapter: 'moto', liveHostIds: live });
+      assert.deepEqual(place('p1'), { placement: { hostId: 'a', taskQueue: 'q-docker-a' }, fresh: true }, 'both empty: the first by id');
+      assert.deepEqual(place('p2'), { placement: { hostId: 'b', taskQueue: 'q-docker-b' }, fresh: true }, 'a is half full by memory');
+      assert.deepEqual(place('p3'), { placement: { hostId: 'b', taskQueue: 'q-docker-b' }, fresh: true });
+      assert.deepEqual(place('p4'), { placement: { hostId: 'b', taskQueue: 'q-docker-b' }, fresh: true }, 'b at 3/10 is still emptier than a');
+      const hosts = store.hosts.list();
+      assert.deepEqual(
+        hosts.map((row) => [row.hostId, row.liveSandboxes, memoryUsed(row), row.memory?.capacityBytes ?? null]),
+        [
+          ['a', 1, 512 * MIB, 1024 * MIB],
+          ['b', 3, 0, null],
+        ],
+      );
+      store.close();
+    });
+
+    test('a registration again replaces the measured memory; one without it (a worker of an earlier build) clears it', () => {
+      const store = storeWith({ ...host('a', 4), memory: measured(1024, 2048) });
+      assert.equal(store.hosts.list()[0]?.memory?.engineBytes, 2048 * MIB);
+      store.hosts.register({ ...host('a', 4), memory: measured(3072, 4096) });
+      assert.equal(store.hosts.list()[0]?.memory?.capacityBytes, 3072 * MIB);
+      store.hosts.register(host('a', 4));
+      assert.equal(store.hosts.list()[0]?.memory, null);
+      store.close();
+    });
   });
 });

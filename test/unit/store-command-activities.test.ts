@@ -42,6 +42,9 @@ class InMemoryHosts implements HostDirectory {
       live: true,
       lastSeenAt: null,
       liveSandboxes: 0,
+      engineMemoryBytes: registration.memory?.engineBytes ?? null,
+      memoryCapacityBytes: registration.memory?.capacityBytes ?? null,
+      memoryUsedBytes: 0,
       registeredAt: new Date().toISOString(),
     };
     this.registered.push(view);

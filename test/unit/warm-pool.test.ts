@@ -46,7 +46,7 @@ describe('SANDBOXPLANE_WARM_POOL', () => {
       configIssue({ SANDBOXPLANE_WARM_POOL: 'moto=3', SANDBOXPLANE_HOST_CAPACITY: '3' }),
       /SANDBOXPLANE_WARM_POOL: its 3 idle containers would take all 3 of SANDBOXPLANE_HOST_CAPACITY/,
     );
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, { id: 'local', capacity: 3, warmPool: { moto: 2 } });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, { id: 'local', capacity: 3, warmPool: { moto: 2 }, memoryFraction: 0.9 });
   });
 });
 
@@ -80,7 +80,7 @@ describe('who owns a container', () => {
     const spec = (labels: Record<string, string>) => ({
       image: `sha256:${'a'.repeat(64)}`,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [ADAPTER_LABEL]: 'moto', ...labels },
-      limits: { memoryBytes: 64 * 1024 * 1024, pidsLimit: 64, nanoCpus: 500_000_000 },
+      limits: { memoryBytes: 64 * 1024 * 1024, pidsLimit: 64, nanoCpus: 500_000_000, logMaxBytes: 1024 * 1024, logFiles: 2 },
     });
     assert.doesNotThrow(() => validateContainerSpec(spec({ [SANDBOX_ID_LABEL]: slot, [POOL_LABEL]: 'moto' })));
     assert.throws(() => validateContainerSpec(spec({ [SANDBOX_ID_LABEL]: slot })), /sandbox-id/);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/config';
+import { formatBytes } from '../../domain/byte-size';
 import { hostIdSchema, type HostView } from '../../domain/hosts';
 import type { WarmPoolReport, WarmPoolTargets } from '../../domain/warm-pool';
 import { parseOrThrow } from '../../domain/validation';
@@ -13,11 +14,24 @@ function warmPoolText(targets: WarmPoolTargets): string {
   return pools.length === 0 ? '-' : pools.map(([adapter, size]) => `${adapter}=${size}`).join(',');
 }
 
+/** Memory limits held / what they may add up to; `-` for a host whose worker did not measure its engine's memory. */
+function memoryText(host: HostView): string {
+  return host.memoryCapacityBytes === null ? '-' : `${formatBytes(host.memoryUsedBytes)}/${formatBytes(host.memoryCapacityBytes)}`;
+}
+
 function formatHosts(hosts: readonly HostView[]): string {
   if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
   return formatTable(
-    ['HOST', 'LIVE', 'SANDBOXES', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
-    hosts.map((host) => [host.hostId, host.live ? 'yes' : 'no', `${host.liveSandboxes}/${host.capacity}`, warmPoolText(host.warmPool), host.adapters.join(','), host.lastSeenAt ?? 'never']),
+    ['HOST', 'LIVE', 'SANDBOXES', 'MEMORY', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
+    hosts.map((host) => [
+      host.hostId,
+      host.live ? 'yes' : 'no',
+      `${host.liveSandboxes}/${host.capacity}`,
+      memoryText(host),
+      warmPoolText(host.warmPool),
+      host.adapters.join(','),
+      host.lastSeenAt ?? 'never',
+    ]),
   );
 }
 
@@ -39,7 +53,7 @@ function formatPools(report: WarmPoolReport): string {
 export function registerHostCommands(program: Command): void {
   const hostsCommand = program
     .command('hosts')
-    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, adapters, last poll')
+    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, memory limits held/memory capacity, adapters, last poll')
     .addOption(jsonOption())
     .action(
       action(async (raw) => {

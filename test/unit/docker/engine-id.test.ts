@@ -1,4 +1,4 @@
-/** The broker's engineId(): `docker info`'s ID (with its name and data root), checked with zod and read once (no engine needed). */
+/** The broker's engineId() and engineMemoryBytes(): `docker info`'s ID (with its name and data root) and MemTotal, checked with zod (no engine needed). */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type Docker from 'dockerode';
@@ -51,5 +51,18 @@ describe('DockerContainerBroker.engineId', () => {
     assert.equal(sameEngine(a, a), true);
     assert.equal(sameEngine('K:E:Y', a), true, 'a sandbox recorded before the suffix existed is still on its engine');
     assert.equal(sameEngine('OTHER', a), false);
+  });
+});
+
+describe('DockerContainerBroker.engineMemoryBytes', () => {
+  test("is docker info's MemTotal; an answer without a positive whole MemTotal is DOCKER_RESPONSE_INVALID naming it", async () => {
+    assert.equal(await brokerAnswering([{ ID: 'E1', MemTotal: 25_276_194_816 }]).broker.engineMemoryBytes(), 25_276_194_816);
+    for (const answer of [{ ID: 'E1' }, { ID: 'E1', MemTotal: 0 }, { ID: 'E1', MemTotal: '8g' }, { ID: 'E1', MemTotal: 1.5 }]) {
+      await assert.rejects(
+        brokerAnswering([answer]).broker.engineMemoryBytes(),
+        (err: unknown) => err instanceof SandboxPlaneError && err.code === 'DOCKER_RESPONSE_INVALID' && /info answer.*MemTotal/.test(err.message),
+        JSON.stringify(answer),
+      );
+    }
   });
 });

@@ -7,7 +7,7 @@ import { ERROR_CODES } from '../../../src/domain/error-codes';
 import { isSandboxPlaneError } from '../../../src/domain/errors';
 import { sandboxIdSchema } from '../../../src/domain/sandbox-request';
 import { FORBIDDEN_POSIX_PATHS, FORBIDDEN_WINDOWS_PATHS, SpecRefusedError, validateContainerSpec, type ContainerSpecInput, type SpecRefusalCode } from '../../../src/docker';
-import { MIB, PINNED_IMAGE_ID, validSpec } from '../../docker/docker-test-support';
+import { MIB, PINNED_IMAGE_ID, TEST_LOG_LIMITS, validSpec } from '../../docker/docker-test-support';
 
 function refusal(spec: unknown, policy = {}): SpecRefusedError {
   try {
@@ -98,12 +98,39 @@ describe('validateContainerSpec refuses', () => {
   });
 
   test('SPEC_LIMITS_MISSING', () => {
-    assertRefused(validSpec({ limits: undefined }), 'SPEC_LIMITS_MISSING', 'limits', 'limits is required: set limits.memoryBytes, limits.pidsLimit and limits.nanoCpus');
-    assertRefused(validSpec({ limits: { pidsLimit: 10, nanoCpus: 1e9 } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', 'limits.memoryBytes is required');
-    assertRefused(validSpec({ limits: { memoryBytes: 0, pidsLimit: 10 } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', /at least 6291456 .* got 0/);
-    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: -1, nanoCpus: 1e9 } }), 'SPEC_LIMITS_MISSING', 'limits.pidsLimit', /got -1/);
-    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10 } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', 'limits.nanoCpus is required (1e9 is one CPU)');
-    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10, nanoCpus: 0 } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', /at least 10000000 .* got 0/);
+    assertRefused(
+      validSpec({ limits: undefined }),
+      'SPEC_LIMITS_MISSING',
+      'limits',
+      'limits is required: set limits.memoryBytes, limits.pidsLimit, limits.nanoCpus, limits.logMaxBytes and limits.logFiles',
+    );
+    assertRefused(validSpec({ limits: { pidsLimit: 10, nanoCpus: 1e9, ...TEST_LOG_LIMITS } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', 'limits.memoryBytes is required');
+    assertRefused(validSpec({ limits: { memoryBytes: 0, pidsLimit: 10, ...TEST_LOG_LIMITS } }), 'SPEC_LIMITS_MISSING', 'limits.memoryBytes', /at least 6291456 .* got 0/);
+    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: -1, nanoCpus: 1e9, ...TEST_LOG_LIMITS } }), 'SPEC_LIMITS_MISSING', 'limits.pidsLimit', /got -1/);
+    assertRefused(
+      validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10, ...TEST_LOG_LIMITS } }),
+      'SPEC_LIMITS_MISSING',
+      'limits.nanoCpus',
+      'limits.nanoCpus is required (1e9 is one CPU)',
+    );
+    assertRefused(validSpec({ limits: { memoryBytes: 64 * MIB, pidsLimit: 10, nanoCpus: 0, ...TEST_LOG_LIMITS } }), 'SPEC_LIMITS_MISSING', 'limits.nanoCpus', /at least 10000000 .* got 0/);
+  });
+
+  test('SPEC_LIMITS_MISSING for the log: without a size and a file count, or unbounded, it is refused', () => {
+    const limits = { memoryBytes: 64 * MIB, pidsLimit: 10, nanoCpus: 1e9 };
+    assertRefused(
+      validSpec({ limits: { ...limits, logFiles: 2 } }),
+      'SPEC_LIMITS_MISSING',
+      'limits.logMaxBytes',
+      "limits.logMaxBytes is required (the bytes the container's log may take on disk)",
+    );
+    assertRefused(validSpec({ limits: { ...limits, logMaxBytes: 10 * MIB } }), 'SPEC_LIMITS_MISSING', 'limits.logFiles', 'limits.logFiles is required (the files the log rotates through)');
+    assertRefused(validSpec({ limits: { ...limits, logMaxBytes: 0, logFiles: 2 } }), 'SPEC_LIMITS_MISSING', 'limits.logMaxBytes', /at least 65536 bytes .*0 would mean unlimited.*got 0/);
+    assertRefused(validSpec({ limits: { ...limits, logMaxBytes: 100 * 1024, logFiles: 2 } }), 'SPEC_LIMITS_MISSING', 'limits.logMaxBytes', /each of its 2 file\(s\) at least 65536/);
+    assertRefused(validSpec({ limits: { ...limits, logMaxBytes: 10 * MIB, logFiles: 0 } }), 'SPEC_LIMITS_MISSING', 'limits.logFiles', 'limits.logFiles must be from 1 to 20, got 0');
+    assertRefused(validSpec({ limits: { ...limits, logMaxBytes: 10 * MIB, logFiles: 21 } }), 'SPEC_LIMITS_MISSING', 'limits.logFiles', 'limits.logFiles must be from 1 to 20, got 21');
+    const spec = validateContainerSpec(validSpec({ limits: { ...limits, logMaxBytes: 10 * MIB, logFiles: 2 } }));
+    assert.deepEqual([spec.limits.logMaxBytes, spec.limits.logFiles], [10 * MIB, 2]);
   });
 
   test("SPEC_NETWORK_NOT_SEALED: the default bridge, no network, another sandbox's network, any shared name", () => {
@@ -224,7 +251,7 @@ const harmlessSpec: fc.Arbitrary<ContainerSpecInput> = fc
     validSpec({
       ports: ports.map((containerPort) => ({ containerPort })),
       binds: binds.map((name) => `/srv/sandboxes/${name}:/mnt/${name}:ro`),
-      limits: { memoryBytes, pidsLimit, nanoCpus: 1e9 },
+      limits: { memoryBytes, pidsLimit, nanoCpus: 1e9, ...TEST_LOG_LIMITS },
     }),
   );
 

@@ -12,6 +12,7 @@ function broker(stop: ContainerBroker['stop'], removed: string[]): ContainerBrok
     list: unused,
     ping: unused,
     engineId: unused,
+    engineMemoryBytes: unused,
     rename: unused,
     listNetworks: unused,
     removeNetwork: unused,
