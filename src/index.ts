@@ -18,6 +18,8 @@ import type * as states from './domain/sandbox-states';
 // Re-exported by name: each of these carries its own JSDoc where it is declared.
 export { SandboxClient, generateSandboxId, requestDigest, withTimeLeft, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
+export { GatewayClient, type GatewayClientOptions } from './client/gateway-client';
+export type { ApiKeyRecord, NewApiKey } from './domain/api-keys';
 export { IacClient, generateIacRunId, type IacRequest, type IacRunSummary, type IacWaitOptions } from './client/iac-client';
 export { synthesizeCdkApp, type SynthesizedStack } from './client/cdk-synth';
 export type { IacApproval, IacProof, IacResourceRow, IacResourceStatus, IacState, IacStatus, ShownPlan } from './domain/iac/iac-run';

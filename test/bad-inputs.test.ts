@@ -187,7 +187,7 @@ describe('bad inputs on every surface: a typed error each, and no partial state'
     }
     const toGated = Math.ceil(payloads.length / 2);
     // Judged in arrival order: once this update has its verdict, every signal before it has one too.
-    await assert.rejects(worker.sandboxes.approve(gatedId, { approver: 'mallory' }), (err) => !!assertTyped(err, 'APPROVER_NOT_ALLOWED'));
+    await assert.rejects(worker.sandboxes.approve(gatedId, { approver: 'mallory' }), (err) => !!assertTyped(err, 'APPROVAL_UNVERIFIED'));
 
     const status = await worker.sandboxes.status(gatedId);
     assert.equal(status.state, 'AWAITING_APPROVAL');

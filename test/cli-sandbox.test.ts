@@ -7,7 +7,7 @@ import type { AuditEntry, PolicyRecord } from '../src/domain/store-commands';
 import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
 import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { authenticatorFor, type TestAuthenticator } from './helpers/approvers';
+import { authenticatorFor, wrongCode, type TestAuthenticator } from './helpers/approvers';
 import { eventually } from './helpers/eventually';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -116,7 +116,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.equal(audit.operations.find((op) => op.action === 'destroying')?.actor, 'ci-job');
   });
 
-  test('approval: the requester and an unlisted approver are refused, a listed one gets it READY; deny → DENIED', async () => {
+  test('approval: the requester, an unlisted approver and a locked-out one are refused, a listed one gets it READY; deny → DENIED', async () => {
     const [waiting, toDeny] = await Promise.all([
       cli('create', '--id', 'cli-review', '--principal', 'intern-1', '--services', 'dynamodb', '--purpose', 'schema test'),
       cli('create', '--id', 'cli-refuse', '--principal', 'intern-2', '--services', 's3', '--json'),
@@ -129,8 +129,29 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
 
     const self = cliFailure(await cli('approve', 'cli-review', '--approver', 'intern-1', '--json'), 3, 'APPROVER_NOT_ALLOWED');
     assert.match(self.message, /requested this sandbox/);
-    const unlisted = cliFailure(await cli('approve', 'cli-review', '--approver', 'mallory', '--json'), 3, 'APPROVER_NOT_ALLOWED');
-    assert.match(unlisted.message, /not on the approvers list/);
+    // A name that is not an approver reads exactly like a listed one with a wrong code (DESIGN §18).
+    const unlisted = cliFailure(await cli('approve', 'cli-review', '--approver', 'mallory', '--code', '123456', '--json'), 3, 'APPROVAL_UNVERIFIED');
+    const aliceWrong = cliFailure(await cli('approve', 'cli-review', '--approver', 'alice', '--code', wrongCode(await alice.code()), '--json'), 3, 'APPROVAL_UNVERIFIED');
+    assert.equal(unlisted.message.replaceAll('mallory', 'NAME'), aliceWrong.message.replaceAll('alice', 'NAME'));
+
+    // Guessing: five wrong codes in a row lock a name out, listed or not, and then its right code is refused too.
+    const { otpauthUri } = cliOutput<{ otpauthUri: string }>(await cli('approvers', 'add', 'carol', '--json'));
+    const carol = authenticatorFor('carol', otpauthUri);
+    const guess = wrongCode(await carol.code());
+    for (let guesses = 0; guesses < 4; guesses += 1) {
+      await assert.rejects(worker.sandboxes.approve('cli-review', { approver: 'carol', code: guess }), (err: Error & { code?: string }) => err.code === 'APPROVAL_UNVERIFIED');
+    }
+    const fifth = cliFailure(await cli('approve', 'cli-review', '--approver', 'carol', '--code', guess, '--json'), 3, 'RATE_LIMITED');
+    assert.match(fifth.message, /carol is locked out until/);
+    const rightButLocked = cliFailure(await cli('approve', 'cli-review', '--approver', 'carol', '--code', await carol.code(), '--json'), 3, 'RATE_LIMITED');
+    assert.match(rightButLocked.message, /carol is locked out after too many wrong codes/);
+    assert.equal((await worker.sandboxes.status('cli-review')).state, 'AWAITING_APPROVAL');
+    const lockedRows = worker.store.sandboxes.audit('cli-review').filter((op) => op.actor === 'carol');
+    assert.deepEqual(
+      lockedRows.map((op) => op.reason?.split(':')[0]),
+      [...Array<string>(4).fill('APPROVAL_UNVERIFIED'), 'RATE_LIMITED', 'RATE_LIMITED'],
+      'every guess is audited',
+    );
 
     const forged = cliFailure(await cli('approve', 'cli-review', '--approver', 'alice', '--reason', 'forged', '--json'), 3, 'APPROVAL_UNVERIFIED');
     assert.match(forged.message, /no code/);
@@ -154,7 +175,7 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.equal(denied.status.error?.code, 'APPROVAL_DENIED');
     assert.deepEqual(
       worker.store.sandboxes.audit('cli-review').map((op) => op.action),
-      ['requested', 'screened', 'approve_ignored', 'approve_ignored', 'approve_ignored', 'approved', 'placed', 'ready'],
+      ['requested', 'screened', ...Array<string>(10).fill('approve_ignored'), 'approved', 'placed', 'ready'],
     );
   });
 
@@ -174,6 +195,29 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       JSON.stringify(listed),
     );
     cliFailure(await runCli(['mcp', '--json'], worker.env), 2, 'INVALID_INPUT');
+
+    // Operator commands are refused to a principal-bound caller (DESIGN §18), before anything reaches the store.
+    const operatorCommands = [
+      ['approvers', 'add', 'helper'],
+      ['approvers', 'list'],
+      ['policy', 'add', '--principal', 'agent-own', '--capability', 'cloud.sandbox', '--effect', 'allow'],
+      ['policy', 'list'],
+      ['hosts'],
+      ['leaks'],
+      ['keys', 'add', 'agent-own'],
+      ['targets', 'list'],
+    ];
+    const refusals = await Promise.all(operatorCommands.map((args) => asAgent(...args, '--json')));
+    for (const [index, refusal] of refusals.entries())
+      assert.match(cliFailure(refusal, 3, 'PRINCIPAL_MISMATCH').message, /operator's command.*agent-own/, operatorCommands[index]?.join(' '));
+    assert.deepEqual(
+      worker.store.approvers.list().map((approver) => approver.name),
+      ['alice', 'carol'],
+      'no approver was added',
+    );
+    const ownAudit = cliOutput<{ operations: AuditEntry[] }>(await asAgent('audit', 'cli-own', '--json'));
+    assert.equal(ownAudit.operations[0]?.action, 'requested', 'its own audit trail it may read');
+    cliFailure(await asAgent('audit', 'cli-other', '--json'), 4, 'NOT_FOUND');
     await worker.sandboxes.destroy('cli-own');
     await worker.sandboxes.destroy('cli-other');
   });

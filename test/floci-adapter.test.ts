@@ -82,7 +82,7 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
 
   test('healthy JSON and init ready: healthy, in our service names, registered kept apart from ready', async () => {
     scenario = 'healthy';
-    const report = await probe(endpoint, AbortSignal.timeout(2_000));
+    const report = await probe({ endpoint }, AbortSignal.timeout(2_000));
     assert.equal(report.healthy, true);
     assert.deepEqual(report.registeredServices, ['cloudwatch', 'dynamodb', 'kms', 'lambda', 'opensearch', 'rds', 's3', 'ses', 'sqs', 'stepfunctions', 'sts']);
     assert.deepEqual(
@@ -95,7 +95,7 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
 
   test('sts, which the health map never lists, is ready only when it answers', async () => {
     scenario = 'no-sts';
-    const report = await probe(endpoint, AbortSignal.timeout(2_000));
+    const report = await probe({ endpoint }, AbortSignal.timeout(2_000));
     assert.equal(report.healthy, true);
     assert.ok(!report.registeredServices.includes('sts'));
     assert.ok(!report.readyServices.includes('sts'));
@@ -103,21 +103,21 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
 
   test('a 200 with HTML is not a live emulator', async () => {
     scenario = 'html';
-    const report = await probe(endpoint, AbortSignal.timeout(2_000));
+    const report = await probe({ endpoint }, AbortSignal.timeout(2_000));
     assert.equal(report.healthy, false);
     assert.match(report.detail, /answered 200 but not JSON/);
   });
 
   test('a 500 is not healthy', async () => {
     scenario = 'error';
-    const report = await probe(endpoint, AbortSignal.timeout(2_000));
+    const report = await probe({ endpoint }, AbortSignal.timeout(2_000));
     assert.equal(report.healthy, false);
     assert.match(report.detail, /HTTP 500/);
   });
 
   test('init not ready is not healthy, though health answers', async () => {
     scenario = 'init-not-ready';
-    const report = await probe(endpoint, AbortSignal.timeout(2_000));
+    const report = await probe({ endpoint }, AbortSignal.timeout(2_000));
     assert.equal(report.healthy, false);
     assert.equal(report.detail, 'Floci init has not reached ready');
     assert.equal(report.registeredServices.length, 10, 'the services listed under a health key; sts is probed only once Floci is ready');
@@ -127,7 +127,7 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
     scenario = 'slow';
     const beats: unknown[] = [];
     await assert.rejects(
-      waitUntilHealthy(probe, endpoint, { heartbeat: (details) => beats.push(details) }, { timeoutMs: 1_500, attemptTimeoutMs: 500 }),
+      waitUntilHealthy(probe, { endpoint }, { heartbeat: (details) => beats.push(details) }, { timeoutMs: 1_500, attemptTimeoutMs: 500 }),
       (err: unknown) => err instanceof SandboxPlaneError && err.code === 'EMULATOR_UNHEALTHY' && !err.retryable && /timeout|aborted/i.test(err.message),
     );
     assert.ok(beats.length >= 1, 'the gate heartbeats while it waits');
@@ -136,7 +136,7 @@ describe('Floci health, against a stand-in replaying recorded answers', () => {
   test('the health gate passes once the emulator turns healthy', async () => {
     scenario = 'init-not-ready';
     setTimeout(() => (scenario = 'healthy'), 400);
-    const report = await waitUntilHealthy(probe, endpoint, context, { timeoutMs: 5_000 });
+    const report = await waitUntilHealthy(probe, { endpoint }, context, { timeoutMs: 5_000 });
     assert.equal(report.healthy, true);
   });
 });

@@ -7,7 +7,7 @@ import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapte
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import type { SandboxPlaneError } from '../src/domain/errors';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
-import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
+import { enrolApprover, wrongCode, type TestAuthenticator } from './helpers/approvers';
 import { eventually, waitForState } from './helpers/eventually';
 import { projectionSnapshot } from './helpers/projection-row';
 import { rejectsWith } from './helpers/rejects-with';
@@ -34,11 +34,6 @@ function actions(worker: TestWorker, id: string): string[] {
 }
 
 const run = promisify(execFile);
-
-/** A code that is certainly not `code`: its last digit changed. */
-function wrongCode(code: string): string {
-  return `${code.slice(0, 5)}${(Number(code[5]) + 1) % 10}`;
-}
 
 describe('sandbox lifecycle on a real Temporal dev server', () => {
   let address: string;
@@ -123,7 +118,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     assert.equal(listed.principal, 'gated-1');
 
     await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'gated-1', reason: 'mine' }), rejectsWith('APPROVER_NOT_ALLOWED'));
-    await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'mallory', reason: 'trust me' }), rejectsWith('APPROVER_NOT_ALLOWED'));
+    await assert.rejects(worker.sandboxes.approve('gated-a', { approver: 'mallory', reason: 'trust me', code: '123456' }), rejectsWith('APPROVAL_UNVERIFIED'));
     await handle.signal('approve', 'yes please');
     await handle.signal('approve', { reason: 'no approver named' });
     // A listed approver's name without their code is a forgery (DESIGN §12): audited, ignored.
@@ -144,11 +139,11 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     );
     const ignored = audit.filter((op) => op.action === 'approve_ignored').map((op) => op.reason ?? '');
     assert.match(ignored[0] ?? '', /gated-1 requested this sandbox and cannot approve it/);
-    assert.match(ignored[1] ?? '', /mallory is not on the approvers list/);
+    assert.match(ignored[1] ?? '', /APPROVAL_UNVERIFIED: the code is not a current code of an approver named mallory/);
     assert.match(ignored[2] ?? '', /malformed payload/);
     assert.match(ignored[3] ?? '', /approver: /);
     assert.match(ignored[4] ?? '', /APPROVAL_UNVERIFIED: no code/);
-    assert.match(ignored[5] ?? '', /APPROVAL_UNVERIFIED: the code is not alice's current one/);
+    assert.match(ignored[5] ?? '', /APPROVAL_UNVERIFIED: the code is not a current code of an approver named alice/);
     assert.equal(audit.find((op) => op.action === 'approved')?.actor, 'alice');
 
     await worker.sandboxes.destroy('gated-a', { reason: 'test done' });

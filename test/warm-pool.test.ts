@@ -93,7 +93,7 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     const leftKeys = new Map<string, SandboxCredentials>();
     for (const container of await poolContainers()) {
       const endpoint = `http://127.0.0.1:${container.ports[0]?.hostPort}`;
-      const operator = `${endpoint}/_sandboxplane/${container.labels[OPERATOR_TOKEN_LABEL]}`;
+      const operator = { endpoint, token: container.labels[OPERATOR_TOKEN_LABEL] ?? '' };
       const key = await mintMotoCredentials(operator, { sandboxId: 'someone-else', services: ['s3'] }, AbortSignal.timeout(10_000));
       leftKeys.set(container.id, key);
       await new S3Client(clientConfigFor('moto', endpoint, 'us-east-1', key)).send(new CreateBucketCommand({ Bucket: 'left-by-someone-else' }));

@@ -40,8 +40,9 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       }
       return removed;
     },
-    audit: ({ sandboxId }) => {
-      if (!store.sandboxes.exists(sandboxId)) {
+    audit: ({ sandboxId, principal }) => {
+      const owner = store.sandboxes.principalOf(sandboxId);
+      if (owner === undefined || (principal !== undefined && owner !== principal)) {
         throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId} in the projection`, {
           hint: 'Check the id (`sandboxctl list` shows the sandboxes).',
           details: { sandboxId },
@@ -55,6 +56,13 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     'hosts.remove': ({ hostId }) => hosts.remove(hostId),
     'targets.add': ({ kind: _kind, ...target }) => store.targets.add(target),
     'targets.list': () => ({ targets: store.targets.list() }),
+    'keys.add': ({ kind: _kind, ...key }) => store.apiKeys.add(key),
+    'keys.list': () => ({ keys: store.apiKeys.list() }),
+    'keys.revoke': ({ keyId }) => {
+      const revoked = store.apiKeys.revoke(keyId);
+      if (revoked === undefined) throw new SandboxPlaneError('NOT_FOUND', `no API key ${keyId}`, { hint: '`sandboxctl keys list` shows the keys.' });
+      return revoked;
+    },
     'snapshots.list': ({ principal, sandboxId }) => ({ snapshots: store.snapshots.list(principal, sandboxId) }),
     'snapshots.get': ({ principal, snapshotId }) => {
       const snapshot = store.snapshots.find(snapshotId, principal);

@@ -14,6 +14,7 @@ import { registerCodecCommands } from './commands/codec-commands';
 import { registerDeploymentCommands } from './commands/deployment-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
+import { registerKeyCommands } from './commands/key-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { registerSnapshotCommands } from './commands/snapshot-commands';
@@ -57,6 +58,17 @@ Environment (more on each in .env.example and the README):
 ${environmentHelp()}
 
 Exit codes: 0 ok, 1 unexpected failure, 2 invalid input, 3 refused, 4 not found.`;
+
+/** `host:port`, e.g. 127.0.0.1:8787 (port 0: the system chooses). */
+const gatewayOptionsSchema = z
+  .object({
+    listen: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8787')
+      .refine((listen) => Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535'),
+    json: z.boolean().optional(),
+  })
+  .strict();
 
 /**
  * Every command loads what only it needs when it runs (the worker, the dev server, the
@@ -148,6 +160,40 @@ export function buildProgram(): Command {
       }, LONG_RUNNING),
     );
 
+  program
+    .command('gateway')
+    .description(
+      'serve the plane to agents over HTTP (JSON API, OpenAPI at /v1/openapi.json) and MCP over Streamable HTTP at /mcp, each request as the principal of its API key (`sandboxctl keys add`), until SIGINT or SIGTERM; runs beside the store worker (it reads the key table of SANDBOXPLANE_DB)',
+    )
+    .option('--listen <host:port>', 'where to listen', '127.0.0.1:8787')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw) => {
+        const { listen } = parseCliOptions(gatewayOptionsSchema, raw);
+        const config = loadConfig();
+        const { startGateway } = await import('../gateway/gateway-server.js');
+        const { watchStopSignals } = await import('./stop-signals.js');
+        const logger = await loggerFor(config);
+        await asTracedService(config.telemetry.traces, 'sandboxplane-gateway', async () => {
+          const stop = watchStopSignals(() => undefined);
+          const gateway = await startGateway(config, { listen }, logger);
+          printResult(
+            { json: raw.json === true },
+            { url: gateway.url, openapi: `${gateway.url}/v1/openapi.json`, mcp: `${gateway.url}/mcp` },
+            [
+              `gateway: listening on ${gateway.url} for agents with an API key (sandboxctl keys add PRINCIPAL)`,
+              `gateway: OpenAPI ${gateway.url}/v1/openapi.json, MCP (Streamable HTTP) ${gateway.url}/mcp. Ctrl-C stops it.`,
+            ].join('\n'),
+          );
+          logger.info({ url: gateway.url, temporalAddress: config.temporalAddress, store: config.storePath }, 'gateway ready');
+          const signal = await stop.requested;
+          logger.info({ signal }, 'gateway stopping');
+          await gateway.close();
+          stop.dispose();
+        });
+      }, LONG_RUNNING),
+    );
+
   registerSandboxCommands(program);
   registerSnapshotCommands(program);
   registerPolicyCommands(program);
@@ -158,6 +204,7 @@ export function buildProgram(): Command {
   registerDeploymentCommands(program);
   registerIacCommands(program);
   registerTargetCommands(program);
+  registerKeyCommands(program);
 
   return program;
 }

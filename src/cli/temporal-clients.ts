@@ -17,8 +17,9 @@ export async function withSandboxClient<T>(config: Config, work: (sandboxes: San
   return withClient(config, (client) => work(new SandboxClient({ client, taskQueue: config.taskQueue, ...principal })));
 }
 
-/** Runs `work` with a store client. The CLI never opens SANDBOXPLANE_DB for these commands: the store role does. */
+/** Runs `work` with a store client, bound to SANDBOXPLANE_PRINCIPAL when set (operator commands are then refused). The CLI never opens SANDBOXPLANE_DB for these commands: the store role does. */
 export async function withStoreClient<T>(config: Config, work: (store: StoreClient) => Promise<T>): Promise<T> {
   const { StoreClient } = await import('../client/store-client.js');
-  return withClient(config, (client) => work(new StoreClient({ client, taskQueue: config.taskQueue })));
+  const principal = config.principal !== undefined ? { principal: config.principal } : {};
+  return withClient(config, (client) => work(new StoreClient({ client, taskQueue: config.taskQueue, ...principal })));
 }

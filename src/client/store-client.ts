@@ -3,7 +3,11 @@ import { ApplicationFailure, type Client, type Connection, TimeoutFailure, Workf
 import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostView } from '../domain/hosts';
+import type { ApiKeyRecord, NewApiKey } from '../domain/api-keys';
+import { principalSchema } from '../domain/sandbox-request';
+import { newApiKey } from '../crypto/api-key-hash';
 import {
+  PRINCIPAL_KINDS,
   storeCommandSchema,
   type ApproverRecord,
   type AuditEntry,
@@ -29,6 +33,12 @@ export interface StoreClientOptions {
   readonly client: Client;
   /** The task queue the lifecycle workers poll (`<tq>`); the store worker polls `<tq>-store`. */
   readonly taskQueue: string;
+  /**
+   * The caller's principal (DESIGN §18): a bound client may read only its own sandboxes'
+   * audit trails and its own snapshots; operator commands (policy, approvers, hosts,
+   * targets, keys, leaks, pools) are PRINCIPAL_MISMATCH. Unbound, it acts as an operator.
+   */
+  readonly principal?: string;
 }
 
 /** How long one command may take, start to answer: the store command's own 15 s pickup wait fits inside. */
@@ -56,16 +66,19 @@ export class StoreClient {
   private readonly client: Client;
   private readonly taskQueue: string;
   private ownConnection: Connection | undefined;
+  /** See {@link StoreClientOptions.principal}. */
+  readonly principal: string | undefined;
 
   constructor(options: StoreClientOptions) {
     this.client = options.client;
     this.taskQueue = options.taskQueue;
+    this.principal = options.principal === undefined ? undefined : parseOrThrow(principalSchema, options.principal, 'caller principal');
   }
 
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<StoreClient> {
     const { client, connection } = await connectTemporal(options);
-    const store = new StoreClient({ client, taskQueue: options.taskQueue });
+    const store = new StoreClient({ client, taskQueue: options.taskQueue, ...(options.principal !== undefined ? { principal: options.principal } : {}) });
     store.ownConnection = connection;
     return store;
   }
@@ -115,7 +128,30 @@ export class StoreClient {
 
   /** A sandbox's audit trail, oldest first; NOT_FOUND when the store has never seen the sandbox. */
   async audit(sandboxId: string): Promise<AuditEntry[]> {
-    return (await this.run({ kind: 'audit', sandboxId })).operations;
+    return (await this.run({ kind: 'audit', sandboxId, ...(this.principal !== undefined ? { principal: this.principal } : {}) })).operations;
+  }
+
+  /**
+   * Makes an API key for `principal` (DESIGN §18): the key is in the result this once;
+   * the store keeps only a slow hash of it, made here, so the key never travels.
+   */
+  async addKey(principal: string, options: { ratePerMinute?: number } = {}): Promise<ApiKeyRecord & NewApiKey> {
+    const { keyId, key, secretHash } = await newApiKey();
+    const record = await this.run(
+      { kind: 'keys.add', keyId, principal, secretHash, ...(options.ratePerMinute !== undefined ? { ratePerMinute: options.ratePerMinute } : {}) },
+      `keys add: ${principal}`,
+    );
+    return { ...record, key };
+  }
+
+  /** Every API key, revoked ones too; never a secret. */
+  async keys(): Promise<ApiKeyRecord[]> {
+    return (await this.run({ kind: 'keys.list' })).keys;
+  }
+
+  /** Revokes a key: the gateway refuses it from its next request. NOT_FOUND for an unknown id. */
+  async revokeKey(keyId: string): Promise<ApiKeyRecord> {
+    return this.run({ kind: 'keys.revoke', keyId }, `keys revoke: ${keyId}`);
   }
 
   /** Outstanding leaks the cleanup sweep found and would not (or could not) remove. */
@@ -185,6 +221,7 @@ export class StoreClient {
 
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */
   async warmPools(): Promise<WarmPoolReport> {
+    this.refuseUnlessOperator('pools');
     try {
       return (await this.client.workflow.execute(WARM_POOL_REPORT_WORKFLOW, {
         taskQueue: this.taskQueue,
@@ -199,6 +236,7 @@ export class StoreClient {
   /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer. */
   private async run<K extends StoreCommandKind>(command: CommandOf<K>, summary: string = command.kind): Promise<StoreCommandResults[K]> {
     const checked = parseOrThrow(storeCommandSchema, command, `${command.kind} command`);
+    if (!PRINCIPAL_KINDS.has(checked.kind)) this.refuseUnlessOperator(checked.kind);
     try {
       return (await this.client.workflow.execute(STORE_COMMAND_WORKFLOW, {
         taskQueue: this.taskQueue,
@@ -210,6 +248,14 @@ export class StoreClient {
     } catch (err) {
       throw this.explain(err, checked.kind);
     }
+  }
+
+  /** Operator commands (DESIGN §18) are PRINCIPAL_MISMATCH to a principal-bound caller. */
+  private refuseUnlessOperator(what: string): void {
+    if (this.principal === undefined) return;
+    throw new SandboxPlaneError('PRINCIPAL_MISMATCH', `${what} is an operator's command, and this caller acts as ${this.principal}`, {
+      hint: 'Operators run it without a principal (unset SANDBOXPLANE_PRINCIPAL); agents reach the plane through the gateway (`sandboxctl gateway`) with their API key.',
+    });
   }
 
   /** The store's verdict with the hint it gave, or STORE_UNAVAILABLE when no worker ran the command at all. */

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
 
   // Temporal
   TEMPORAL_UNREACHABLE: spec('failure', true, 'Start a server with `sandboxctl dev`, or set TEMPORAL_ADDRESS to one that runs.'),
+  GATEWAY_UNREACHABLE: spec('failure', true, 'Check the gateway URL, and that `sandboxctl gateway` runs there.'),
   TEMPORAL_CLI_MISSING: spec('failure', false, 'Run `npm run setup` (needs Go >= 1.25), or put the temporal CLI v1.5.1 on PATH, or set SANDBOXPLANE_TEMPORAL_CLI to its path.'),
   DEV_SERVER_FAILED: spec('failure', false, 'Read the server output above; a port in use is the usual cause (choose others with --port and --ui-port).'),
 
@@ -97,7 +98,8 @@ export const ERROR_CODES = {
     'An approval needs the approver\'s current code from their authenticator: `--code NNNNNN` (CLI) or `"code": "NNNNNN"` in the signal payload; each code counts once.',
   ),
   IDEMPOTENCY_CONFLICT: spec('refused', false, 'This id was used for a different request: choose a new --id, or repeat the original request exactly.'),
-  RATE_LIMITED: spec('refused', false, 'Too many of these requests for one sandbox in a short time: wait a minute, or ask for more at once (one larger --ttl).'),
+  UNAUTHENTICATED: spec('refused', false, 'Send `Authorization: Bearer KEY` with an API key an operator made for you (`sandboxctl keys add PRINCIPAL`) that is not revoked.'),
+  RATE_LIMITED: spec('refused', false, 'Too many of these requests in a short time: wait (the message says how long), or ask for more at once (one larger --ttl).'),
   INVALID_STATE: spec('refused', false, 'The sandbox is not in a state that allows this; `sandboxctl status ID` shows its state.'),
   PROVISION_FAILED: spec('failure', false, 'Provisioning failed and was rolled back; the audit trail (`sandboxctl audit ID`) says why.'),
   PROVISION_UNAVAILABLE: spec('failure', true, 'The emulator runtime was not reachable; the activity retries on its own.'),

@@ -138,6 +138,9 @@ export const lifecycleInputSchema = z.object({
     .optional(),
 });
 
+/** The codes an approval without proof is refused with. */
+export type ApprovalRefusal = 'APPROVAL_UNVERIFIED' | 'RATE_LIMITED';
+
 /** A signal the workflow received while waiting for approval, and what it made of it. */
 export interface ApprovalAttempt {
   readonly signal: 'approve' | 'deny';
@@ -145,8 +148,8 @@ export interface ApprovalAttempt {
   readonly verdict: 'accepted' | 'ignored';
   readonly reason: string;
   readonly at: string;
-  /** Why an ignored attempt was refused, when it lacked proof: APPROVAL_UNVERIFIED (else APPROVER_NOT_ALLOWED). */
-  readonly refusal?: 'APPROVAL_UNVERIFIED';
+  /** Why an ignored attempt was refused, when it lacked proof: APPROVAL_UNVERIFIED, or RATE_LIMITED for a locked-out name (else APPROVER_NOT_ALLOWED). */
+  readonly refusal?: ApprovalRefusal;
 }
 
 /** What the `decide` update answers: the verdict on this attempt, and the status after it. */

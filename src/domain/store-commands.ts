@@ -5,6 +5,7 @@
  * before sending it and the store worker checks it again, both with this one schema.
  */
 import { z } from 'zod';
+import { apiKeyIdSchema, newApiKeySchema, type ApiKeyRecord } from './api-keys';
 import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
 import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
@@ -44,7 +45,8 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('approvers.add'), name: approverNameSchema, recipient: recipientPublicKeySchema }).strict(),
   z.object({ kind: z.literal('approvers.list') }).strict(),
   z.object({ kind: z.literal('approvers.remove'), name: approverNameSchema }).strict(),
-  z.object({ kind: z.literal('audit'), sandboxId: sandboxIdSchema }).strict(),
+  // With a principal (a principal-bound caller), only that principal's sandbox: another's is NOT_FOUND.
+  z.object({ kind: z.literal('audit'), sandboxId: sandboxIdSchema, principal: principalSchema.optional() }).strict(),
   z.object({ kind: z.literal('leaks') }).strict(),
   z.object({ kind: z.literal('hosts') }).strict(),
   z.object({ kind: z.literal('hosts.register'), registration: hostRegistrationSchema }).strict(),
@@ -57,6 +59,9 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   // A principal's own snapshots; an operator's client (no principal) lists everyone's.
   z.object({ kind: z.literal('snapshots.list'), principal: principalSchema.optional(), sandboxId: sandboxIdSchema.optional() }).strict(),
   z.object({ kind: z.literal('snapshots.get'), principal: principalSchema, snapshotId: snapshotIdSchema }).strict(),
+  newApiKeySchema.extend({ kind: z.literal('keys.add') }),
+  z.object({ kind: z.literal('keys.list') }).strict(),
+  z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -81,7 +86,16 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'targets.audit',
   'snapshots.list',
   'snapshots.get',
+  'keys.add',
+  'keys.list',
+  'keys.revoke',
 ]);
+
+/**
+ * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
+ * snapshots. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
+ */
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get']);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {
@@ -131,6 +145,9 @@ export interface StoreCommandResults {
   'targets.audit': { target: string; operations: TargetAuditEntry[] };
   'snapshots.list': { snapshots: SnapshotSummary[] };
   'snapshots.get': SnapshotSource;
+  'keys.add': ApiKeyRecord;
+  'keys.list': { keys: ApiKeyRecord[] };
+  'keys.revoke': ApiKeyRecord;
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

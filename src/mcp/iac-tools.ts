@@ -7,7 +7,8 @@ import { sandboxIdSchema } from '../domain/sandbox-id';
 import { targetNameSchema } from '../domain/targets';
 import { DEFAULT_WAIT_SECONDS, ERRORS, registerTool, structured } from './sandbox-tools';
 
-const changeInput = z
+/** What plan_iac and apply_iac take (the gateway's IaC route takes the same, less what its path says). */
+export const changeInput = z
   .object({
     sandboxId: sandboxIdSchema.optional().describe('The READY sandbox to change (one of yours: a moto or Floci sandbox). Give this or target.'),
     target: targetNameSchema

@@ -22,7 +22,7 @@ const INSTRUCTIONS = [
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
 
-function packageVersion(): string {
+export function packageVersion(): string {
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
     return typeof manifest.version === 'string' ? manifest.version : '0.0.0';
@@ -66,12 +66,16 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
   };
 }
 
-/** An MCP server with the sandbox tools, not yet connected to a transport. */
-export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>): McpServer {
+/**
+ * An MCP server with the sandbox tools, not yet connected to a transport. `actorOf` adds
+ * to the audit trail's `mcp:<client name>` what else names the caller (the gateway's key id).
+ */
+export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>, actorOf: (mcpActor: string) => string = (mcpActor) => mcpActor): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
-  registerSandboxTools(server, { sandboxes, actor: () => actorFor(server) });
+  const actor = () => actorOf(actorFor(server));
+  registerSandboxTools(server, { sandboxes, actor });
   registerIacTools(server, { sandboxes });
-  registerSnapshotTools(server, { sandboxes, actor: () => actorFor(server) });
+  registerSnapshotTools(server, { sandboxes, actor });
   return server;
 }
 

@@ -5,3 +5,4 @@ export { SandboxRepository, type SandboxSnapshot, type OperationRecord } from '.
 export { TargetRepository } from './target-repository';
 export { PolicyRepository, ApproverRepository } from './policy-repository';
 export { LeakRepository } from './leak-repository';
+export { ApiKeyRepository, type ApiKeyCredential } from './api-key-repository';

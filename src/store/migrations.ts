@@ -218,6 +218,27 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   `
   ALTER TABLE hosts ADD COLUMN memory TEXT CHECK (memory IS NULL OR json_valid(memory));
   `,
+  // 11: the gateway's API keys (DESIGN §18), each stored as a slow hash (scrypt) of its
+  // secret, never the key; and wrong approval codes per name (listed or not, so a lock-out
+  // cannot tell which names are approvers).
+  `
+  CREATE TABLE api_keys (
+    key_id          TEXT PRIMARY KEY,
+    principal       TEXT NOT NULL,
+    secret_hash     TEXT NOT NULL,
+    rate_per_minute INTEGER NOT NULL CHECK (rate_per_minute > 0),
+    created_at      TEXT NOT NULL,
+    revoked_at      TEXT
+  ) STRICT;
+  CREATE INDEX api_keys_principal ON api_keys (principal);
+
+  CREATE TABLE approval_failures (
+    name          TEXT PRIMARY KEY,
+    failures      INTEGER NOT NULL,
+    lockouts      INTEGER NOT NULL,
+    locked_until  TEXT
+  ) STRICT;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -72,6 +72,16 @@ export class PolicyRepository {
   }
 }
 
+/** A name's run of wrong approval codes (DESIGN §18): counted for any name, so a lock-out tells nothing of who is listed. */
+export interface ApprovalFailures {
+  /** Wrong codes since the last right one or the last lock-out. */
+  readonly failures: number;
+  /** Lock-outs since the last right code: each doubles the next. */
+  readonly lockouts: number;
+  /** ISO time the current lock-out ends; null when none. */
+  readonly lockedUntil: string | null;
+}
+
 export class ApproverRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
@@ -119,6 +129,25 @@ export class ApproverRepository {
   proofOf(name: string): { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined {
     return this.db.prepare('SELECT totp_secret AS sealedSecret, last_code_step AS lastCodeStep, last_code_use AS lastCodeUse FROM approvers WHERE name = ?').get(name) as
       { sealedSecret: string | null; lastCodeStep: number | null; lastCodeUse: string | null } | undefined;
+  }
+
+  /** `name`'s run of wrong codes and lock-out, listed or not; zeros when none. */
+  failuresOf(name: string): ApprovalFailures {
+    const row = this.db.prepare('SELECT failures, lockouts, locked_until AS lockedUntil FROM approval_failures WHERE name = ?').get(name) as ApprovalFailures | undefined;
+    return row ?? { failures: 0, lockouts: 0, lockedUntil: null };
+  }
+
+  /** Replaces `name`'s run of wrong codes; all zeros forgets the name. */
+  recordFailures(name: string, failures: ApprovalFailures): void {
+    if (failures.failures === 0 && failures.lockouts === 0 && failures.lockedUntil === null) {
+      this.db.prepare('DELETE FROM approval_failures WHERE name = ?').run(name);
+      return;
+    }
+    this.db
+      .prepare(
+        'INSERT INTO approval_failures (name, failures, lockouts, locked_until) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, lockouts = excluded.lockouts, locked_until = excluded.locked_until',
+      )
+      .run(name, failures.failures, failures.lockouts, failures.lockedUntil);
   }
 
   /** Marks `step`'s code (and every earlier one) used, by the approval `use`. */

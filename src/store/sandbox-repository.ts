@@ -111,6 +111,11 @@ export class SandboxRepository {
     return (this.db.prepare('SELECT * FROM operations WHERE sandbox_id = ? ORDER BY seq').all(sandboxId) as OperationRow[]).map(toOperation);
   }
 
+  /** The principal that asked for `sandboxId`; `undefined` when the store has never seen it. */
+  principalOf(sandboxId: string): string | undefined {
+    return (this.db.prepare('SELECT principal FROM sandboxes WHERE id = ?').get(sandboxId) as { principal: string } | undefined)?.principal;
+  }
+
   exists(sandboxId: string): boolean {
     return this.db.prepare('SELECT 1 FROM sandboxes WHERE id = ?').get(sandboxId) !== undefined;
   }

@@ -1,3 +1,4 @@
+import { ApiKeyRepository } from './api-key-repository';
 import { AuditTap } from './audit-tap';
 import { MetricsQueries } from './metrics-queries';
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
@@ -21,6 +22,7 @@ export class Store {
   readonly hosts: HostRepository;
   readonly targets: TargetRepository;
   readonly snapshots: SnapshotRepository;
+  readonly apiKeys: ApiKeyRepository;
   readonly metrics: MetricsQueries;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
@@ -41,6 +43,7 @@ export class Store {
     this.hosts = new HostRepository(db);
     this.targets = new TargetRepository(db, this.audits);
     this.snapshots = new SnapshotRepository(db);
+    this.apiKeys = new ApiKeyRepository(db);
     this.metrics = new MetricsQueries(db);
   }
 

@@ -1,6 +1,6 @@
 import { isCancellation, workflowInfo } from '@temporalio/workflow';
 import { iacApprovalPayloadSchema, type IacApproval } from '../domain/iac/iac-run';
-import { MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
+import { MAX_PAYLOAD_CHARS, type ApprovalAttempt, type ApprovalRefusal } from '../domain/lifecycle-messages';
 import { describeIssues } from '../domain/validation';
 import { storeActivities } from './activity-routes';
 import { ApprovalInbox, type PendingApproval } from './approval-inbox';
@@ -54,7 +54,7 @@ export class IacApprovals {
   /** Validates one approve/deny of plan `digest`, for a run that needs `needed` different approvers. */
   async judge(pending: PendingApproval, digest: string, needed: number): Promise<ApprovalAttempt> {
     const at = new Date().toISOString();
-    const ignore = async (approver: string | null, why: string, refusalCode?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
+    const ignore = async (approver: string | null, why: string, refusalCode?: ApprovalRefusal): Promise<ApprovalAttempt> => {
       const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusalCode !== undefined ? { refusal: refusalCode } : {}) };
       this.ignored.push(attempt);
       this.ignoredInAll += 1;
@@ -81,7 +81,7 @@ export class IacApprovals {
       return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send it again`);
     }
     if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
-    if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
+    if (proof.verdict === 'unverified') return ignore(approver, `${proof.refusal ?? 'APPROVAL_UNVERIFIED'}: ${proof.why}`, proof.refusal ?? 'APPROVAL_UNVERIFIED');
     return { signal: pending.signal, approver, verdict: 'accepted', reason, at };
   }
 }

@@ -1,6 +1,6 @@
 import { condition, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
-import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt } from '../domain/lifecycle-messages';
+import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt, type ApprovalRefusal } from '../domain/lifecycle-messages';
 import type { Approval, Phase, PhaseNamed } from '../domain/lifecycle-record';
 import { describeIssues } from '../domain/validation';
 import type { PendingApproval } from './approval-inbox';
@@ -68,7 +68,7 @@ export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<
 /** Validates one approve/deny; an invalid or unauthorized one is audited and ignored, never fatal. */
 async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<ApprovalAttempt> {
   const at = new Date().toISOString();
-  const ignore = async (approver: string | null, why: string, refusal?: 'APPROVAL_UNVERIFIED'): Promise<ApprovalAttempt> => {
+  const ignore = async (approver: string | null, why: string, refusal?: ApprovalRefusal): Promise<ApprovalAttempt> => {
     const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusal !== undefined ? { refusal } : {}) };
     ctx.noteAttempt(attempt);
     log.warn('approval ignored', { signal: pending.signal, approver, why });
@@ -91,7 +91,7 @@ async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<A
   }
   if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
   // A forged or replayed approval is audited and ignored: the sandbox goes on waiting for a real one.
-  if (proof.verdict === 'unverified') return ignore(approver, `APPROVAL_UNVERIFIED: ${proof.why}`, 'APPROVAL_UNVERIFIED');
+  if (proof.verdict === 'unverified') return ignore(approver, `${proof.refusal ?? 'APPROVAL_UNVERIFIED'}: ${proof.why}`, proof.refusal ?? 'APPROVAL_UNVERIFIED');
   const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
   ctx.noteAttempt(attempt);
   return attempt;

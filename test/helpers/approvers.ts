@@ -39,3 +39,8 @@ export async function enrolApprover(worker: Pick<TestWorker, 'client' | 'config'
   const { otpauthUri } = await store.addApprover(name);
   return authenticatorFor(name, otpauthUri);
 }
+
+/** A six-digit code that is not `code`: a guess that is surely wrong. */
+export function wrongCode(code: string): string {
+  return code === '000000' ? '111111' : '000000';
+}

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { enrolApprover, verifyApprovalCode } from '../../src/activities/approver-proof';
+import { enrolApprover, FIRST_LOCKOUT_MS, notAcceptedWhy, verifyApprovalCode, WRONG_CODES_BEFORE_LOCKOUT } from '../../src/activities/approver-proof';
 import { newRecipient, sealTo } from '../../src/crypto/sealed-box';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { fromBase32, matchingStep, secretOfOtpauthUri, toBase32, totpCode, totpStep } from '../../src/crypto/totp';
@@ -68,18 +68,46 @@ describe('verifying an approval (fixed clock)', () => {
     assert.equal(verify(totpCode(secret, totpStep(t0)), 'wf/run/4').verdict, 'unverified', 'an older step after a newer one is refused');
   });
 
-  test('missing, wrong and stale codes, an unlisted name and a legacy approver are each refused with why', () => {
+  test('a wrong code, a stale one, an unlisted name and a legacy approver read the same to the caller', () => {
     const later = t0 + 10 * 60_000;
-    assert.match((verify(null, 'x/1', later) as { why: string }).why, /no code/);
-    assert.match((verify('000000' === totpCode(secret, totpStep(later)) ? '111111' : '000000', 'x/2', later) as { why: string }).why, /not alice's current one/);
-    assert.match((verify(totpCode(secret, totpStep(later) - 2), 'x/3', later) as { why: string }).why, /not alice's current one/);
-    assert.deepEqual(
-      store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'mallory', code: '123456', use: 'x/4' }, later)),
-      { verdict: 'unlisted' },
-    );
+    const why = (approver: string, code: string | null, use: string) =>
+      (store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver, code, use }, later)) as { verdict: string; why: string }).why.replaceAll(approver, 'NAME');
+    assert.match(why('alice', null, 'x/1'), /no code/);
+    const wrong = '000000' === totpCode(secret, totpStep(later)) ? '111111' : '000000';
+    const refusals = new Set([why('alice', wrong, 'x/2'), why('alice', totpCode(secret, totpStep(later) - 2), 'x/3'), why('mallory', '123456', 'x/4')]);
     store.approvers.add('legacy');
-    const legacy = store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'legacy', code: '123456', use: 'x/5' }, later));
-    assert.match((legacy as { why: string }).why, /no authenticator enrolled.*re-enrol/);
+    refusals.add(why('legacy', '123456', 'x/5'));
+    assert.deepEqual([...refusals], [notAcceptedWhy('NAME')]);
+    assert.deepEqual(verify(totpCode(secret, totpStep(later)), 'x/6', later), { verdict: 'verified' }, 'a right code clears the wrong ones');
+    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null });
+  });
+
+  test(`${WRONG_CODES_BEFORE_LOCKOUT} wrong codes lock a name out, listed or not; the right code is refused until then; each lock-out doubles`, () => {
+    const start = t0 + 60 * 60_000;
+    const wrongAt = (at: number) => (totpCode(secret, totpStep(at)) === '000000' ? '111111' : '000000');
+    const attempt = (approver: string, code: string, use: string, at: number) => store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver, code, use }, at));
+    for (const name of ['alice', 'nobody']) {
+      const results = Array.from({ length: 8 }, (_, i) => attempt(name, wrongAt(start), `lock/${name}/${i}`, start));
+      assert.deepEqual(
+        results.map((result) => (result as { refusal?: string }).refusal ?? null),
+        [null, null, null, null, 'RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED'],
+        name,
+      );
+      assert.match((results[4] as { why: string }).why, /locked out until/);
+      assert.deepEqual(store.approvers.failuresOf(name), { failures: 0, lockouts: 1, lockedUntil: new Date(start + FIRST_LOCKOUT_MS).toISOString() });
+    }
+    const locked = attempt('alice', totpCode(secret, totpStep(start)), 'lock/right', start + 30_000);
+    assert.equal((locked as { refusal?: string }).refusal, 'RATE_LIMITED', 'the right code is refused while locked out');
+    const afterLock = start + FIRST_LOCKOUT_MS + 1_000;
+    for (let i = 0; i < WRONG_CODES_BEFORE_LOCKOUT; i += 1) attempt('alice', wrongAt(afterLock), `lock/again/${i}`, afterLock);
+    assert.deepEqual(
+      store.approvers.failuresOf('alice'),
+      { failures: 0, lockouts: 2, lockedUntil: new Date(afterLock + 2 * FIRST_LOCKOUT_MS).toISOString() },
+      'the second lock-out is twice as long',
+    );
+    const free = afterLock + 2 * FIRST_LOCKOUT_MS + 1_000;
+    assert.deepEqual(attempt('alice', totpCode(secret, totpStep(free)), 'lock/free', free), { verdict: 'verified' });
+    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null });
   });
 
   test("a secret sealed for one approver does not open as another's", () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createSnapshotStoreActivities, packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
 import { SecretBox } from '../../src/crypto/secret-box';
-import { accessOf, withoutToken } from '../../src/adapters/operator-endpoint';
+import { OPERATOR_HEADER, operatorHeaders, operatorUrl } from '../../src/adapters/operator-endpoint';
 import { createFlociAdapter } from '../../src/adapters/floci-adapter';
 import { parseRecording, recordingHeader } from '../../src/adapters/moto-recording';
 import type { ContainerBroker } from '../../src/docker';
@@ -207,11 +207,13 @@ describe('the sweep and paused sandboxes', () => {
 });
 
 describe('operator tokens in text', () => {
-  test('an operator endpoint is cut to its path; its parts are found again', () => {
-    const endpoint = 'http://127.0.0.1:32801/_sandboxplane/0123456789abcdef0123456789abcdef0123456789abcdef';
-    assert.equal(withoutToken(`${endpoint}/moto-api/reset answered HTTP 500`), 'http://127.0.0.1:32801/_sandboxplane/…/moto-api/reset answered HTTP 500');
-    assert.deepEqual(accessOf(endpoint), { operatorEndpoint: endpoint, endpoint: 'http://127.0.0.1:32801', token: '0123456789abcdef0123456789abcdef0123456789abcdef' });
-    assert.equal(accessOf('http://127.0.0.1:32801'), undefined);
+  test("a call to an emulator's own API names a URL without the token, which goes in a header", () => {
+    const token = '0123456789abcdef0123456789abcdef0123456789abcdef';
+    const access = { endpoint: 'http://127.0.0.1:32801', token };
+    assert.equal(operatorUrl(access, '/moto-api/reset'), 'http://127.0.0.1:32801/_sandboxplane/moto-api/reset');
+    assert.deepEqual(operatorHeaders(access), { [OPERATOR_HEADER]: token });
+    assert.equal(operatorUrl({ endpoint: 'http://127.0.0.1:32801' }, '/_floci/health'), 'http://127.0.0.1:32801/_floci/health', 'an emulator without a guard');
+    assert.deepEqual(operatorHeaders({ endpoint: 'http://127.0.0.1:32801' }), {});
   });
 });
 

@@ -16,6 +16,7 @@ import type { SealedText } from '../../src/domain/sealed-text';
 import type { HostRegistration, HostView } from '../../src/domain/hosts';
 import { storeCommandSchema } from '../../src/domain/store-commands';
 import { Store } from '../../src/store';
+import { projectionSnapshot } from '../helpers/projection-row';
 import type { HostDirectory } from '../../src/store/host-directory';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-store-commands-'));
@@ -130,6 +131,28 @@ describe('runStoreCommand', () => {
     );
   });
 
+  test("keys: add keeps the hash it is given (a retry keeps the first row), list shows no hash, revoke marks it once; another principal's audit is NOT_FOUND", async () => {
+    const hash = `scrypt$32768$8$1$${'a'.repeat(22)}$${'b'.repeat(43)}`;
+    const added = await runStoreCommand({ kind: 'keys.add', keyId: '0123456789ab', principal: 'agent-k', secretHash: hash });
+    assert.deepEqual(await runStoreCommand({ kind: 'keys.add', keyId: '0123456789ab', principal: 'agent-k', secretHash: hash }), added);
+    assert.equal((added as { ratePerMinute: number }).ratePerMinute, 120);
+    const { keys } = (await runStoreCommand({ kind: 'keys.list' })) as { keys: Record<string, unknown>[] };
+    assert.deepEqual(
+      keys.map((key) => [key.keyId, key.principal, key.revokedAt, 'secretHash' in key]),
+      [['0123456789ab', 'agent-k', null, false]],
+    );
+    const revoked = (await runStoreCommand({ kind: 'keys.revoke', keyId: '0123456789ab' })) as { revokedAt: string };
+    assert.ok(revoked.revokedAt !== null);
+    assert.deepEqual(await runStoreCommand({ kind: 'keys.revoke', keyId: '0123456789ab' }), revoked, 'revoked once');
+    assert.equal((await failureOf({ kind: 'keys.revoke', keyId: 'ffffffffffff' })).type, 'NOT_FOUND');
+    assert.equal((await failureOf({ kind: 'keys.add', keyId: 'short', principal: 'agent-k', secretHash: hash })).type, 'INVALID_INPUT');
+
+    store.sandboxes.record(projectionSnapshot({ id: 'sbx-k', principal: 'agent-k', state: 'READY' }), { step: 1, action: 'ready', actor: 'w', effect: 'ready', reason: null, summary: {} });
+    assert.ok(store.sandboxes.exists('sbx-k'));
+    assert.equal(((await runStoreCommand({ kind: 'audit', sandboxId: 'sbx-k', principal: 'agent-k' })) as { sandboxId: string }).sandboxId, 'sbx-k');
+    assert.equal((await failureOf({ kind: 'audit', sandboxId: 'sbx-k', principal: 'agent-other' })).type, 'NOT_FOUND');
+  });
+
   test('a malformed command is INVALID_INPUT naming what to fix, and changes nothing', async () => {
     const cases: [unknown, RegExp][] = [
       [{ kind: 'policy.drop' }, /kind/],
@@ -162,6 +185,9 @@ describe('runStoreCommand', () => {
       'hosts',
       'hosts.register',
       'hosts.remove',
+      'keys.add',
+      'keys.list',
+      'keys.revoke',
       'leaks',
       'policy.add',
       'policy.list',

@@ -45,7 +45,20 @@ describe('Store', () => {
       assert.ok(fs.existsSync(file));
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
       assert.ok(store.isCurrent);
-      assert.deepEqual(tables(store), ['approvers', 'hosts', 'leaks', 'operations', 'policies', 'sandboxes', 'snapshot_contents', 'snapshots', 'target_operations', 'targets']);
+      assert.deepEqual(tables(store), [
+        'api_keys',
+        'approval_failures',
+        'approvers',
+        'hosts',
+        'leaks',
+        'operations',
+        'policies',
+        'sandboxes',
+        'snapshot_contents',
+        'snapshots',
+        'target_operations',
+        'targets',
+      ]);
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('foreign_keys', { simple: true }), 1);
       assert.ok((store.db.pragma('busy_timeout', { simple: true }) as number) > 0);

@@ -1,0 +1,145 @@
+/**
+ * The gateway's HTTP API (DESIGN §11 "Gateway"): the SDK's methods as routes, each run by
+ * a SandboxClient bound to the key's principal. Bodies are parsed with the same zod
+ * schemas the MCP tools use; a principal in a body is the key's or PRINCIPAL_MISMATCH.
+ */
+import { z } from 'zod';
+import type { SandboxClient } from '../client/sandbox-client';
+import { iacRunIdSchema } from '../domain/iac/iac-run';
+import { principalSchema, sandboxIdSchema } from '../domain/sandbox-request';
+import { parseOrThrow } from '../domain/validation';
+import { changeInput } from '../mcp/iac-tools';
+import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
+
+/** What a route gets: its path's parameters, the query, the parsed JSON body, the bound client and the audit trail's actor. */
+export interface RouteContext {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly body: unknown;
+  readonly sandboxes: SandboxClient;
+  readonly actor: string;
+}
+
+export interface RouteAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+export interface Route {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  /** OpenAPI's path template, e.g. `/v1/sandboxes/{id}`. */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  /** The body's schema (for the OpenAPI document too); none for GET and an empty DELETE. */
+  readonly body?: z.ZodTypeAny;
+  readonly handle: (context: RouteContext) => Promise<RouteAnswer>;
+}
+
+/** An HTTP caller's wait may be longer than an MCP client's: up to the SDK's 10 minutes by default. */
+const HTTP_DEFAULT_WAIT_SECONDS = 600;
+
+export const createBody = createSandboxInput.extend({
+  principal: principalSchema.optional().describe("Leave it out: the key's principal. Any other is refused with PRINCIPAL_MISMATCH."),
+});
+const extendBody = extendSandboxInput.omit({ id: true });
+const destroyBody = destroySandboxInput.omit({ id: true });
+export const iacBody = changeInput
+  .omit({ sandboxId: true, target: true, cdkApp: true })
+  .extend({
+    mode: z.enum(['plan', 'apply']).describe("'plan': the plan only, nothing changes. 'apply': plan, approval if policy asks, apply, verify."),
+    wait: z.enum(['planned', 'ended']).default('planned').describe("For an apply: 'planned' (default) returns once the plan is shown; 'ended' once APPLIED, FAILED, DENIED or EXPIRED."),
+  })
+  .strict();
+
+const sandboxId = (context: RouteContext) => parseOrThrow(sandboxIdSchema, context.params.id, 'sandbox id (in the path)');
+const ok = (body: unknown, status = 200): RouteAnswer => ({ status, body });
+
+export const ROUTES: readonly Route[] = [
+  {
+    method: 'POST',
+    path: '/v1/sandboxes',
+    operationId: 'createSandbox',
+    summary: "Create a sandbox as the key's principal; 201 with its status (READY with clientConfig when wait is 'ready').",
+    body: createBody,
+    handle: async ({ body, sandboxes }) => {
+      const { wait, timeoutSeconds, ...request } = parseOrThrow(createBody, body, 'create request');
+      return ok(await sandboxes.create(request, { wait, timeoutMs: (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000 }), 201);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/sandboxes',
+    operationId: 'listSandboxes',
+    summary: "The key's principal's sandboxes, newest first (?state=READY&limit=100).",
+    handle: async ({ query, sandboxes }) => {
+      const filter = parseOrThrow(
+        listSandboxesInput,
+        {
+          ...(query.get('state') !== null ? { state: query.get('state') } : {}),
+          ...(query.get('limit') !== null ? { limit: Number(query.get('limit')) } : {}),
+        },
+        'list query',
+      );
+      return ok({ sandboxes: await sandboxes.list(filter) });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/sandboxes/{id}',
+    operationId: 'getSandbox',
+    summary: "One sandbox's status; another principal's is 404.",
+    handle: async (context) => ok(await context.sandboxes.status(sandboxId(context))),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sandboxes/{id}/extend',
+    operationId: 'extendSandbox',
+    summary: "Move a READY sandbox's expiry later by ttlSeconds.",
+    body: extendBody,
+    handle: async (context) => ok(await context.sandboxes.extend(sandboxId(context), { ...parseOrThrow(extendBody, context.body, 'extend request'), actor: context.actor })),
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sandboxes/{id}',
+    operationId: 'destroySandbox',
+    summary: 'Tear a sandbox down now; its final status.',
+    body: destroyBody,
+    handle: async (context) => ok(await context.sandboxes.destroy(sandboxId(context), { ...parseOrThrow(destroyBody, context.body ?? {}, 'destroy request'), actor: context.actor })),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sandboxes/{id}/iac',
+    operationId: 'runIac',
+    summary: "Plan (mode 'plan') or apply (mode 'apply') a CloudFormation template in the sandbox; 201 with the run.",
+    body: iacBody,
+    handle: async (context) => {
+      const { mode, wait, timeoutSeconds, ...change } = parseOrThrow(iacBody, context.body, 'IaC request');
+      const request = { ...change, sandboxId: sandboxId(context) };
+      const timeoutMs = (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000;
+      return ok(mode === 'plan' ? await context.sandboxes.iac.plan(request, { timeoutMs }) : await context.sandboxes.iac.apply(request, { wait, timeoutMs }), 201);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/iac/{runId}',
+    operationId: 'getIacRun',
+    summary: "One IaC run's status; another principal's is 404.",
+    handle: async (context) => ok(await context.sandboxes.iac.status(parseOrThrow(iacRunIdSchema, context.params.runId, 'run id (in the path)'))),
+  },
+];
+
+/** The route and its path parameters for a method and path; `undefined` when none matches. */
+export function matchRoute(method: string, pathname: string): { route: Route; params: Record<string, string> } | 'wrong_method' | undefined {
+  let pathMatched = false;
+  for (const route of ROUTES) {
+    const names: string[] = [];
+    const pattern = new RegExp(`^${route.path.replace(/\{(\w+)\}/g, (_, name: string) => (names.push(name), '([^/]+)'))}$`);
+    const match = pattern.exec(pathname);
+    if (match === null) continue;
+    pathMatched = true;
+    if (route.method !== method) continue;
+    return { route, params: Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(match[i + 1] as string)])) };
+  }
+  return pathMatched ? 'wrong_method' : undefined;
+}

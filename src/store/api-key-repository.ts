@@ -1,0 +1,41 @@
+import type { ApiKeyRecord, NewApiKeyRow } from '../domain/api-keys';
+import type { SqliteDatabase } from './database';
+
+const COLUMNS = 'key_id AS keyId, principal, rate_per_minute AS ratePerMinute, created_at AS createdAt, revoked_at AS revokedAt';
+
+/** A key row with what verifying it needs. */
+export interface ApiKeyCredential extends ApiKeyRecord {
+  readonly secretHash: string;
+}
+
+/** The gateway's API keys (DESIGN §18): written by the store role, read by the gateway. */
+export class ApiKeyRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  /** Adds a key; the same key id again (a retried command) keeps the first row. */
+  add(key: NewApiKeyRow, now: Date = new Date()): ApiKeyRecord {
+    this.db
+      .prepare('INSERT OR IGNORE INTO api_keys (key_id, principal, secret_hash, rate_per_minute, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(key.keyId, key.principal, key.secretHash, key.ratePerMinute, now.toISOString());
+    return this.get(key.keyId) as ApiKeyRecord;
+  }
+
+  list(): ApiKeyRecord[] {
+    return this.db.prepare(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, key_id`).all() as ApiKeyRecord[];
+  }
+
+  get(keyId: string): ApiKeyRecord | undefined {
+    return this.db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE key_id = ?`).get(keyId) as ApiKeyRecord | undefined;
+  }
+
+  /** The row the gateway checks a presented key against. */
+  credential(keyId: string): ApiKeyCredential | undefined {
+    return this.db.prepare(`SELECT ${COLUMNS}, secret_hash AS secretHash FROM api_keys WHERE key_id = ?`).get(keyId) as ApiKeyCredential | undefined;
+  }
+
+  /** Revokes a key (again: keeps the first time); `undefined` when there is none by that id. */
+  revoke(keyId: string, now: Date = new Date()): ApiKeyRecord | undefined {
+    this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL').run(now.toISOString(), keyId);
+    return this.get(keyId);
+  }
+}

@@ -1,0 +1,96 @@
+/** The gateway's keys and limits (DESIGN §18), without a server: the slow hash, the verifier's refusals and cache, the token bucket. */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { newApiKey, parseApiKey, secretMatches } from '../../src/crypto/api-key-hash';
+import { SandboxPlaneError } from '../../src/domain/errors';
+import { httpStatusOf } from '../../src/gateway/http-errors';
+import { KeyVerifier } from '../../src/gateway/key-verifier';
+import { RateLimiter } from '../../src/gateway/rate-limiter';
+import type { ApiKeyCredential } from '../../src/store';
+
+const codeOf = async (work: Promise<unknown>) => {
+  try {
+    await work;
+    return 'accepted';
+  } catch (err) {
+    return (err as SandboxPlaneError).code;
+  }
+};
+
+describe('API keys', () => {
+  test('a key is spk_<id>_<secret>; its hash is scrypt, matches only its own secret, and holds no part of it', async () => {
+    const { keyId, key, secretHash } = await newApiKey();
+    const parsed = parseApiKey(key);
+    assert.equal(parsed?.keyId, keyId);
+    assert.match(secretHash, /^scrypt\$32768\$8\$1\$/);
+    assert.ok(!secretHash.includes(parsed?.secret ?? '?'));
+    assert.equal(await secretMatches(parsed?.secret ?? '', secretHash), true);
+    assert.equal(await secretMatches(`${(parsed?.secret ?? '').slice(0, -1)}A`, secretHash), false);
+    for (const text of ['', 'spk_', `${key}x`, key.replace('spk_', 'sk_'), key.toUpperCase()]) assert.equal(parseApiKey(text), undefined, text);
+  });
+
+  test('the verifier: the key names its principal; missing, malformed, wrong and revoked keys are all UNAUTHENTICATED; a revocation counts after the hash is cached', async () => {
+    const made = await newApiKey();
+    const rows = new Map<string, ApiKeyCredential>([
+      [made.keyId, { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash }],
+    ]);
+    const verifier = new KeyVerifier({ credential: (keyId) => rows.get(keyId) });
+    assert.deepEqual(await verifier.verify(`Bearer ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5 });
+    assert.deepEqual(await verifier.verify(`bearer   ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5 }, 'the scheme is case-insensitive');
+    const wrong = `spk_${made.keyId}_${'B'.repeat(43)}`;
+    const refusals = await Promise.all(
+      [undefined, '', made.key, `Basic ${made.key}`, `Bearer ${wrong}`, `Bearer spk_000000000000_${'C'.repeat(43)}`].map((header) => codeOf(verifier.verify(header))),
+    );
+    assert.deepEqual(refusals, Array(6).fill('UNAUTHENTICATED'));
+    rows.set(made.keyId, { ...(rows.get(made.keyId) as ApiKeyCredential), revokedAt: 'now' });
+    assert.equal(await codeOf(verifier.verify(`Bearer ${made.key}`)), 'UNAUTHENTICATED');
+  });
+
+  test('past ten wrong secrets a minute for one key id, no more slow hashes: the key itself waits unless already verified', async () => {
+    const made = await newApiKey();
+    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-g', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
+    let now = 0;
+    const cached = new KeyVerifier({ credential: () => row }, () => now);
+    const fresh = new KeyVerifier({ credential: () => row }, () => now);
+    await cached.verify(`Bearer ${made.key}`);
+    const guess = `Bearer spk_${made.keyId}_${'G'.repeat(43)}`;
+    for (let i = 0; i < 10; i += 1) {
+      assert.equal(await codeOf(cached.verify(guess)), 'UNAUTHENTICATED');
+      assert.equal(await codeOf(fresh.verify(guess)), 'UNAUTHENTICATED');
+    }
+    const started = Date.now();
+    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'UNAUTHENTICATED', 'not hashed now');
+    assert.ok(Date.now() - started < 20, 'refused without a slow hash');
+    assert.equal(await codeOf(cached.verify(`Bearer ${made.key}`)), 'accepted', 'a key verified before goes on');
+    now = 6_000;
+    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'accepted', 'a guess a minute comes back');
+  });
+});
+
+describe('the per-key rate limit', () => {
+  test('a key holds its rate per minute at once, gets them back evenly, and is told how long to wait; each key its own bucket', () => {
+    let now = 0;
+    const limiter = new RateLimiter(() => now);
+    for (let i = 0; i < 3; i += 1) limiter.take('a', 3);
+    assert.throws(
+      () => limiter.take('a', 3),
+      (err: SandboxPlaneError) => err.code === 'RATE_LIMITED' && err.details.retryAfterSeconds === 20 && httpStatusOf(err) === 429,
+    );
+    limiter.take('b', 3);
+    now = 19_000;
+    assert.throws(() => limiter.take('a', 3));
+    now = 20_000;
+    limiter.take('a', 3);
+    assert.throws(() => limiter.take('a', 3));
+  });
+
+  test('HTTP statuses follow the taxonomy', () => {
+    const status = (code: ConstructorParameters<typeof SandboxPlaneError>[0]) => httpStatusOf(new SandboxPlaneError(code, 'x'));
+    assert.deepEqual(
+      ['INVALID_INPUT', 'UNAUTHENTICATED', 'POLICY_DENIED', 'PRINCIPAL_MISMATCH', 'NOT_FOUND', 'INVALID_STATE', 'WAIT_TIMEOUT', 'TEMPORAL_UNREACHABLE', 'INTERNAL'].map((code) =>
+        status(code as never),
+      ),
+      [400, 401, 403, 403, 404, 409, 504, 503, 500],
+    );
+  });
+});
