@@ -18,11 +18,11 @@
 # Ports (127.0.0.1 only, away from the dev server's 7233 and the tests' random ports):
 # PostgreSQL 15432; frontend gRPC 17233 and HTTP 17243; history 17234, matching 17235,
 # worker 17239 (identity only: the worker service serves no gRPC); membership 169xx (same
-# last two digits); UI 18233, its codec server 18234. Each plane worker serves Prometheus
+# last two digits); UI 18233, its codec server 18234, the gateway 18787. Each plane worker serves Prometheus
 # metrics on 19464 (store), 19465-19466 (lifecycle-1, -2), 19467-19468 (docker-a, -b), or 10
 # up when one is held (a rollout's new lifecycle workers, beside the draining ones); with
 # --telemetry, Jaeger takes OTLP on 14318 and its UI 26686, Prometheus 19090.
-# SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI,CODEC}_PORT move them.
+# SANDBOXPLANE_CLUSTER_{PG,FRONTEND,FRONTEND_HTTP,UI,CODEC,GATEWAY}_PORT move them.
 #
 # `up`, as root on Debian:
 #   1. PostgreSQL from Debian's packages (apt-get if missing), a private cluster on
@@ -44,7 +44,9 @@
 #   6. The plane: one store worker (the only SQLite file, .data/cluster/plane/), two lifecycle
 #      workers, and one docker worker per engine (host ids a and b), all `sandboxctl worker`
 #      on task queue $SANDBOXPLANE_TASK_QUEUE (default sandboxplane); then the codec server
-#      the UI decrypts payloads through (`sandboxctl codec-server`, the checkout's codec keys).
+#      the UI decrypts payloads through (`sandboxctl codec-server`, the checkout's codec keys),
+#      and the gateway agents use (`sandboxctl gateway`, with the gateway's certificate, beside
+#      the store's SQLite file whose key table it reads).
 #   7. With --telemetry: scripts/telemetry.sh (Jaeger, Prometheus scraping every worker), started
 #      before the workers so their first spans have somewhere to go.
 # Anything missing is started again: after a crash, `up` restores what is gone.
@@ -74,6 +76,8 @@ MEMBERSHIP_BASE=16900             # membership (ringpop) port = base + last two 
 UI_PORT="${SANDBOXPLANE_CLUSTER_UI_PORT:-18233}"
 # The payload codec server the UI decrypts through (`sandboxctl codec-server`, the workers' keys).
 CODEC_PORT="${SANDBOXPLANE_CLUSTER_CODEC_PORT:-18234}"
+# The gateway agents reach the plane through (`sandboxctl gateway`, API keys; DESIGN §18).
+GATEWAY_PORT="${SANDBOXPLANE_CLUSTER_GATEWAY_PORT:-18787}"
 NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 RETENTION="${SANDBOXPLANE_CLUSTER_RETENTION:-72h}"
 LOG_LEVEL="${SANDBOXPLANE_CLUSTER_LOG_LEVEL:-info}"
@@ -1069,6 +1073,28 @@ start_codec() {
   wait_for_port "codec server" "$CODEC_PORT" "$(pid_of codec)" "$log"
 }
 
+# The gateway (DESIGN §18): the compiled CLI with the gateway's certificate, reading the key
+# table of the store worker's file. Agents get a key (`sandboxctl keys add`), never a certificate.
+start_gateway() {
+  local pid log="$LOG_DIR/gateway.log"
+  pid="$(pid_of gateway)"
+  if alive_as "$pid" node; then
+    say "gateway already runs (pid $pid)"
+  else
+    rm -f "$RUN_DIR/gateway.pid"
+    port_open "$GATEWAY_PORT" && fail "port $GATEWAY_PORT (gateway) is taken by something else"
+    say "starting gateway on http://$HOST:$GATEWAY_PORT (log $log)"
+    local env_args=()
+    mapfile -t env_args < <(tls_plane_env gateway)
+    telemetry_on && env_args+=("OTEL_EXPORTER_OTLP_ENDPOINT=http://$HOST:$TELEMETRY_OTLP_PORT")
+    setsid nohup env -u DOCKER_HOST "$WORKER_MARK" "${env_args[@]}" TEMPORAL_ADDRESS="$HOST:$FRONTEND_PORT" TEMPORAL_NAMESPACE="$NAMESPACE" \
+      SANDBOXPLANE_TASK_QUEUE="$TASK_QUEUE" SANDBOXPLANE_DB="$PLANE_DIR/sandboxplane.sqlite" SANDBOXPLANE_LOG_LEVEL="${SANDBOXPLANE_LOG_LEVEL:-info}" \
+      node "$root/bin/sandboxctl.js" gateway --listen "$HOST:$GATEWAY_PORT" >>"$log" 2>&1 </dev/null &
+    echo $! >"$RUN_DIR/gateway.pid"
+  fi
+  wait_for_port "gateway" "$GATEWAY_PORT" "$(pid_of gateway)" "$log"
+}
+
 # Jaeger and Prometheus (scripts/telemetry.sh), scraping every worker's metrics address.
 start_telemetry() {
   local pid log="$LOG_DIR/telemetry.log"
@@ -1115,7 +1141,7 @@ strays() {
           for subnet in "${subnets[@]}"; do [[ "$args" == *"$subnet"* ]] && echo "$pid"; done
         fi
         ;;
-      "node $root/bin/sandboxctl.js worker"* | "node $root/bin/sandboxctl.js codec-server"* | "node $DATA/builds/"*"/bin/sandboxctl.js worker"*)
+      "node $root/bin/sandboxctl.js worker"* | "node $root/bin/sandboxctl.js codec-server"* | "node $root/bin/sandboxctl.js gateway"* | "node $DATA/builds/"*"/bin/sandboxctl.js worker"*)
         { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -xF "$WORKER_MARK" >/dev/null && echo "$pid"
         ;;
     esac
@@ -1129,6 +1155,7 @@ cmd_down() {
   for ((i = ${#WORKERS[@]} - 1; i >= 0; i--)); do stop_process "${WORKERS[i]}" node; done
   for name in $(draining); do stop_process "$name" node; done
   stop_process telemetry bash
+  stop_process gateway node
   stop_process codec node
   for ((i = ${#ENGINES[@]} - 1; i >= 0; i--)); do stop_engine "${ENGINES[i]}"; done
   stop_process ui temporal-ui-server
@@ -1321,6 +1348,9 @@ cmd_status() {
   pid="$(pid_of codec)"; state=stopped
   if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
   line codec "$state" "$pid" "http://$HOST:$CODEC_PORT"
+  pid="$(pid_of gateway)"; state=stopped
+  if alive_as "$pid" node; then state=running; else pid=-; all=1; fi
+  line gateway "$state" "$pid" "http://$HOST:$GATEWAY_PORT"
   if telemetry_on; then
     pid="$(pid_of telemetry)"; state=stopped
     if alive_as "$pid" bash; then state=running; else pid=-; all=1; fi
@@ -1339,7 +1369,7 @@ cmd_status() {
     line "$name" "$state" "$pid" "--role $(worker_role "$name")${host:+ --host-id $host}"
   done
   local known=" " stray
-  for svc in "${SERVICES[@]}" ui codec telemetry "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
+  for svc in "${SERVICES[@]}" ui codec gateway telemetry "${WORKERS[@]}" $(draining); do known+="$(pid_of "$svc") "; done
   for name in "${ENGINES[@]}"; do known+="$(engine_pid "$name") "; done
   # Jaeger and Prometheus are scripts/telemetry.sh's children.
   [[ -z "$(pid_of telemetry)" ]] || known+="$(pgrep -P "$(pid_of telemetry)" | paste -sd' ' || true) "
@@ -1373,8 +1403,9 @@ cmd_up() {
   telemetry_on && start_telemetry
   start_workers
   start_codec
+  start_gateway
   say "up in $((SECONDS - started))s (data $DATA, logs $LOG_DIR)"
-  say "the frontend requires client certificates (CA $TLS_DIR/ca.pem): as an operator, eval \"\$(bash scripts/cluster.sh env)\" points sandboxctl and the temporal CLI at it; the gateway's certificate is $(tls_cert gateway) (\`cluster.sh env gateway\`)"
+  say "the frontend requires client certificates (CA $TLS_DIR/ca.pem): as an operator, eval \"\$(bash scripts/cluster.sh env)\" points sandboxctl and the temporal CLI at it; agents reach the plane through the gateway at http://$HOST:$GATEWAY_PORT with a key (sandboxctl keys add PRINCIPAL)"
   telemetry_on && say "traces in Jaeger at http://$HOST:$TELEMETRY_JAEGER_PORT, metrics in Prometheus at http://$HOST:$TELEMETRY_PROMETHEUS_PORT (for sandboxctl's own spans: export OTEL_EXPORTER_OTLP_ENDPOINT=http://$HOST:$TELEMETRY_OTLP_PORT)"
   printf 'TEMPORAL_ADDRESS=%s\n' "$HOST:$FRONTEND_PORT"
   printf 'TEMPORAL_UI=%s\n' "http://$HOST:$UI_PORT"

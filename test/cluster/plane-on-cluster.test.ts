@@ -47,14 +47,15 @@ import { launchBrowser, screenshot } from '../helpers/browser';
 import { REPO_ROOT } from '../helpers/cli';
 import { dockerClient } from '../helpers/container-events';
 import { eventually, waitForState } from '../helpers/eventually';
+import { GatewayClient } from '../../src/client/gateway-client';
 import { isListening } from '../helpers/free-port';
 import { filterList, inUiPage, openAndReadDetails, plainQuotes, sendSignal } from '../helpers/temporal-ui';
 import { runSandboxctl } from '../helpers/worker-process';
 
 const CLUSTER_SH = path.join(REPO_ROOT, 'scripts', 'cluster.sh');
 const DATA = path.join(REPO_ROOT, '.data', 'cluster-test');
-/** Ports of scripts/cluster.sh (its header): PostgreSQL, frontend gRPC and HTTP, history, matching, membership, UI, codec server. */
-const CLUSTER_PORTS = [15432, 17233, 17243, 17234, 17235, 16933, 16934, 16935, 16939, 18233, 18234];
+/** Ports of scripts/cluster.sh (its header): PostgreSQL, frontend gRPC and HTTP, history, matching, membership, UI, codec server, gateway. */
+const CLUSTER_PORTS = [15432, 17233, 17243, 17234, 17235, 16933, 16934, 16935, 16939, 18233, 18234, 18787];
 const SDK_SANDBOXES = 27;
 const CLI_SANDBOXES = 2;
 /** One more waits for a human: 30 in all. */
@@ -433,6 +434,19 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
       const listed = await hosts();
       return listed.a?.liveSandboxes === perHost.a && listed.b?.liveSandboxes === perHost.b ? listed : undefined;
     });
+  });
+
+  test('the gateway: an agent with an API key and no certificate creates, reads and destroys; another key sees nothing', async () => {
+    const gateway = 'http://127.0.0.1:18787';
+    const [mine, theirs] = await Promise.all(['agent-gw', 'agent-gw-other'].map((principal) => sandboxctl<{ key: string; keyId: string }>('keys', 'add', principal)));
+    const agent = new GatewayClient({ url: gateway, apiKey: mine!.key });
+    const id = `${tag}-gateway`;
+    const ready = await agent.create({ id, adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready', timeoutMs: CREATE_TIMEOUT_MS });
+    assert.deepEqual([ready.state, ready.principal], ['READY', 'agent-gw']);
+    assert.equal(await new GatewayClient({ url: gateway, apiKey: theirs!.key }).get(id), undefined);
+    const unauthenticated = await fetch(`${gateway}/v1/sandboxes/${id}`);
+    assert.equal(unauthenticated.status, 401);
+    assert.equal((await agent.destroy(id)).state, 'DESTROYED');
   });
 
   test('down, then up on the same data: READY sandboxes continue, and so do their timers', { timeout: 15 * 60_000 }, async () => {
