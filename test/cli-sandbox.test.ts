@@ -206,6 +206,8 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
       ['leaks'],
       ['keys', 'add', 'agent-own'],
       ['targets', 'list'],
+      ['sweep'],
+      ['deployment'],
     ];
     const refusals = await Promise.all(operatorCommands.map((args) => asAgent(...args, '--json')));
     for (const [index, refusal] of refusals.entries())

@@ -23,3 +23,10 @@ export async function withStoreClient<T>(config: Config, work: (store: StoreClie
   const principal = config.principal !== undefined ? { principal: config.principal } : {};
   return withClient(config, (client) => work(new StoreClient({ client, taskQueue: config.taskQueue, ...principal })));
 }
+
+/** Runs `work` with a client for an operator's command (`what`): PRINCIPAL_MISMATCH when SANDBOXPLANE_PRINCIPAL is set (DESIGN §18). */
+export async function withOperatorClient<T>(config: Config, what: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const { refuseUnlessOperator } = await import('../domain/operator-only.js');
+  refuseUnlessOperator(config.principal, what);
+  return withClient(config, work);
+}

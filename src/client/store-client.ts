@@ -4,6 +4,7 @@ import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REP
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostView } from '../domain/hosts';
 import type { ApiKeyRecord, NewApiKey } from '../domain/api-keys';
+import { refuseUnlessOperator } from '../domain/operator-only';
 import { principalSchema } from '../domain/sandbox-request';
 import { newApiKey } from '../crypto/api-key-hash';
 import {
@@ -252,10 +253,7 @@ export class StoreClient {
 
   /** Operator commands (DESIGN §18) are PRINCIPAL_MISMATCH to a principal-bound caller. */
   private refuseUnlessOperator(what: string): void {
-    if (this.principal === undefined) return;
-    throw new SandboxPlaneError('PRINCIPAL_MISMATCH', `${what} is an operator's command, and this caller acts as ${this.principal}`, {
-      hint: 'Operators run it without a principal (unset SANDBOXPLANE_PRINCIPAL); agents reach the plane through the gateway (`sandboxctl gateway`) with their API key.',
-    });
+    refuseUnlessOperator(this.principal, what);
   }
 
   /** The store's verdict with the hint it gave, or STORE_UNAVAILABLE when no worker ran the command at all. */

@@ -7,7 +7,7 @@ import { durationSchema, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withClient, withStoreClient } from '../temporal-clients';
+import { withOperatorClient, withStoreClient } from '../temporal-clients';
 
 const sweepOptionsSchema = z.object({
   wait: z.boolean().default(false),
@@ -52,7 +52,9 @@ export function registerCleanupCommands(program: Command): void {
         const options = parseCliOptions(sweepOptionsSchema, raw);
         const config = loadConfig();
         const { triggerSweep } = await import('../../client/cleanup-schedule.js');
-        const outcome = await withClient(config, (client) => triggerSweep(client, { wait: options.wait, ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) }));
+        const outcome = await withOperatorClient(config, 'sweep', (client) =>
+          triggerSweep(client, { wait: options.wait, ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}) }),
+        );
         printResult({ json: options.json }, outcome.report ?? { workflowId: outcome.workflowId }, formatReport(outcome.workflowId, outcome.report));
       }),
     );

@@ -10,7 +10,7 @@ import { action, jsonOption } from '../command-action';
 import { parseCliOptions } from '../cli-options';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
-import { withClient } from '../temporal-clients';
+import { withOperatorClient } from '../temporal-clients';
 
 const promoteArgumentsSchema = z.object({ buildId: buildIdSchema, force: z.boolean().optional() });
 
@@ -34,9 +34,9 @@ function formatDeployment(report: DeploymentReport): string {
 }
 
 /** Runs `work` with a client on the configured Temporal and the plane's deployment. */
-async function withDeployment<T>(config: Config, work: (client: Client, target: DeploymentTarget) => Promise<T>): Promise<T> {
+async function withDeployment<T>(config: Config, what: string, work: (client: Client, target: DeploymentTarget) => Promise<T>): Promise<T> {
   const target = { namespace: config.temporalNamespace, deployment: config.deployment.name, taskQueue: config.taskQueue };
-  return withClient(config, (client) => work(client, target));
+  return withOperatorClient(config, what, (client) => work(client, target));
 }
 
 /** `deployment`: the builds of the lifecycle workers, which is current, and what still runs on each (DESIGN §16). */
@@ -48,7 +48,7 @@ export function registerDeploymentCommands(program: Command): void {
     .action(
       action(async (raw) => {
         const { describeDeployment } = await import('../../client/deployment-client.js');
-        const report = await withDeployment(loadConfig(), describeDeployment);
+        const report = await withDeployment(loadConfig(), 'deployment', describeDeployment);
         printResult({ json: raw.json === true }, report, formatDeployment(report));
       }),
     );
@@ -63,7 +63,7 @@ export function registerDeploymentCommands(program: Command): void {
       action(async (raw, args) => {
         const options = parseCliOptions(promoteArgumentsSchema, { buildId: args[0], force: raw.force });
         const { promoteBuild } = await import('../../client/deployment-client.js');
-        const report = await withDeployment(loadConfig(), (client, target) =>
+        const report = await withDeployment(loadConfig(), 'deployment promote', (client, target) =>
           promoteBuild(client, target, options.buildId, { identity: `sandboxctl@${os.hostname()}`, force: options.force }),
         );
         printResult({ json: raw.json === true }, report, formatDeployment(report));
