@@ -272,11 +272,15 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     const [container] = await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-source' });
     const token = container?.labels['io.sandboxplane.operator-token'];
     assert.ok(token !== undefined);
-    const quiesce = (body: string, at = `${source.endpoint}/_sandboxplane/${token}`) => fetch(`${at}/sandboxplane/quiesce`, { method: 'POST', body });
+    // The token goes in the header, never in the path: a URL that holds it is refused like any other.
+    const quiesce = (body: string, headers: Record<string, string> = { 'x-sandboxplane-operator': token }, at = `${source.endpoint}/_sandboxplane`) =>
+      fetch(`${at}/sandboxplane/quiesce`, { method: 'POST', body, headers });
     assert.equal((await quiesce('30 lease-a')).status, 200);
     try {
       assert.match(await awsRefusal(source, ['s3api', 'list-buckets']), /503|Service Unavailable|being restored/);
-      assert.notEqual((await quiesce('0 lease-a', source.endpoint)).status, 200, 'only the plane ends it');
+      assert.equal((await quiesce('0 lease-a', {})).status, 403, 'only the plane ends it');
+      assert.equal((await quiesce('0 lease-a', {}, `${source.endpoint}/_sandboxplane/${token}`)).status, 403, 'the token in a path is no key');
+      assert.equal((await quiesce('0 lease-a', { 'x-sandboxplane-operator': 'guess' })).status, 403);
       assert.equal((await quiesce('0 lease-b')).status, 200);
       assert.match(await awsRefusal(source, ['s3api', 'list-buckets']), /503|Service Unavailable|being restored/, 'another lease (a restore given up on) does not end it');
     } finally {

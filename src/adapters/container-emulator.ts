@@ -23,7 +23,7 @@ import type {
   RestoreTarget,
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
-import { operatorEndpointOf, withoutToken, type OperatorAccess } from './operator-endpoint';
+import type { OperatorAccess } from './operator-endpoint';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
 export const OPERATOR_TOKEN_LABEL = 'io.sandboxplane.operator-token';
@@ -76,20 +76,20 @@ export interface ContainerEmulatorOptions {
    * granted services; called again on a retry, so it must replace what an earlier call made.
    * Without it the adapter's client settings carry fake credentials.
    */
-  readonly mintCredentials?: (endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal) => Promise<SandboxCredentials>;
+  readonly mintCredentials?: (access: OperatorAccess, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal) => Promise<SandboxCredentials>;
   /**
    * For an emulator whose own API (reset, health, minting) would let anyone who reaches
    * the port undo the sandbox's credentials: each container gets a random token in this
-   * environment variable and in a label, and the emulator serves that API only under
-   * `/_sandboxplane/<token>`. The health probe, reset and minting are given that
-   * operator endpoint; agents get the plain one.
+   * environment variable and in a label, and the emulator serves that API only to a
+   * request carrying it in a header (operator-endpoint.ts). The health probe, reset and
+   * minting are given the endpoint and the token; agents get the endpoint alone.
    */
   readonly operatorToken?: { readonly envName: string };
   /**
    * Empties the emulator's state, so a container that waited in a warm pool can be
    * handed to a sandbox (DESIGN §13). Without it the adapter cannot be pooled.
    */
-  readonly reset?: (endpoint: string, signal: AbortSignal) => Promise<void>;
+  readonly reset?: (access: OperatorAccess, signal: AbortSignal) => Promise<void>;
   /**
    * The emulator's CloudFormation, for IaC (DESIGN §14): the types it creates, read from
    * its container's labels (the image's own), and the header that carries the operator
@@ -106,7 +106,7 @@ export interface ContainerEmulatorOptions {
 
 /** How an emulator's state is taken and put back (DESIGN §15). */
 export interface EmulatorStateStore {
-  capture(operatorEndpoint: string, signal: AbortSignal): Promise<string>;
+  capture(access: OperatorAccess, signal: AbortSignal): Promise<string>;
   restore(
     access: OperatorAccess,
     state: string,
@@ -122,8 +122,8 @@ export interface IdleContainer {
   readonly name: string;
   readonly slotId: string;
   readonly endpoint: string;
-  /** Where the worker reaches the emulator's own API (see ContainerEmulatorOptions.operatorToken). */
-  readonly operatorEndpoint: string;
+  /** How the worker reaches the emulator's own API (see ContainerEmulatorOptions.operatorToken). */
+  readonly operator: OperatorAccess;
 }
 
 /** Where a create gets a pooled container from: the docker host's warm pool of the adapter (src/adapters/warm-pool.ts). */
@@ -145,11 +145,11 @@ function publishedEndpoint(info: ContainerSummary, containerPort: number): strin
   return `http://127.0.0.1:${port.hostPort}`;
 }
 
-/** The published endpoint, under the container's operator token when it has one. */
-function operatorEndpoint(info: ContainerSummary, containerPort: number): string {
+/** The published endpoint and the container's operator token, when it has one. */
+function operatorAccess(info: ContainerSummary, containerPort: number): OperatorAccess {
   const token = info.labels[OPERATOR_TOKEN_LABEL];
   const endpoint = publishedEndpoint(info, containerPort);
-  return token === undefined ? endpoint : operatorEndpointOf(endpoint, token);
+  return token === undefined ? { endpoint } : { endpoint, token };
 }
 
 /**
@@ -209,7 +209,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     context.heartbeat({ step: 'starting container' });
     const info = await this.start(plan);
     const endpoint = publishedEndpoint(info, this.options.containerPort);
-    const operator = operatorEndpoint(info, this.options.containerPort);
+    const operator = operatorAccess(info, this.options.containerPort);
     let credentials: { credentials?: SandboxCredentials };
     try {
       await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
@@ -225,13 +225,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   }
 
   /** The sandbox's own credentials, minted in its emulator; none when the adapter mints none. */
-  private async mint(endpoint: string, plan: LaunchPlan, context: AdapterContext): Promise<{ credentials?: SandboxCredentials }> {
+  private async mint(access: OperatorAccess, plan: LaunchPlan, context: AdapterContext): Promise<{ credentials?: SandboxCredentials }> {
     if (this.options.mintCredentials === undefined) return {};
     context.heartbeat({ step: 'minting the sandbox credentials' });
     try {
-      return { credentials: await this.options.mintCredentials(endpoint, { sandboxId: plan.sandboxId, services: plan.services }, AbortSignal.timeout(15_000)) };
+      return { credentials: await this.options.mintCredentials(access, { sandboxId: plan.sandboxId, services: plan.services }, AbortSignal.timeout(15_000)) };
     } catch (err) {
-      throw new SandboxPlaneError('PROVISION_FAILED', withoutToken(`minting the credentials of sandbox ${plan.sandboxId} at ${endpoint} failed: ${(err as Error).message}`));
+      throw new SandboxPlaneError('PROVISION_FAILED', `minting the credentials of sandbox ${plan.sandboxId} at ${access.endpoint} failed: ${(err as Error).message}`);
     }
   }
 
@@ -253,13 +253,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       if (claimed === undefined) return undefined;
     }
     try {
-      await reset(claimed.operatorEndpoint, AbortSignal.timeout(10_000));
-      const report = await this.options.probe(claimed.operatorEndpoint, AbortSignal.timeout(5_000));
+      await reset(claimed.operator, AbortSignal.timeout(10_000));
+      const report = await this.options.probe(claimed.operator, AbortSignal.timeout(5_000));
       if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
-      return { container: claimed, credentials: await this.mint(claimed.operatorEndpoint, plan, context) };
+      return { container: claimed, credentials: await this.mint(claimed.operator, plan, context) };
     } catch (err) {
       // Never hand out an emulator that may still hold another's state: drop it, start cold.
-      context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: withoutToken(String(err)) });
+      context.heartbeat({ step: 'dropping a pooled container that did not reset', containerId: claimed.id, error: String(err) });
       await stopAndRemove(this.options.broker, claimed.id);
       return undefined;
     }
@@ -278,7 +278,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       name,
       slotId: container.labels[SANDBOX_ID_LABEL] ?? '',
       endpoint: publishedEndpoint(container, this.options.containerPort),
-      operatorEndpoint: operatorEndpoint(container, this.options.containerPort),
+      operator: operatorAccess(container, this.options.containerPort),
     };
   }
 
@@ -290,14 +290,14 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   async startIdle(slotId: string, pool: Readonly<Record<string, string>>, context: AdapterContext): Promise<IdleContainer> {
     const info = await this.start(this.planFor(slotId, [], { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool }));
     const endpoint = publishedEndpoint(info, this.options.containerPort);
-    const operator = operatorEndpoint(info, this.options.containerPort);
+    const operator = operatorAccess(info, this.options.containerPort);
     try {
       await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
     } catch (err) {
       await stopAndRemove(this.options.broker, info.id);
       throw err;
     }
-    return { id: info.id, name: info.name, slotId, endpoint, operatorEndpoint: operator };
+    return { id: info.id, name: info.name, slotId, endpoint, operator };
   }
 
   /** Every container of one warm pool (`pool`: its labels) on this engine, idle or claimed, in any state. */
@@ -305,9 +305,9 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return this.options.broker.list({ ...this.options.extraLabels, ...pool });
   }
 
-  /** Whether an idle container's emulator still serves (`endpoint`: its operator endpoint). */
-  async serves(endpoint: string): Promise<boolean> {
-    return (await this.options.probe(endpoint, AbortSignal.timeout(5_000)).catch(() => ({ healthy: false }))).healthy;
+  /** Whether an idle container's emulator still serves. */
+  async serves(access: OperatorAccess): Promise<boolean> {
+    return (await this.options.probe(access, AbortSignal.timeout(5_000)).catch(() => ({ healthy: false }))).healthy;
   }
 
   /** The loopback endpoint a running container publishes. */
@@ -315,9 +315,9 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     return publishedEndpoint(container, this.options.containerPort);
   }
 
-  /** Where the worker reaches a running container's emulator API (its operator token's path, when it has one). */
-  operatorEndpointOf(container: ContainerSummary): string {
-    return operatorEndpoint(container, this.options.containerPort);
+  /** How the worker reaches a running container's emulator API (its endpoint and operator token). */
+  operatorAccessOf(container: ContainerSummary): OperatorAccess {
+    return operatorAccess(container, this.options.containerPort);
   }
 
   /** The name a sandbox's (or a pool slot's) container has on this plane. */
@@ -368,7 +368,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     await this.refuseOtherEngine(sandboxId, recorded);
     const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
-    return this.options.probe(operatorEndpoint(container, this.options.containerPort), AbortSignal.timeout(5_000));
+    return this.options.probe(operatorAccess(container, this.options.containerPort), AbortSignal.timeout(5_000));
   }
 
   async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing> {
@@ -405,7 +405,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
 
   async captureState(sandboxId: string, recorded?: RecordedRuntime | null): Promise<string> {
     const access = await this.stateAccess(sandboxId, recorded);
-    return this.stateStore().capture(access.operatorEndpoint, AbortSignal.timeout(60_000));
+    return this.stateStore().capture(access, AbortSignal.timeout(60_000));
   }
 
   async restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials | undefined> {
@@ -436,7 +436,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     }
     const token = container.labels[OPERATOR_TOKEN_LABEL];
     if (token === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `sandbox ${sandboxId}'s container has no operator token: it was started by a plane before snapshots`);
-    return { operatorEndpoint: operatorEndpoint(container, this.options.containerPort), endpoint: publishedEndpoint(container, this.options.containerPort), token };
+    return { endpoint: publishedEndpoint(container, this.options.containerPort), token };
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

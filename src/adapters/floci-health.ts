@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { HealthReport } from './cloud-emulator-adapter';
 import { fetchJson } from './health-gate';
 import type { ServiceCatalog } from '../domain/service-catalog';
+import type { OperatorAccess } from './operator-endpoint';
 
 const healthSchema = z.object({ services: z.record(z.string(), z.string()) }).passthrough();
 const initSchema = z.object({ completed: z.object({ ready: z.boolean() }).passthrough() }).passthrough();
@@ -85,7 +86,7 @@ export const FLOCI_SERVICE_PRESENCE: Readonly<Record<string, FlociPresence>> = O
  * UNAVAILABLE here (Floci lists Docker-backed services as running without an engine).
  */
 export function flociHealthProbe(catalog: ServiceCatalog, presence: Readonly<Record<string, FlociPresence>> = FLOCI_SERVICE_PRESENCE) {
-  return async (endpoint: string, signal: AbortSignal): Promise<HealthReport> => {
+  return async ({ endpoint }: OperatorAccess, signal: AbortSignal): Promise<HealthReport> => {
     const unhealthy = (detail: string, registeredServices: string[] = []): HealthReport => ({
       healthy: false,
       registeredServices,

@@ -1,10 +1,10 @@
 import { inClientSpan } from '../telemetry/spans';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterContext, HealthReport } from './cloud-emulator-adapter';
-import { withoutToken } from './operator-endpoint';
+import type { OperatorAccess } from './operator-endpoint';
 
 /** One look at the emulator; `healthy: false` with a detail when it is not ready yet. */
-export type HealthProbe = (endpoint: string, signal: AbortSignal) => Promise<HealthReport>;
+export type HealthProbe = (access: OperatorAccess, signal: AbortSignal) => Promise<HealthReport>;
 
 export interface HealthGateOptions {
   /** Give up after this long in total. */
@@ -31,11 +31,11 @@ function pause(ms: number, cancelled: AbortSignal | undefined): Promise<void> {
  * Polls `probe` with exponential backoff until the emulator reports healthy,
  * heartbeating each attempt. Throws EMULATOR_UNHEALTHY with the last thing it saw.
  */
-export function waitUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions): Promise<HealthReport> {
-  return inClientSpan('emulator health', {}, (span) => pollUntilHealthy(probe, endpoint, context, options, (attempts) => span.setAttribute('emulator.health.attempts', attempts)));
+export function waitUntilHealthy(probe: HealthProbe, access: OperatorAccess, context: AdapterContext, options: HealthGateOptions): Promise<HealthReport> {
+  return inClientSpan('emulator health', {}, (span) => pollUntilHealthy(probe, access, context, options, (attempts) => span.setAttribute('emulator.health.attempts', attempts)));
 }
 
-async function pollUntilHealthy(probe: HealthProbe, endpoint: string, context: AdapterContext, options: HealthGateOptions, counted: (attempts: number) => void): Promise<HealthReport> {
+async function pollUntilHealthy(probe: HealthProbe, access: OperatorAccess, context: AdapterContext, options: HealthGateOptions, counted: (attempts: number) => void): Promise<HealthReport> {
   const deadline = Date.now() + options.timeoutMs;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
   // An emulator on loopback starts in about a second: a refused connect costs next to nothing,
@@ -47,11 +47,11 @@ async function pollUntilHealthy(probe: HealthProbe, endpoint: string, context: A
     attempts += 1;
     counted(attempts);
     try {
-      const report = await probe(endpoint, AbortSignal.timeout(Math.min(attemptTimeoutMs, Math.max(1, deadline - Date.now()))));
+      const report = await probe(access, AbortSignal.timeout(Math.min(attemptTimeoutMs, Math.max(1, deadline - Date.now()))));
       if (report.healthy) return report;
       last = report.detail;
     } catch (err) {
-      last = withoutToken(err instanceof Error ? err.message : String(err));
+      last = err instanceof Error ? err.message : String(err);
     }
     context.heartbeat({ waitingFor: 'emulator health', attempts, last });
     if (context.cancelled?.aborted) break;
@@ -59,20 +59,20 @@ async function pollUntilHealthy(probe: HealthProbe, endpoint: string, context: A
     await pause(delay, context.cancelled);
     delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
   }
-  const shown = withoutToken(endpoint);
+  const shown = access.endpoint;
   throw new SandboxPlaneError('EMULATOR_UNHEALTHY', `the emulator at ${shown} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`, {
     details: { endpoint: shown, attempts, last },
   });
 }
 
-/** GETs `url` and parses a JSON body; anything else (HTML from a proxy, a 500) is a reason, not health. */
-export async function fetchJson(url: string, signal: AbortSignal): Promise<{ ok: true; body: unknown } | { ok: false; reason: string }> {
-  const response = await fetch(url, { signal, headers: { accept: 'application/json' } });
+/** GETs `url` (with `headers`) and parses a JSON body; anything else (HTML from a proxy, a 500) is a reason, not health. */
+export async function fetchJson(url: string, signal: AbortSignal, headers: Readonly<Record<string, string>> = {}): Promise<{ ok: true; body: unknown } | { ok: false; reason: string }> {
+  const response = await fetch(url, { signal, headers: { accept: 'application/json', ...headers } });
   const text = await response.text();
-  if (response.status !== 200) return { ok: false, reason: `${withoutToken(url)} answered HTTP ${response.status}` };
+  if (response.status !== 200) return { ok: false, reason: `${url} answered HTTP ${response.status}` };
   try {
     return { ok: true, body: JSON.parse(text) as unknown };
   } catch {
-    return { ok: false, reason: `${withoutToken(url)} answered 200 but not JSON (${JSON.stringify(text.slice(0, 60))})` };
+    return { ok: false, reason: `${url} answered 200 but not JSON (${JSON.stringify(text.slice(0, 60))})` };
   }
 }

@@ -9,6 +9,7 @@ import type { HealthReport } from './cloud-emulator-adapter';
 import { ContainerEmulatorAdapter } from './container-emulator';
 import { fetchJson } from './health-gate';
 import { MOTO_GUARD_SCRIPT, MOTO_PORT, OPERATOR_HEADER, OPERATOR_TOKEN_ENV, RECORDING_PATH } from './moto-guard';
+import { operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
 import { captureMotoRecording, mintMotoCredentials, resetMoto, restoreMotoRecording } from './moto-state';
 
 const REGION = 'us-east-1';
@@ -18,8 +19,8 @@ const MIB = 1024 * 1024;
 const motoDataSchema = z.record(z.string(), z.unknown());
 
 /** Healthy only on HTTP 200 with a JSON body from moto's own API. */
-export async function motoHealthProbe(endpoint: string, signal: AbortSignal): Promise<HealthReport> {
-  const answer = await fetchJson(`${endpoint}/moto-api/data.json`, signal);
+export async function motoHealthProbe(access: OperatorAccess, signal: AbortSignal): Promise<HealthReport> {
+  const answer = await fetchJson(operatorUrl(access, '/moto-api/data.json'), signal, operatorHeaders(access));
   if (!answer.ok) return { healthy: false, registeredServices: [], readyServices: [], detail: answer.reason };
   const parsed = motoDataSchema.safeParse(answer.body);
   if (!parsed.success) {

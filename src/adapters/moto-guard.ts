@@ -1,4 +1,5 @@
 import { OVERFLOW_LINE, RECORDED_AS_HEADER, RECORDING_LIMIT_BYTES } from './moto-recording';
+import { OPERATOR_HEADER, OPERATOR_PATH } from './operator-endpoint';
 
 /** The port moto listens on inside its container. */
 export const MOTO_PORT = 5000;
@@ -6,14 +7,14 @@ export const MOTO_PORT = 5000;
 /** The environment variable that gives a moto container its operator token. */
 export const OPERATOR_TOKEN_ENV = 'SANDBOXPLANE_MOTO_API_TOKEN';
 
-/** The header that makes an AWS call the plane's own (minting, IaC plans, applies and checks): its value is the operator token. */
-export const OPERATOR_HEADER = 'x-sandboxplane-operator';
+/** The header that makes a call the plane's own (minting, IaC plans, applies and checks, moto's own API): its value is the operator token. */
+export { OPERATOR_HEADER };
 
 /** Where moto's recorder keeps the recording: /dev/shm, the one writable place of a read-only container, inside its memory limit. */
 export const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
 
 /**
- * Under the operator path: `POST "<seconds> <lease>"` serves only the plane for that long
+ * Under {@link OPERATOR_PATH}: `POST "<seconds> <lease>"` serves only the plane for that long
  * (a restore; sent again to renew), `"0 <lease>"` ends it, for that lease only: a restore
  * given up on (a timed-out attempt) cannot end the quiet of the one that took over.
  */
@@ -28,11 +29,14 @@ function environName(header: string): string {
  * moto's server behind a guard, run as the container's command:
  *
  * - moto's own API (`/moto-api/...`: reset, seed, the recorder, data.json, which lists every
- *   access key with its secret) is served only under `/_sandboxplane/<token>` and answered
- *   403 anywhere else, so whoever reaches the port cannot wipe the sandbox or read its keys.
- *   Requests under that path reach moto with the prefix cut off, from the raw URI too
- *   (moto's S3 reads it), so their signatures still check out.
- * - An AWS call that carries the token in {@link OPERATOR_HEADER} skips moto's IAM checks:
+ *   access key with its secret) is served only under {@link OPERATOR_PATH} to a request
+ *   carrying the token in {@link OPERATOR_HEADER}, and answered 403 anywhere else, so whoever
+ *   reaches the port cannot wipe the sandbox or read its keys. The token is in a header, never
+ *   in a URL: an error or a log line that shows where a call went cannot show it. Requests
+ *   under that path reach moto with the prefix cut off, from the raw URI too (moto's S3
+ *   reads it), so their signatures still check out, and moto checks their IAM as it would
+ *   (a restore replays an agent's calls there).
+ * - An AWS call outside that path that carries the token in {@link OPERATOR_HEADER} skips moto's IAM checks:
  *   the plane mints keys and applies an agent's approved template through it, whatever the
  *   sandbox's own key may do; a wrong token is 403.
  * - moto's recorder (DESIGN §15: a snapshot is its recording) records AWS calls only, never
@@ -46,7 +50,7 @@ function environName(header: string): string {
  *   lease: a restore that dies leaves it for at most its last renewal's length.
  *
  * Everything else goes to moto unchanged; moto's own `main` runs the server, without its
- * access log (each line would show a request's path, the operator path's token included).
+ * access log (each line would show a request's path).
  */
 export const MOTO_GUARD_SCRIPT = [
   'import contextvars, hmac, logging, os, time',
@@ -56,7 +60,7 @@ export const MOTO_GUARD_SCRIPT = [
   'from moto.moto_api import recorder',
   `token = os.environ.pop("${OPERATOR_TOKEN_ENV}", "")`,
   'logging.getLogger("werkzeug").setLevel(logging.WARNING)',
-  'prefix = "/_sandboxplane/" + token',
+  `prefix = "${OPERATOR_PATH}"`,
   'operator_call = contextvars.ContextVar("sandboxplane_operator_call", default=False)',
   'checked = authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action',
   'def authenticate(self, *args, **kwargs):',
@@ -91,7 +95,9 @@ export const MOTO_GUARD_SCRIPT = [
   `        given = environ.pop("${environName(OPERATOR_HEADER)}", None)`,
   '        if given is not None and not (token and hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("latin-1"))):',
   '            return answer(start_response, "403 Forbidden", FORBIDDEN)',
-  '        if token and hmac.compare_digest(path[: len(prefix)].encode("latin-1", "replace"), prefix.encode("latin-1")) and path[len(prefix) : len(prefix) + 1] in ("", "/"):',
+  '        if path.startswith(prefix):',
+  '            if given is None or path[len(prefix) : len(prefix) + 1] not in ("", "/"):',
+  '                return answer(start_response, "403 Forbidden", FORBIDDEN)',
   '            path = path[len(prefix) :] or "/"',
   '            environ["PATH_INFO"] = path',
   '            for key in ("RAW_URI", "REQUEST_URI"):',
@@ -107,9 +113,10 @@ export const MOTO_GUARD_SCRIPT = [
   '                return answer(start_response, "200 OK", b"{}")',
   '            if path == "/moto-api/recorder/upload-recording":',
   '                state["overflowed"] = False',
-  '        elif "moto-api" in unquote(path).lower() or path.startswith("/_sandboxplane"):',
+  '            return super().__call__(environ, start_response)',
+  '        if "moto-api" in unquote(path).lower():',
   '            return answer(start_response, "403 Forbidden", FORBIDDEN)',
-  '        elif given is None and time.monotonic() < state["quiet_until"]:',
+  '        if given is None and time.monotonic() < state["quiet_until"]:',
   '            return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
   '        if given is None:',
   '            return super().__call__(environ, start_response)',

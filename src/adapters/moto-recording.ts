@@ -122,13 +122,16 @@ function safeJson(line: string): unknown {
 const NOT_REPLAYED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'expect', 'content-length', RECORDED_AS_HEADER.toLowerCase()]);
 
 export interface ReplayTarget {
-  /**
-   * The container's operator endpoint (`http://127.0.0.1:PORT/_sandboxplane/<token>`): a
-   * replay goes through the guard, which serves only the plane while it runs, and reaches
-   * moto with the path each request was signed for.
-   */
+  /** The container's published endpoint. */
   readonly endpoint: string;
-  /** The operator header and token, for calls recorded as the plane's own. */
+  /**
+   * Where the guard serves the plane alone while a restore runs (with the token in the
+   * header): an agent's call is replayed under it and reaches moto with the path it was
+   * signed for, its IAM checked as it was; a call recorded as the plane's own is sent
+   * outside it, with the token, as the plane's own again.
+   */
+  readonly operatorPath: string;
+  /** The operator header and token. */
   readonly operatorHeader: string;
   readonly operatorToken: string;
   /** Seeds moto's random afresh, writing the seed into the recording so that later replays do it too. */
@@ -181,10 +184,11 @@ function send(agent: Agent, base: URL, target: ReplayTarget, recorded: RecordedR
   for (const [name, value] of Object.entries(recorded.headers)) if (!NOT_REPLAYED.has(name.toLowerCase())) headers[name] = value;
   headers['Content-Length'] = String(body.length);
   const asOperator = Object.entries(recorded.headers).some(([name, value]) => name.toLowerCase() === RECORDED_AS_HEADER.toLowerCase() && value === 'operator');
-  if (asOperator) headers[target.operatorHeader] = target.operatorToken;
+  headers[target.operatorHeader] = target.operatorToken;
+  const under = asOperator ? '' : target.operatorPath;
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(
-      { agent, host: base.hostname, port: base.port, method: recorded.method, path: `${base.pathname.replace(/\/$/, '')}${url.pathname}${url.search}`, headers, signal, setHost: false },
+      { agent, host: base.hostname, port: base.port, method: recorded.method, path: `${under}${url.pathname}${url.search}`, headers, signal, setHost: false },
       (response) => {
         response.resume();
         response.on('end', () => resolve(response.statusCode ?? 0));

@@ -3,39 +3,47 @@ import { inClientSpan } from '../telemetry/spans';
 import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
-import { accessOf, withoutToken, type OperatorAccess } from './operator-endpoint';
-import { OPERATOR_HEADER, QUIESCE_PATH } from './moto-guard';
+import { OPERATOR_HEADER, OPERATOR_PATH, operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
+import { QUIESCE_PATH } from './moto-guard';
 import { parseRecording, recordingHeader, replayRecording, reseedLine, type MintedIdentity, type Recording } from './moto-recording';
 
 /**
  * A moto sandbox's credentials and state (DESIGN §12, §15): minting its key from a seed
  * with the recording started, taking the recording, and putting one back. Every call here
- * goes through the container's operator path or carries its operator token; no error says
- * the token (withoutToken).
+ * carries the container's operator token in a header, never in its URL, so no error here
+ * can say it.
  */
 
-/** Empties every backend of a moto server (its own reset API), so a pooled server starts a sandbox clean. `endpoint`: the operator endpoint. */
-export async function resetMoto(endpoint: string, signal: AbortSignal): Promise<void> {
-  await motoApiPost(endpoint, '/moto-api/reset', '', signal);
+/** The access of a moto container, which must have a token: without one its guard serves the plane nothing. */
+function guarded(access: OperatorAccess): OperatorAccess & { token: string } {
+  if (access.token === undefined) throw new Error('this moto container has no operator token: it cannot mint, reset or restore');
+  return { endpoint: access.endpoint, token: access.token };
 }
 
-async function motoApiPost(endpoint: string, path: string, body: string, signal: AbortSignal, contentType = 'text/plain'): Promise<void> {
+/** Empties every backend of a moto server (its own reset API), so a pooled server starts a sandbox clean. */
+export async function resetMoto(access: OperatorAccess, signal: AbortSignal): Promise<void> {
+  await motoApiPost(access, '/moto-api/reset', '', signal);
+}
+
+async function motoApiPost(access: OperatorAccess, path: string, body: string, signal: AbortSignal, contentType = 'text/plain'): Promise<void> {
+  const url = operatorUrl(guarded(access), path);
   // text/plain by default: moto reads an upload's raw body, which a form content type would hide.
-  const response = await fetch(`${endpoint}${path}`, { method: 'POST', body, headers: { 'content-type': contentType }, signal });
+  const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': contentType, ...operatorHeaders(access) }, signal });
   await response.arrayBuffer();
-  if (response.status !== 200) throw new Error(withoutToken(`${endpoint}${path} answered HTTP ${response.status}`));
+  if (response.status !== 200) throw new Error(`${url} answered HTTP ${response.status}`);
 }
 
 /** Seeds moto's random; the seed goes in the body, never in a URL that a log line could show. */
-function seedMoto(endpoint: string, seed: string, signal: AbortSignal): Promise<void> {
-  return motoApiPost(endpoint, '/moto-api/seed', new URLSearchParams({ a: seed }).toString(), signal, 'application/x-www-form-urlencoded');
+function seedMoto(access: OperatorAccess, seed: string, signal: AbortSignal): Promise<void> {
+  return motoApiPost(access, '/moto-api/seed', new URLSearchParams({ a: seed }).toString(), signal, 'application/x-www-form-urlencoded');
 }
 
-/** The recording as moto's recorder has it now, on the operator path. */
-async function rawRecording(operatorEndpoint: string, signal: AbortSignal): Promise<string> {
-  const response = await fetch(`${operatorEndpoint}/moto-api/recorder/download-recording`, { signal });
+/** The recording as moto's recorder has it now. */
+async function rawRecording(access: OperatorAccess, signal: AbortSignal): Promise<string> {
+  const url = operatorUrl(guarded(access), '/moto-api/recorder/download-recording');
+  const response = await fetch(url, { headers: operatorHeaders(access), signal });
   const text = await response.text();
-  if (response.status !== 200) throw new Error(withoutToken(`${operatorEndpoint} answered HTTP ${response.status} to the recording's download`));
+  if (response.status !== 200) throw new Error(`${url} answered HTTP ${response.status} to the recording's download`);
   return text;
 }
 
@@ -74,7 +82,7 @@ function operatorIamCall(access: OperatorAccess, action: string, params: Record<
 async function sendIamCall(access: OperatorAccess, action: string, params: Record<string, string>, signal: AbortSignal, tolerated: readonly string[]): Promise<string> {
   const response = await fetch(access.endpoint, {
     method: 'POST',
-    headers: { authorization: OPERATOR_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded', [OPERATOR_HEADER]: access.token },
+    headers: { authorization: OPERATOR_AUTHORIZATION, 'content-type': 'application/x-www-form-urlencoded', ...operatorHeaders(guarded(access)) },
     body: new URLSearchParams({ Action: action, Version: '2010-05-08', ...params }).toString(),
     signal,
   });
@@ -98,12 +106,6 @@ function accessKeyIdsOf(listed: string): string[] {
   return [...listed.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)].map((match) => match[1] ?? '');
 }
 
-function operatorAccess(operatorEndpoint: string): OperatorAccess {
-  const access = accessOf(operatorEndpoint);
-  if (access === undefined) throw new Error('this moto container has no operator token: it cannot mint or restore');
-  return access;
-}
-
 /** 128 random bits for moto's random: a sandbox's key is drawn from it, so it must not be guessable. */
 export function freshSeed(): string {
   return BigInt(`0x${randomBytes(16).toString('hex')}`).toString(10);
@@ -113,12 +115,11 @@ export function freshSeed(): string {
  * Mints a sandbox's own credentials in its moto server: empties every backend (so a retry
  * or a pool's earlier tenant leaves nothing behind, IAM included), then mints them from a
  * fresh random seed (see {@link mintRecorded}). moto checks every later request's
- * signature and policy (it starts with INITIAL_NO_AUTH_ACTION_COUNT=0). `endpoint`: the
- * operator endpoint.
+ * signature and policy (it starts with INITIAL_NO_AUTH_ACTION_COUNT=0).
  */
-export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal): Promise<SandboxCredentials> {
-  await resetMoto(endpoint, signal);
-  return mintRecorded(operatorAccess(endpoint), { seed: freshSeed(), user: grant.sandboxId, services: [...grant.services] }, signal);
+export async function mintMotoCredentials(access: OperatorAccess, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal): Promise<SandboxCredentials> {
+  await resetMoto(access, signal);
+  return mintRecorded(access, { seed: freshSeed(), user: grant.sandboxId, services: [...grant.services] }, signal);
 }
 
 /**
@@ -130,21 +131,20 @@ export async function mintMotoCredentials(endpoint: string, grant: { sandboxId: 
  * same key.
  */
 export async function mintRecorded(access: OperatorAccess, identity: MintedIdentity, signal: AbortSignal): Promise<SandboxCredentials> {
-  const { operatorEndpoint } = access;
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
-  await seedMoto(operatorEndpoint, identity.seed, signal);
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', recordingHeader(identity), signal);
+  await motoApiPost(access, '/moto-api/recorder/stop-recording', '', signal);
+  await seedMoto(access, identity.seed, signal);
+  await motoApiPost(access, '/moto-api/recorder/upload-recording', recordingHeader(identity), signal);
   const UserName = identity.user;
   await operatorIamCall(access, 'CreateUser', { UserName }, signal);
   await operatorIamCall(access, 'PutUserPolicy', { UserName, PolicyName: GRANT_POLICY_NAME, PolicyDocument: grantedServicesPolicy(identity.services) }, signal);
   const credentials = accessKeyOf(await operatorIamCall(access, 'CreateAccessKey', { UserName }, signal));
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/start-recording', '', signal);
+  await motoApiPost(access, '/moto-api/recorder/start-recording', '', signal);
   return credentials;
 }
 
 /** The recording so far (a snapshot's content); SNAPSHOT_TOO_LARGE once it passed what one holds. */
-export async function captureMotoRecording(operatorEndpoint: string, signal: AbortSignal): Promise<string> {
-  const text = await rawRecording(operatorEndpoint, signal);
+export async function captureMotoRecording(access: OperatorAccess, signal: AbortSignal): Promise<string> {
+  const text = await rawRecording(access, signal);
   parseRecording(text);
   return text;
 }
@@ -170,18 +170,18 @@ export async function restoreMotoRecording(
 ): Promise<SandboxCredentials | undefined> {
   const recording = parseRecording(text);
   const lease = randomBytes(12).toString('hex');
-  const quiet = (seconds: number, until: AbortSignal) => motoApiPost(access.operatorEndpoint, QUIESCE_PATH, `${seconds} ${lease}`, until);
+  const quiet = (seconds: number, until: AbortSignal) => motoApiPost(access, QUIESCE_PATH, `${seconds} ${lease}`, until);
   await quiet(RESTORE_QUIET_SECONDS, signal);
   const keepQuiet = () => quiet(RESTORE_QUIET_SECONDS, signal);
   try {
-    const before = await rawRecording(access.operatorEndpoint, signal).then(
+    const before = await rawRecording(access, signal).then(
       (raw) => parseRecording(raw),
       () => undefined,
     );
     try {
       return await replace(access, recording, target, { progress, keepQuiet }, signal);
     } catch (err) {
-      const problem = withoutToken(err instanceof Error ? err.message : String(err));
+      const problem = err instanceof Error ? err.message : String(err);
       const rollback = AbortSignal.timeout(ROLLBACK_MS);
       const undone =
         before === undefined
@@ -194,7 +194,7 @@ export async function restoreMotoRecording(
               rollback,
             ).then(
               () => 'the sandbox was put back as it was',
-              (again: unknown) => `putting it back as it was failed too (${withoutToken(String(again))}), so it may hold part of the snapshot`,
+              (again: unknown) => `putting it back as it was failed too (${String(again)}), so it may hold part of the snapshot`,
             );
       throw new SandboxPlaneError('PROVISION_FAILED', `the snapshot could not be put back: ${problem}; ${undone}`);
     }
@@ -229,10 +229,17 @@ async function replace(
   replay: { progress: (done: number) => void; keepQuiet: () => Promise<void> },
   signal: AbortSignal,
 ): Promise<SandboxCredentials | undefined> {
-  await resetMoto(access.operatorEndpoint, signal);
+  await resetMoto(access, signal);
   const minted = await mintRecorded(access, recording.identity, signal);
   await replayRecording(
-    { endpoint: access.operatorEndpoint, operatorHeader: OPERATOR_HEADER, operatorToken: access.token, reseed: (seed) => reseed(access, seed, signal), keepQuiet: replay.keepQuiet },
+    {
+      endpoint: access.endpoint,
+      operatorPath: OPERATOR_PATH,
+      operatorHeader: OPERATOR_HEADER,
+      operatorToken: guarded(access).token,
+      reseed: (seed) => reseed(access, seed, signal),
+      keepQuiet: replay.keepQuiet,
+    },
     recording.steps,
     replay.progress,
     signal,
@@ -251,12 +258,11 @@ async function replace(
  * a replay seeds it at the same point (and, replaying, writes the line again).
  */
 async function reseed(access: OperatorAccess, seed: string, signal: AbortSignal): Promise<void> {
-  const { operatorEndpoint } = access;
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/stop-recording', '', signal);
-  const sofar = await rawRecording(operatorEndpoint, signal);
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/upload-recording', `${sofar.endsWith('\n') || sofar === '' ? sofar : `${sofar}\n`}${reseedLine(seed)}`, signal);
-  await seedMoto(operatorEndpoint, seed, signal);
-  await motoApiPost(operatorEndpoint, '/moto-api/recorder/start-recording', '', signal);
+  await motoApiPost(access, '/moto-api/recorder/stop-recording', '', signal);
+  const sofar = await rawRecording(access, signal);
+  await motoApiPost(access, '/moto-api/recorder/upload-recording', `${sofar.endsWith('\n') || sofar === '' ? sofar : `${sofar}\n`}${reseedLine(seed)}`, signal);
+  await seedMoto(access, seed, signal);
+  await motoApiPost(access, '/moto-api/recorder/start-recording', '', signal);
 }
 
 /**

@@ -1,31 +1,30 @@
 /**
- * A container's operator endpoint (DESIGN §12): its published endpoint under
- * `/_sandboxplane/<token>`, where the emulator serves the plane alone. The token is a
- * secret: no error, log line or status text may carry it ({@link withoutToken}).
+ * How the plane reaches a container's own emulator API (DESIGN §12): under
+ * {@link OPERATOR_PATH} of its published endpoint, with the container's token in
+ * {@link OPERATOR_HEADER}. The token never goes into a URL, so an error, a log line, a
+ * status text or an audit row that names where a call went cannot carry it.
  */
 
-const OPERATOR_PATH = '/_sandboxplane/';
+/** The header that carries a container's operator token, on its own API and on the plane's own AWS calls. */
+export const OPERATOR_HEADER = 'x-sandboxplane-operator';
 
-/** Where the plane reaches one running container: its operator endpoint and token, and its published endpoint. */
+/** Where a guarded emulator serves its own API, to a request carrying the token in {@link OPERATOR_HEADER}. */
+export const OPERATOR_PATH = '/_sandboxplane';
+
+/** Where the plane reaches one running container's emulator API. */
 export interface OperatorAccess {
-  readonly operatorEndpoint: string;
+  /** The published endpoint (what agents get too). */
   readonly endpoint: string;
-  readonly token: string;
+  /** The container's operator token; none for an emulator without a guard (its API is at the endpoint itself). */
+  readonly token?: string;
 }
 
-/** The operator endpoint of a published endpoint and its container's token. */
-export function operatorEndpointOf(endpoint: string, token: string): string {
-  return `${endpoint}${OPERATOR_PATH}${token}`;
+/** The URL of `path` (`/moto-api/reset`) on the emulator's own API: it holds no token. */
+export function operatorUrl(access: OperatorAccess, path: string): string {
+  return `${access.endpoint}${access.token === undefined ? '' : OPERATOR_PATH}${path}`;
 }
 
-/** The parts of an operator endpoint; `undefined` for an endpoint without a token. */
-export function accessOf(operatorEndpoint: string): OperatorAccess | undefined {
-  const at = operatorEndpoint.indexOf(OPERATOR_PATH);
-  if (at < 0) return undefined;
-  return { operatorEndpoint, endpoint: operatorEndpoint.slice(0, at), token: operatorEndpoint.slice(at + OPERATOR_PATH.length) };
-}
-
-/** `text` with every operator token cut out: what an error, a log or a status may say of an endpoint. */
-export function withoutToken(text: string): string {
-  return text.replace(/\/_sandboxplane\/[^/\s'"]+/g, '/_sandboxplane/…');
+/** The headers that make a request the plane's own: the token, when the container has one. */
+export function operatorHeaders(access: OperatorAccess): Record<string, string> {
+  return access.token === undefined ? {} : { [OPERATOR_HEADER]: access.token };
 }

@@ -179,9 +179,9 @@ export class WarmPool implements PoolSource {
       if (!('poolSlotId' in owner) || this.startingSlots.has(owner.poolSlotId) || this.handedOut.has(container.id)) continue;
       const idle =
         container.state === 'running'
-          ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container), operatorEndpoint: adapter.operatorEndpointOf(container) }
+          ? { id: container.id, name: container.name, slotId: owner.poolSlotId, endpoint: adapter.endpointOf(container), operator: adapter.operatorAccessOf(container) }
           : undefined;
-      if (idle !== undefined && (await adapter.serves(idle.operatorEndpoint))) {
+      if (idle !== undefined && (await adapter.serves(idle.operator))) {
         this.missedProbes.delete(container.id);
         waiting.push(idle);
         continue;
