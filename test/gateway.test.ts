@@ -215,6 +215,49 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     },
   );
 
+  test('what a gateway refuses of HTTP itself: other methods (405 with Allow), bad escapes, batches and CDK apps over MCP, oversized bodies', async () => {
+    const unauthenticated = await http('GET', '/v1/sandboxes', null);
+    assert.equal(unauthenticated.headers.get('www-authenticate'), 'Bearer');
+    const wrongMethod = await http('PUT', '/v1/sandboxes', keyA.key, {});
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.get('allow'), 'POST, GET');
+    const streamed = await fetch(`${url}/mcp`, { headers: { authorization: `Bearer ${keyA.key}`, accept: 'text/event-stream' }, signal: AbortSignal.timeout(10_000) });
+    assert.equal(streamed.status, 405, 'no stream is opened on GET /mcp');
+    assert.equal(streamed.headers.get('allow'), 'POST');
+    refused(await http('GET', '/v1/sandboxes/%E0%A4%A', keyA.key), 400, 'INVALID_INPUT');
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ];
+    assert.match(refused(await http('POST', '/mcp', keyA.key, batch), 400, 'INVALID_INPUT').message, /not a batch/);
+
+    const mcpCall = async (name: string, args: Record<string, unknown>) =>
+      (await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keyA.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+      }).then((response) => response.json())) as { result: CallToolResult };
+    const cdk = await mcpCall('plan_iac', { sandboxId: 'gw-a', cdkApp: '/tmp' });
+    assert.equal(cdk.result.isError, true);
+    assert.match((cdk.result.structuredContent as unknown as ErrorDocument).error.message, /cdkApp/, 'a CDK app folder is not synthesized on the gateway');
+    const listed = (await fetch(`${url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyA.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    }).then((response) => response.json())) as { result: { tools: { name: string; inputSchema: { properties: Record<string, unknown> } }[] } };
+    const plan = listed.result.tools.find((tool) => tool.name === 'plan_iac');
+    assert.ok(plan !== undefined && !('cdkApp' in plan.inputSchema.properties) && 'template' in plan.inputSchema.properties);
+
+    const huge = await fetch(`${url}/v1/sandboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyA.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ services: ['s3'], purpose: 'x'.repeat(3 * 1024 * 1024) }),
+    });
+    assert.equal(huge.status, 400);
+    assert.equal(huge.headers.get('connection'), 'close');
+    assert.equal((await http('GET', '/v1/sandboxes', keyA.key)).status, 200, 'the gateway goes on');
+  });
+
   test('per-key rate limit: past its requests per minute a key gets 429 RATE_LIMITED with Retry-After', async () => {
     for (let i = 0; i < 3; i += 1) assert.equal((await http('GET', '/v1/sandboxes', keySlow.key)).status, 200);
     const limited = await http('GET', '/v1/sandboxes', keySlow.key);

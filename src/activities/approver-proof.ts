@@ -3,7 +3,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import { matchingStep, newTotpSecret, otpauthUri } from '../crypto/totp';
 import { SandboxPlaneError } from '../domain/errors';
 import type { SealedText } from '../domain/sealed-text';
-import type { Store } from '../store';
+import { NO_FAILURES, type Store } from '../store';
 
 /** The issuer an authenticator app shows beside the approver's name. */
 export const TOTP_ISSUER = 'Cloud Sandbox Plane';
@@ -53,16 +53,23 @@ export const notAcceptedWhy = (name: string) => `the code is not a current code 
  * {@link WRONG_CODES_BEFORE_LOCKOUT} in a row, so about an hour of guessing inside an
  * approval's timeout no longer finds a code (DESIGN §18).
  */
-function countWrongCode(store: Store, name: string, nowMs: number): ApprovalProof {
+function countWrongCode(store: Store, name: string, use: string, nowMs: number): ApprovalProof {
   const before = store.approvers.failuresOf(name);
+  // A retried check (the activity ran, its answer was lost) is the same guess: counted once.
+  // (A retry of the guess that locked the name out meets the lock-out first.)
+  if (before.lastUse === use) return { verdict: 'unverified', why: notAcceptedWhy(name) };
   const failures = before.failures + 1;
   if (failures < WRONG_CODES_BEFORE_LOCKOUT) {
-    store.approvers.recordFailures(name, { ...before, failures });
+    store.approvers.recordFailures(name, { ...before, failures, lastUse: use });
     return { verdict: 'unverified', why: notAcceptedWhy(name) };
   }
   const lockMs = Math.min(MAX_LOCKOUT_MS, FIRST_LOCKOUT_MS * 2 ** before.lockouts);
   const lockedUntil = new Date(nowMs + lockMs).toISOString();
-  store.approvers.recordFailures(name, { failures: 0, lockouts: before.lockouts + 1, lockedUntil });
+  store.approvers.recordFailures(name, { failures: 0, lockouts: before.lockouts + 1, lockedUntil, lastUse: use });
+  return lockedOut(name, lockedUntil);
+}
+
+function lockedOut(name: string, lockedUntil: string): ApprovalProof {
   return {
     verdict: 'unverified',
     refusal: 'RATE_LIMITED',
@@ -86,11 +93,11 @@ export function verifyApprovalCode(store: Store, secrets: SecretBox, input: { ap
   const proof = store.approvers.proofOf(input.approver);
   // An approver listed before approvals needed a code has no secret: no code of theirs is right.
   const step = proof?.sealedSecret == null ? undefined : matchingStep(secrets.open(proof.sealedSecret, boundTo(input.approver)), input.code, nowMs);
-  if (proof === undefined || step === undefined) return countWrongCode(store, input.approver, nowMs);
+  if (proof === undefined || step === undefined) return countWrongCode(store, input.approver, input.use, nowMs);
   if (proof.lastCodeStep !== null && step <= proof.lastCodeStep && proof.lastCodeUse !== input.use) {
     return { verdict: 'unverified', why: `that code of ${input.approver} was already used; wait for the next one` };
   }
   store.approvers.recordCodeUse(input.approver, step, input.use);
-  store.approvers.recordFailures(input.approver, { failures: 0, lockouts: 0, lockedUntil: null });
+  store.approvers.recordFailures(input.approver, NO_FAILURES);
   return { verdict: 'verified' };
 }

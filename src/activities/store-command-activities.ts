@@ -56,7 +56,11 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     'hosts.remove': ({ hostId }) => hosts.remove(hostId),
     'targets.add': ({ kind: _kind, ...target }) => store.targets.add(target),
     'targets.list': () => ({ targets: store.targets.list() }),
-    'keys.add': ({ kind: _kind, ...key }) => store.apiKeys.add(key),
+    'keys.add': ({ kind: _kind, ...key }) => {
+      const added = store.apiKeys.add(key);
+      if (added === undefined) throw new SandboxPlaneError('INVALID_STATE', `key id ${key.keyId} is taken by another key`, { hint: 'Run `sandboxctl keys add` again: it draws a new id.' });
+      return added;
+    },
     'keys.list': () => ({ keys: store.apiKeys.list() }),
     'keys.revoke': ({ keyId }) => {
       const revoked = store.apiKeys.revoke(keyId);

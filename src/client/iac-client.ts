@@ -1,3 +1,4 @@
+import { agentIacView } from '../domain/caller-view';
 import { randomBytes } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
@@ -343,11 +344,11 @@ export class IacClient {
     return this.principal;
   }
 
-  /** A bound caller sees only its own runs; another principal's is NOT_FOUND, as if it did not exist. */
+  /** A bound caller sees only its own runs (another principal's is NOT_FOUND, as if it did not exist), and no approver's name. */
   private seenBy(status: IacStatus): IacStatus {
-    if (this.principal !== undefined && status.principal !== this.principal)
-      throw new SandboxPlaneError('NOT_FOUND', `no IaC run ${status.runId}`, { hint: '`sandboxctl iac list` shows your runs.' });
-    return status;
+    if (this.principal === undefined) return status;
+    if (status.principal !== this.principal) throw new SandboxPlaneError('NOT_FOUND', `no IaC run ${status.runId}`, { hint: '`sandboxctl iac list` shows your runs.' });
+    return agentIacView(status);
   }
 }
 

@@ -547,10 +547,12 @@ export class SandboxClient {
    * What `create` returns: a refusal or failure as an error carrying its code, a wait
    * that ran out as WAIT_TIMEOUT, and a READY sandbox with its client settings.
    */
-  private async settle(status: SandboxStatus, until: AwaitStateTarget, timeoutMs: number): Promise<SandboxStatus> {
+  private async settle(reported: SandboxStatus, until: AwaitStateTarget, timeoutMs: number): Promise<SandboxStatus> {
+    // A refusal's text and its status are shown to the caller: as the caller may see them.
+    const status = this.seenBy(reported);
     if (UNSUCCESSFUL_END_STATES.has(status.state)) {
-      const reported = status.error?.code ?? status.decision?.code;
-      const code = isErrorCode(reported) ? reported : 'INTERNAL';
+      const reportedCode = status.error?.code ?? status.decision?.code;
+      const code = isErrorCode(reportedCode) ? reportedCode : 'INTERNAL';
       throw new SandboxPlaneError(code, `sandbox ${status.id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
         details: { status },
       });
@@ -560,7 +562,7 @@ export class SandboxClient {
         details: { status },
       });
     }
-    return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
+    return withTimeLeft(await this.withClientConfig(status));
   }
 
   /**

@@ -1,23 +1,47 @@
-import type { SandboxStatus } from './lifecycle-messages';
+import type { IacStatus } from './iac/iac-run';
+import type { ApprovalAttempt, SandboxStatus } from './lifecycle-messages';
 
 /** How a reviewer is named to an agent: who approved is for people, not for the agent that asked (DESIGN §12). */
 export const REVIEWER_FOR_AGENTS = 'a reviewer';
 
+/** A function that replaces each of `names`, as a whole word, in a text. */
+function hiderOf(names: Iterable<string | null | undefined>): (text: string) => string {
+  const unique = new Set([...names].filter((name): name is string => !!name));
+  // Whole names only (not inside other words), longest first so `alice` goes before `al`.
+  const patterns = [...unique].sort((a, b) => b.length - a.length).map((name) => new RegExp(`(?<![\\w.-])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`, 'g'));
+  return (text) => patterns.reduce((shown, pattern) => shown.replace(pattern, REVIEWER_FOR_AGENTS), text);
+}
+
+function attemptsSeen(attempts: readonly ApprovalAttempt[], hide: (text: string) => string): ApprovalAttempt[] {
+  return attempts.map((attempt) => ({ ...attempt, approver: attempt.approver === null ? null : REVIEWER_FOR_AGENTS, reason: hide(attempt.reason) }));
+}
+
 /**
  * A status as a principal-bound caller (an agent) sees it: the names of approvers and
  * of those who tried to approve are replaced, wherever they appear. Pure, so the SDK,
- * the CLI and the MCP server show the same thing.
+ * the CLI, the MCP server and the gateway show the same thing.
  */
 export function agentView(status: SandboxStatus): SandboxStatus {
-  const names = new Set([status.approval?.approver, ...status.approvalAttempts.map((attempt) => attempt.approver)].filter((name): name is string => !!name));
-  // Whole names only (not inside other words), longest first so `alice` goes before `al`.
-  const patterns = [...names].sort((a, b) => b.length - a.length).map((name) => new RegExp(`(?<![\\w.-])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`, 'g'));
-  const hide = (text: string) => patterns.reduce((shown, pattern) => shown.replace(pattern, REVIEWER_FOR_AGENTS), text);
+  const hide = hiderOf([status.approval?.approver, ...status.approvalAttempts.map((attempt) => attempt.approver)]);
   return {
     ...status,
     waitingFor: hide(status.waitingFor),
     approval: status.approval === null ? null : { ...status.approval, approver: REVIEWER_FOR_AGENTS, reason: hide(status.approval.reason) },
-    approvalAttempts: status.approvalAttempts.map((attempt) => ({ ...attempt, approver: attempt.approver === null ? null : REVIEWER_FOR_AGENTS, reason: hide(attempt.reason) })),
+    approvalAttempts: attemptsSeen(status.approvalAttempts, hide),
+    error: status.error === null ? null : { ...status.error, message: hide(status.error.message) },
+    decision: status.decision === null ? null : { ...status.decision, reasons: status.decision.reasons.map(hide) },
+  };
+}
+
+/** An IaC run as its agent sees it: the same, for the run's approvals and attempts. */
+export function agentIacView(status: IacStatus): IacStatus {
+  const hide = hiderOf([...status.approvals.map((approval) => approval.approver), ...status.approvalAttempts.map((attempt) => attempt.approver)]);
+  return {
+    ...status,
+    waitingFor: hide(status.waitingFor),
+    approvals: status.approvals.map((approval) => ({ ...approval, approver: REVIEWER_FOR_AGENTS, reason: hide(approval.reason) })),
+    approvalAttempts: attemptsSeen(status.approvalAttempts, hide),
+    events: status.events.map(hide),
     error: status.error === null ? null : { ...status.error, message: hide(status.error.message) },
     decision: status.decision === null ? null : { ...status.decision, reasons: status.decision.reasons.map(hide) },
   };

@@ -16,7 +16,7 @@ import type { Config } from '../config/config';
 import { SandboxPlaneError } from '../domain/errors';
 import type { Logger } from '../logging/logger';
 import { createSandboxMcpServer, packageVersion } from '../mcp/mcp-server';
-import { LATEST_SCHEMA_VERSION, Store } from '../store';
+import { API_KEYS_SCHEMA_VERSION, Store } from '../store';
 import { inSpan } from '../telemetry/spans';
 import { sendError, sendJson } from './http-errors';
 import { matchRoute } from './http-routes';
@@ -38,13 +38,20 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/** A body past {@link MAX_BODY_BYTES}: answered, then the connection is closed (the rest of it is never read). */
+const tooLarge = () =>
+  new SandboxPlaneError('INVALID_INPUT', `the body is larger than ${MAX_BODY_BYTES} bytes`, {
+    hint: 'Send a smaller request (a template is at most 1 MiB).',
+    details: { closeConnection: true },
+  });
+
 async function readBody(req: IncomingMessage): Promise<unknown> {
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES)
-      throw new SandboxPlaneError('INVALID_INPUT', `the body is larger than ${MAX_BODY_BYTES} bytes`, { hint: 'Send a smaller request (a template is at most 1 MiB).' });
+    if (size > MAX_BODY_BYTES) throw tooLarge();
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -78,10 +85,10 @@ function lazyTemporal(config: Config): { get: () => Promise<Client>; close: () =
 /** The store's file, read-only: the key table (written by the store role through `keys add`). */
 function openKeyTable(config: Config): Store {
   const store = Store.open(config.storePath, { readonly: true, migrate: false });
-  if (store.schemaVersion < LATEST_SCHEMA_VERSION) {
+  if (store.schemaVersion < API_KEYS_SCHEMA_VERSION) {
     const version = store.schemaVersion;
     store.close();
-    throw new SandboxPlaneError('STORE_UNAVAILABLE', `${config.storePath} is at schema version ${version}, before the gateway's key table (${LATEST_SCHEMA_VERSION})`, {
+    throw new SandboxPlaneError('STORE_UNAVAILABLE', `${config.storePath} is at schema version ${version}, before the gateway's key table (${API_KEYS_SCHEMA_VERSION})`, {
       hint: 'Start the store worker of this build first (`sandboxctl worker`): it migrates the file; the gateway only reads it.',
     });
   }
@@ -99,10 +106,7 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
   const serveMcp = async (req: IncomingMessage, res: ServerResponse, caller: Caller, body: unknown) => {
     // Stateless: each request its own server and transport, so nothing lives between calls;
     // a tools/call then has no initialize before it to name its client, and the key names the caller anyway.
-    const server = createSandboxMcpServer(
-      () => sandboxesFor(caller),
-      () => `mcp key:${caller.keyId}`,
-    );
+    const server = createSandboxMcpServer(() => sandboxesFor(caller), { actor: () => `mcp key:${caller.keyId}`, localCdk: false });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();
@@ -130,21 +134,35 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
       caller = await verifier.verify(req.headers.authorization);
       limiter.take(caller.keyId, caller.ratePerMinute);
       if (url.pathname === '/mcp') {
-        await serveMcp(req, res, caller, method === 'POST' ? await readBody(req) : undefined);
+        // Stateless, with JSON answers: no stream to open (GET) or session to end (DELETE).
+        if (method !== 'POST')
+          throw new SandboxPlaneError('INVALID_INPUT', `/mcp takes POST only, not ${method}`, { hint: 'Send each JSON-RPC message as a POST.', details: { allow: 'POST' } });
+        const message = await readBody(req);
+        // One message a request, so the key's rate counts each call.
+        if (Array.isArray(message)) throw new SandboxPlaneError('INVALID_INPUT', '/mcp takes one JSON-RPC message a request, not a batch', { hint: 'Send each message as its own POST.' });
+        await serveMcp(req, res, caller, message);
         return { status: res.statusCode, caller, route };
       }
       const matched = matchRoute(method, url.pathname);
       if (matched === undefined) throw new SandboxPlaneError('NOT_FOUND', `no route ${method} ${url.pathname}`, { hint: 'GET /v1/openapi.json lists the routes.' });
-      if (matched === 'wrong_method')
-        throw new SandboxPlaneError('INVALID_INPUT', `${url.pathname} does not take ${method}`, { hint: 'GET /v1/openapi.json lists the methods of each route.' });
+      if ('allowed' in matched) {
+        throw new SandboxPlaneError('INVALID_INPUT', `${url.pathname} does not take ${method}`, {
+          hint: 'GET /v1/openapi.json lists the methods of each route.',
+          details: { allow: matched.allowed.join(', ') },
+        });
+      }
       route = `${method} ${matched.route.path}`;
       const body = await readBody(req);
       const sandboxes = await sandboxesFor(caller);
       const answer = await matched.route.handle({ params: matched.params, query: url.searchParams, body, sandboxes, actor: `key:${caller.keyId}` });
-      sendJson(res, answer.status, answer.body);
-      return { status: answer.status, caller, route };
+      sendJson(res, matched.route.successStatus, answer);
+      return { status: matched.route.successStatus, caller, route };
     } catch (err) {
       if (res.headersSent) throw err;
+      if ((err as Partial<SandboxPlaneError>).details?.closeConnection === true) {
+        res.setHeader('connection', 'close');
+        res.once('finish', () => req.destroy());
+      }
       const { status, code } = sendError(res, err, url.pathname.split('/')[3] ?? '(none)');
       return { status, code, route, ...(caller !== undefined ? { caller } : {}) };
     }

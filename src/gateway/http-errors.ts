@@ -37,9 +37,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** `{"error": {"code", "message", "hint"}}` (DESIGN §11), with the sandbox's status when the error carries one; the HTTP status it answered. */
 export function sendError(res: ServerResponse, err: unknown, subject: string): { status: number; code: ErrorCode } {
   const error = toSandboxError(err, subject);
-  const status = httpStatusOf(error);
+  const allow = error.details.allow;
+  const status = typeof allow === 'string' ? 405 : httpStatusOf(error);
   const sandbox = error.details.status;
   const retryAfter = error.details.retryAfterSeconds;
-  sendJson(res, status, { error: error.toJSON(), ...(sandbox !== undefined ? { status: sandbox } : {}) }, typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {});
+  const headers = {
+    ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
+    ...(typeof allow === 'string' ? { allow } : {}),
+    ...(error.code === 'UNAUTHENTICATED' ? { 'www-authenticate': 'Bearer' } : {}),
+  };
+  sendJson(res, status, { error: error.toJSON(), ...(sandbox !== undefined ? { status: sandbox } : {}) }, headers);
   return { status, code: error.code };
 }

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { SandboxClient } from '../client/sandbox-client';
 import { iacRunIdSchema } from '../domain/iac/iac-run';
 import { principalSchema, sandboxIdSchema } from '../domain/sandbox-request';
+import { SandboxPlaneError } from '../domain/errors';
 import { parseOrThrow } from '../domain/validation';
 import { changeInput } from '../mcp/iac-tools';
 import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
@@ -20,20 +21,18 @@ export interface RouteContext {
   readonly actor: string;
 }
 
-export interface RouteAnswer {
-  readonly status: number;
-  readonly body: unknown;
-}
-
 export interface Route {
   readonly method: 'GET' | 'POST' | 'DELETE';
   /** OpenAPI's path template, e.g. `/v1/sandboxes/{id}`. */
   readonly path: string;
   readonly operationId: string;
+  /** What a success answers: 201 for what makes something, else 200. */
+  readonly successStatus: 200 | 201;
   readonly summary: string;
   /** The body's schema (for the OpenAPI document too); none for GET and an empty DELETE. */
   readonly body?: z.ZodTypeAny;
-  readonly handle: (context: RouteContext) => Promise<RouteAnswer>;
+  /** The answer's body, sent with {@link successStatus}. */
+  readonly handle: (context: RouteContext) => Promise<unknown>;
 }
 
 /** An HTTP caller's wait may be longer than an MCP client's: up to the SDK's 10 minutes by default. */
@@ -53,24 +52,25 @@ export const iacBody = changeInput
   .strict();
 
 const sandboxId = (context: RouteContext) => parseOrThrow(sandboxIdSchema, context.params.id, 'sandbox id (in the path)');
-const ok = (body: unknown, status = 200): RouteAnswer => ({ status, body });
 
 export const ROUTES: readonly Route[] = [
   {
     method: 'POST',
     path: '/v1/sandboxes',
     operationId: 'createSandbox',
+    successStatus: 201,
     summary: "Create a sandbox as the key's principal; 201 with its status (READY with clientConfig when wait is 'ready').",
     body: createBody,
     handle: async ({ body, sandboxes }) => {
       const { wait, timeoutSeconds, ...request } = parseOrThrow(createBody, body, 'create request');
-      return ok(await sandboxes.create(request, { wait, timeoutMs: (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000 }), 201);
+      return await sandboxes.create(request, { wait, timeoutMs: (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000 });
     },
   },
   {
     method: 'GET',
     path: '/v1/sandboxes',
     operationId: 'listSandboxes',
+    successStatus: 200,
     summary: "The key's principal's sandboxes, newest first (?state=READY&limit=100).",
     handle: async ({ query, sandboxes }) => {
       const filter = parseOrThrow(
@@ -81,65 +81,79 @@ export const ROUTES: readonly Route[] = [
         },
         'list query',
       );
-      return ok({ sandboxes: await sandboxes.list(filter) });
+      return { sandboxes: await sandboxes.list(filter) };
     },
   },
   {
     method: 'GET',
     path: '/v1/sandboxes/{id}',
     operationId: 'getSandbox',
+    successStatus: 200,
     summary: "One sandbox's status; another principal's is 404.",
-    handle: async (context) => ok(await context.sandboxes.status(sandboxId(context))),
+    handle: async (context) => await context.sandboxes.status(sandboxId(context)),
   },
   {
     method: 'POST',
     path: '/v1/sandboxes/{id}/extend',
     operationId: 'extendSandbox',
+    successStatus: 200,
     summary: "Move a READY sandbox's expiry later by ttlSeconds.",
     body: extendBody,
-    handle: async (context) => ok(await context.sandboxes.extend(sandboxId(context), { ...parseOrThrow(extendBody, context.body, 'extend request'), actor: context.actor })),
+    handle: async (context) => await context.sandboxes.extend(sandboxId(context), { ...parseOrThrow(extendBody, context.body, 'extend request'), actor: context.actor }),
   },
   {
     method: 'DELETE',
     path: '/v1/sandboxes/{id}',
     operationId: 'destroySandbox',
+    successStatus: 200,
     summary: 'Tear a sandbox down now; its final status.',
     body: destroyBody,
-    handle: async (context) => ok(await context.sandboxes.destroy(sandboxId(context), { ...parseOrThrow(destroyBody, context.body ?? {}, 'destroy request'), actor: context.actor })),
+    handle: async (context) => await context.sandboxes.destroy(sandboxId(context), { ...parseOrThrow(destroyBody, context.body ?? {}, 'destroy request'), actor: context.actor }),
   },
   {
     method: 'POST',
     path: '/v1/sandboxes/{id}/iac',
     operationId: 'runIac',
+    successStatus: 201,
     summary: "Plan (mode 'plan') or apply (mode 'apply') a CloudFormation template in the sandbox; 201 with the run.",
     body: iacBody,
     handle: async (context) => {
       const { mode, wait, timeoutSeconds, ...change } = parseOrThrow(iacBody, context.body, 'IaC request');
       const request = { ...change, sandboxId: sandboxId(context) };
       const timeoutMs = (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000;
-      return ok(mode === 'plan' ? await context.sandboxes.iac.plan(request, { timeoutMs }) : await context.sandboxes.iac.apply(request, { wait, timeoutMs }), 201);
+      return mode === 'plan' ? await context.sandboxes.iac.plan(request, { timeoutMs }) : await context.sandboxes.iac.apply(request, { wait, timeoutMs });
     },
   },
   {
     method: 'GET',
     path: '/v1/iac/{runId}',
     operationId: 'getIacRun',
+    successStatus: 200,
     summary: "One IaC run's status; another principal's is 404.",
-    handle: async (context) => ok(await context.sandboxes.iac.status(parseOrThrow(iacRunIdSchema, context.params.runId, 'run id (in the path)'))),
+    handle: async (context) => await context.sandboxes.iac.status(parseOrThrow(iacRunIdSchema, context.params.runId, 'run id (in the path)')),
   },
 ];
 
-/** The route and its path parameters for a method and path; `undefined` when none matches. */
-export function matchRoute(method: string, pathname: string): { route: Route; params: Record<string, string> } | 'wrong_method' | undefined {
-  let pathMatched = false;
+/** A path segment as text; a malformed escape is the caller's mistake, not the gateway's. */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SandboxPlaneError('INVALID_INPUT', `the path segment ${JSON.stringify(segment)} is not valid percent-encoding`, { hint: 'Encode ids with encodeURIComponent.' });
+  }
+}
+
+/** The route and its path parameters for a method and path; the methods the path takes when only the method is wrong; `undefined` when no path matches. */
+export function matchRoute(method: string, pathname: string): { route: Route; params: Record<string, string> } | { allowed: string[] } | undefined {
+  const allowed: string[] = [];
   for (const route of ROUTES) {
     const names: string[] = [];
     const pattern = new RegExp(`^${route.path.replace(/\{(\w+)\}/g, (_, name: string) => (names.push(name), '([^/]+)'))}$`);
     const match = pattern.exec(pathname);
     if (match === null) continue;
-    pathMatched = true;
+    allowed.push(route.method);
     if (route.method !== method) continue;
-    return { route, params: Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(match[i + 1] as string)])) };
+    return { route, params: Object.fromEntries(names.map((name, i) => [name, decodedSegment(match[i + 1] as string)])) };
   }
-  return pathMatched ? 'wrong_method' : undefined;
+  return allowed.length > 0 ? { allowed } : undefined;
 }

@@ -46,7 +46,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       summary: route.summary,
       ...(parameters.length > 0 ? { parameters } : {}),
       ...body,
-      responses: { [route.summary.includes('201') ? '201' : '200']: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, ...ERROR_RESPONSES },
+      responses: { [String(route.successStatus)]: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, ...ERROR_RESPONSES },
     };
   }
   paths['/mcp'] = {

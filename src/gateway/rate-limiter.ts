@@ -14,11 +14,6 @@ export class RateLimiter {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Whether `keyId`'s bucket holds a request now (taking none). */
-  has(keyId: string, ratePerMinute: number): boolean {
-    return this.refilled(keyId, ratePerMinute).tokens >= 1;
-  }
-
   /** Takes one request from `keyId`'s bucket; RATE_LIMITED (with the seconds to wait) when it is empty. */
   take(keyId: string, ratePerMinute: number): void {
     const perMs = ratePerMinute / 60_000;

@@ -36,6 +36,9 @@ export const changeInput = z
   })
   .strict();
 
+/** Over the gateway a CDK app is not offered: synthesizing it runs the app's code where the tool runs. */
+const remoteChangeInput = changeInput.omit({ cdkApp: true });
+
 const applyInput = changeInput.extend({
   wait: z
     .enum(['planned', 'ended'])
@@ -52,9 +55,17 @@ const RESULT =
   "unsupported [{logicalId, type}]: types the sandbox's emulator will NOT create, security [{logicalId, type, reason}]}, resources [{logicalId, type, physicalId, status}] after an apply " +
   "(VERIFIED: checked through the service's own API), waitingFor and error.";
 
-/** plan_iac, apply_iac and iac_status (DESIGN §14), as the server's principal: another principal's sandbox or run is NOT_FOUND. */
-export function registerIacTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient> }): void {
+/**
+ * plan_iac, apply_iac and iac_status (DESIGN §14), as the server's principal: another
+ * principal's sandbox or run is NOT_FOUND. `localCdk: false` (the gateway) takes
+ * templates only: `cdkApp` names a folder where the server runs, and synthesizing it
+ * would run an agent's code there.
+ */
+export function registerIacTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient>; readonly localCdk?: boolean }): void {
   const { sandboxes } = options;
+  const local = options.localCdk ?? true;
+  const changeSchema = (local ? changeInput : remoteChangeInput) as typeof changeInput;
+  const applySchema = (local ? applyInput : remoteChangeInput.extend({ wait: applyInput.shape.wait })) as typeof applyInput;
   const request = ({ timeoutSeconds, ...rest }: z.output<typeof changeInput>) => ({ request: rest, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
 
   registerTool(
@@ -70,7 +81,7 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
       // Not read-only: a CDK app's plan puts the bootstrap parameter into the sandbox.
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    changeInput,
+    changeSchema,
     (args) => args.sandboxId ?? args.target ?? '(none)',
     async (args) => {
       const { request: change, timeoutMs } = request(args);
@@ -93,7 +104,7 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
       // Idempotent only with a runId: without one each call is a new run.
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    applyInput,
+    applySchema,
     (args) => args.sandboxId ?? args.target ?? '(none)',
     async ({ wait, ...args }) => {
       const { request: change, timeoutMs } = request(args);

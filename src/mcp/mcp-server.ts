@@ -66,15 +66,20 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
   };
 }
 
-/**
- * An MCP server with the sandbox tools, not yet connected to a transport. `actorOf` adds
- * to the audit trail's `mcp:<client name>` what else names the caller (the gateway's key id).
- */
-export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>, actorOf: (mcpActor: string) => string = (mcpActor) => mcpActor): McpServer {
+/** How a server is set up for where it runs: `sandboxctl mcp` on the agent's side, or the gateway's. */
+export interface McpServerOptions {
+  /** Who the audit trail names for extend, destroy and snapshots; by default `mcp:<client name>` from the handshake. */
+  readonly actor?: () => string;
+  /** Whether plan_iac and apply_iac take a CDK app folder to synthesize where the server runs (not on the gateway). Default true. */
+  readonly localCdk?: boolean;
+}
+
+/** An MCP server with the sandbox tools, not yet connected to a transport. */
+export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>, options: McpServerOptions = {}): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
-  const actor = () => actorOf(actorFor(server));
+  const actor = options.actor ?? (() => actorFor(server));
   registerSandboxTools(server, { sandboxes, actor });
-  registerIacTools(server, { sandboxes });
+  registerIacTools(server, { sandboxes, localCdk: options.localCdk ?? true });
   registerSnapshotTools(server, { sandboxes, actor });
   return server;
 }

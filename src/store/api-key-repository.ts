@@ -12,12 +12,18 @@ export interface ApiKeyCredential extends ApiKeyRecord {
 export class ApiKeyRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
-  /** Adds a key; the same key id again (a retried command) keeps the first row. */
-  add(key: NewApiKeyRow, now: Date = new Date()): ApiKeyRecord {
+  /**
+   * Adds a key; the same key again (a retried command) keeps the first row. Another key
+   * under a taken id (a 48-bit collision) is `undefined`: its key could never work.
+   */
+  add(key: NewApiKeyRow, now: Date = new Date()): ApiKeyRecord | undefined {
     this.db
-      .prepare('INSERT OR IGNORE INTO api_keys (key_id, principal, secret_hash, rate_per_minute, created_at) VALUES (?, ?, ?, ?, ?)')
+      .prepare('INSERT INTO api_keys (key_id, principal, secret_hash, rate_per_minute, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING')
       .run(key.keyId, key.principal, key.secretHash, key.ratePerMinute, now.toISOString());
-    return this.get(key.keyId) as ApiKeyRecord;
+    const row = this.credential(key.keyId);
+    if (row === undefined || row.secretHash !== key.secretHash) return undefined;
+    const { secretHash: _hash, ...record } = row;
+    return record;
   }
 
   list(): ApiKeyRecord[] {

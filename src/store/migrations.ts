@@ -236,9 +236,13 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
     name          TEXT PRIMARY KEY,
     failures      INTEGER NOT NULL,
     lockouts      INTEGER NOT NULL,
-    locked_until  TEXT
+    locked_until  TEXT,
+    last_use      TEXT
   ) STRICT;
   `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The version that made the gateway's key table (migration 11): the gateway reads files from it on. */
+export const API_KEYS_SCHEMA_VERSION = 11;

@@ -80,7 +80,12 @@ export interface ApprovalFailures {
   readonly lockouts: number;
   /** ISO time the current lock-out ends; null when none. */
   readonly lockedUntil: string | null;
+  /** The approval check that counted the last wrong code: a retry of it is not counted again. */
+  readonly lastUse: string | null;
 }
+
+/** A name with no wrong codes counted. */
+export const NO_FAILURES: ApprovalFailures = Object.freeze({ failures: 0, lockouts: 0, lockedUntil: null, lastUse: null });
 
 export class ApproverRepository {
   constructor(private readonly db: SqliteDatabase) {}
@@ -133,21 +138,22 @@ export class ApproverRepository {
 
   /** `name`'s run of wrong codes and lock-out, listed or not; zeros when none. */
   failuresOf(name: string): ApprovalFailures {
-    const row = this.db.prepare('SELECT failures, lockouts, locked_until AS lockedUntil FROM approval_failures WHERE name = ?').get(name) as ApprovalFailures | undefined;
-    return row ?? { failures: 0, lockouts: 0, lockedUntil: null };
+    const row = this.db.prepare('SELECT failures, lockouts, locked_until AS lockedUntil, last_use AS lastUse FROM approval_failures WHERE name = ?').get(name) as
+      ApprovalFailures | undefined;
+    return row ?? NO_FAILURES;
   }
 
   /** Replaces `name`'s run of wrong codes; all zeros forgets the name. */
   recordFailures(name: string, failures: ApprovalFailures): void {
-    if (failures.failures === 0 && failures.lockouts === 0 && failures.lockedUntil === null) {
+    if (failures.failures === 0 && failures.lockouts === 0 && failures.lockedUntil === null && failures.lastUse === null) {
       this.db.prepare('DELETE FROM approval_failures WHERE name = ?').run(name);
       return;
     }
     this.db
       .prepare(
-        'INSERT INTO approval_failures (name, failures, lockouts, locked_until) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, lockouts = excluded.lockouts, locked_until = excluded.locked_until',
+        'INSERT INTO approval_failures (name, failures, lockouts, locked_until, last_use) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, lockouts = excluded.lockouts, locked_until = excluded.locked_until, last_use = excluded.last_use',
       )
-      .run(name, failures.failures, failures.lockouts, failures.lockedUntil);
+      .run(name, failures.failures, failures.lockouts, failures.lockedUntil, failures.lastUse);
   }
 
   /** Marks `step`'s code (and every earlier one) used, by the approval `use`. */

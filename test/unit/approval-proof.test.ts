@@ -79,7 +79,7 @@ describe('verifying an approval (fixed clock)', () => {
     refusals.add(why('legacy', '123456', 'x/5'));
     assert.deepEqual([...refusals], [notAcceptedWhy('NAME')]);
     assert.deepEqual(verify(totpCode(secret, totpStep(later)), 'x/6', later), { verdict: 'verified' }, 'a right code clears the wrong ones');
-    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null });
+    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null, lastUse: null });
   });
 
   test(`${WRONG_CODES_BEFORE_LOCKOUT} wrong codes lock a name out, listed or not; the right code is refused until then; each lock-out doubles`, () => {
@@ -94,7 +94,7 @@ describe('verifying an approval (fixed clock)', () => {
         name,
       );
       assert.match((results[4] as { why: string }).why, /locked out until/);
-      assert.deepEqual(store.approvers.failuresOf(name), { failures: 0, lockouts: 1, lockedUntil: new Date(start + FIRST_LOCKOUT_MS).toISOString() });
+      assert.deepEqual(store.approvers.failuresOf(name), { failures: 0, lockouts: 1, lockedUntil: new Date(start + FIRST_LOCKOUT_MS).toISOString(), lastUse: `lock/${name}/4` });
     }
     const locked = attempt('alice', totpCode(secret, totpStep(start)), 'lock/right', start + 30_000);
     assert.equal((locked as { refusal?: string }).refusal, 'RATE_LIMITED', 'the right code is refused while locked out');
@@ -102,12 +102,19 @@ describe('verifying an approval (fixed clock)', () => {
     for (let i = 0; i < WRONG_CODES_BEFORE_LOCKOUT; i += 1) attempt('alice', wrongAt(afterLock), `lock/again/${i}`, afterLock);
     assert.deepEqual(
       store.approvers.failuresOf('alice'),
-      { failures: 0, lockouts: 2, lockedUntil: new Date(afterLock + 2 * FIRST_LOCKOUT_MS).toISOString() },
+      { failures: 0, lockouts: 2, lockedUntil: new Date(afterLock + 2 * FIRST_LOCKOUT_MS).toISOString(), lastUse: `lock/again/${WRONG_CODES_BEFORE_LOCKOUT - 1}` },
       'the second lock-out is twice as long',
     );
     const free = afterLock + 2 * FIRST_LOCKOUT_MS + 1_000;
     assert.deepEqual(attempt('alice', totpCode(secret, totpStep(free)), 'lock/free', free), { verdict: 'verified' });
-    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null });
+    assert.deepEqual(store.approvers.failuresOf('alice'), { failures: 0, lockouts: 0, lockedUntil: null, lastUse: null });
+  });
+
+  test('a retried check of the same wrong code (its answer lost) counts once', () => {
+    const at = t0 + 3 * 60 * 60_000;
+    const check = (use: string) => store.sandboxes.atomically(() => verifyApprovalCode(store, secrets, { approver: 'dave', code: '123456', use }, at));
+    for (let retry = 0; retry < 6; retry += 1) assert.equal((check('retried/1') as { refusal?: string }).refusal, undefined);
+    assert.equal(store.approvers.failuresOf('dave').failures, 1);
   });
 
   test("a secret sealed for one approver does not open as another's", () => {

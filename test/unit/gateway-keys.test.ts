@@ -46,24 +46,38 @@ describe('API keys', () => {
     assert.equal(await codeOf(verifier.verify(`Bearer ${made.key}`)), 'UNAUTHENTICATED');
   });
 
-  test('past ten wrong secrets a minute for one key id, no more slow hashes: the key itself waits unless already verified', async () => {
+  test('a key id costs at most ten slow hashes a minute, two at a time; past that the key waits too, unless already verified', async () => {
     const made = await newApiKey();
     const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-g', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
     let now = 0;
-    const cached = new KeyVerifier({ credential: () => row }, () => now);
-    const fresh = new KeyVerifier({ credential: () => row }, () => now);
+    let hashes = 0;
+    let running = 0;
+    let mostAtOnce = 0;
+    const counted = async (secret: string, hash: string) => {
+      hashes += 1;
+      running += 1;
+      mostAtOnce = Math.max(mostAtOnce, running);
+      try {
+        return await secretMatches(secret, hash);
+      } finally {
+        running -= 1;
+      }
+    };
+    const cached = new KeyVerifier({ credential: () => row }, { now: () => now });
+    const fresh = new KeyVerifier({ credential: () => row }, { now: () => now, check: counted });
     await cached.verify(`Bearer ${made.key}`);
     const guess = `Bearer spk_${made.keyId}_${'G'.repeat(43)}`;
-    for (let i = 0; i < 10; i += 1) {
-      assert.equal(await codeOf(cached.verify(guess)), 'UNAUTHENTICATED');
-      assert.equal(await codeOf(fresh.verify(guess)), 'UNAUTHENTICATED');
-    }
-    const started = Date.now();
-    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'UNAUTHENTICATED', 'not hashed now');
-    assert.ok(Date.now() - started < 20, 'refused without a slow hash');
+    const concurrent = await Promise.all(Array.from({ length: 40 }, () => codeOf(fresh.verify(guess))));
+    assert.deepEqual(new Set(concurrent), new Set(['UNAUTHENTICATED']), 'one refusal for all');
+    assert.equal(hashes, 10, 'forty guesses at once: ten hashed, the rest refused unhashed');
+    assert.equal(mostAtOnce, 2, 'two at a time');
+    assert.equal(await codeOf(fresh.verify(guess)), 'UNAUTHENTICATED');
+    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'UNAUTHENTICATED', 'the key itself is not hashed now');
+    assert.equal(hashes, 10);
+    for (let i = 0; i < 10; i += 1) await codeOf(cached.verify(guess));
     assert.equal(await codeOf(cached.verify(`Bearer ${made.key}`)), 'accepted', 'a key verified before goes on');
     now = 6_000;
-    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'accepted', 'a guess a minute comes back');
+    assert.equal(await codeOf(fresh.verify(`Bearer ${made.key}`)), 'accepted', 'a hash a minute comes back');
   });
 });
 

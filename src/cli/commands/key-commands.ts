@@ -39,7 +39,7 @@ export function registerKeyCommands(program: Command): void {
           '',
           added.key,
           '',
-          `Give it to the agent: curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8787/v1/sandboxes`,
+          'Give it to the agent with the gateway\'s address: curl -H "Authorization: Bearer $KEY" http://GATEWAY/v1/sandboxes (`sandboxctl gateway` listens on 127.0.0.1:8787 by default)',
           `Revoke it with: sandboxctl keys revoke ${added.keyId}`,
         ].join('\n');
         printResult({ json: raw.json === true }, { principal: added.principal, keyId: added.keyId, key: added.key, ratePerMinute: added.ratePerMinute, createdAt: added.createdAt }, human);
