@@ -97,7 +97,7 @@ export class GatewayClient {
     const { sandboxId, target, cdkApp, template, principal: _principal, ...rest } = request;
     if (sandboxId === undefined || target !== undefined) {
       throw new SandboxPlaneError('INVALID_INPUT', 'sandboxId: required over the gateway, and target is not offered', {
-        hint: 'Promotion to a target goes through an operator; name one of your sandboxes.',
+        hint: "Name one of your sandboxes; a promotion to a target is MCP's apply_iac with target, at the gateway's /mcp.",
       });
     }
     let body: Record<string, unknown> = { ...rest, mode, ...(options.wait !== undefined ? { wait: options.wait } : {}), ...seconds(options.timeoutMs) };
