@@ -13,7 +13,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import type { Payload } from '@temporalio/common';
 import { payloadCodecFor } from '../src/codec/codec-settings';
 import type { ClientConfig, SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
@@ -23,6 +22,7 @@ import { createLogger } from '../src/logging/logger';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCliEnv } from './helpers/aws-cli';
 import { runCli } from './helpers/cli';
+import { textsOf } from './helpers/history-texts';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
@@ -203,19 +203,7 @@ describe('promotion to staging and production targets (real dev server, engine, 
     const texts: string[] = [];
     const runs = await worker.sandboxes.iac.list({ target: 'staging' });
     assert.ok(runs.length >= 2);
-    const walk = async (value: unknown): Promise<void> => {
-      if (value instanceof Uint8Array) texts.push(Buffer.from(value).toString('latin1'));
-      else if (typeof value === 'string') texts.push(value);
-      else if (Array.isArray(value)) for (const item of value) await walk(item);
-      else if (value !== null && typeof value === 'object') {
-        const payload = value as Payload;
-        if (payload.data instanceof Uint8Array && payload.metadata !== undefined && payload.metadata !== null && codec !== undefined) {
-          for (const decoded of await codec.decode([payload])) texts.push(Buffer.from(decoded.data ?? new Uint8Array()).toString('utf8'));
-        }
-        for (const item of Object.values(value)) await walk(item);
-      }
-    };
-    for (const summary of runs) await walk(await worker.client.workflow.getHandle(summary.workflowId).fetchHistory());
+    for (const summary of runs) texts.push(...(await textsOf(await worker.client.workflow.getHandle(summary.workflowId).fetchHistory(), codec)));
     assert.ok(
       texts.some((text) => text.includes('promoted-queue')),
       'the reading works: the template is in the decoded history',

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import type { Payload } from '@temporalio/common';
 import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
 import { fetchJson } from '../src/adapters/health-gate';
 import { operatorHeaders, operatorUrl } from '../src/adapters/operator-endpoint';
@@ -19,6 +18,7 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { runCli } from './helpers/cli';
+import { textsOf } from './helpers/history-texts';
 import { cliOutput } from './helpers/cli-json';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -113,22 +113,8 @@ describe('the operator token never reaches text (real moto, real dev server)', {
     assert.ok(tokens.size > 0, 'the token of each container was read from its label');
     const leaked = (text: string) => [...tokens].some((token) => text.includes(token));
 
-    const texts: string[] = [];
     // The history as stored, and every payload in it decoded (what the UI shows through the codec server).
-    const codec = payloadCodecFor(worker.config.codec);
-    const walk = async (value: unknown): Promise<void> => {
-      if (value instanceof Uint8Array) texts.push(Buffer.from(value).toString('latin1'));
-      else if (typeof value === 'string') texts.push(value);
-      else if (Array.isArray(value)) for (const item of value) await walk(item);
-      else if (value !== null && typeof value === 'object') {
-        const payload = value as Payload;
-        if (payload.data instanceof Uint8Array && payload.metadata !== undefined && payload.metadata !== null && codec !== undefined) {
-          for (const decoded of await codec.decode([payload])) texts.push(Buffer.from(decoded.data ?? new Uint8Array()).toString('utf8'));
-        }
-        for (const item of Object.values(value)) await walk(item);
-      }
-    };
-    await walk(await worker.client.workflow.getHandle(`sandbox-${ID}`).fetchHistory());
+    const texts = await textsOf(await worker.client.workflow.getHandle(`sandbox-${ID}`).fetchHistory(), payloadCodecFor(worker.config.codec));
     const history = texts.join('\n');
     assert.match(history, /was not healthy after/, 'the reading works: the failing probe is in the history');
     assert.ok(!leaked(history), 'the history holds the token');

@@ -44,3 +44,13 @@ function carriedDetails(failure: ApplicationFailure): Record<string, unknown> {
   const details = typeof first === 'object' && first !== null ? (first as { details?: unknown }).details : undefined;
   return typeof details === 'object' && details !== null ? { ...(details as Record<string, unknown>) } : {};
 }
+
+/** What `work` gives, or `undefined` when it fails NOT_FOUND: a `get` beside a `status`. */
+export async function unlessNotFound<T>(work: Promise<T>): Promise<T | undefined> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof SandboxPlaneError && err.code === 'NOT_FOUND') return undefined;
+    throw err;
+  }
+}

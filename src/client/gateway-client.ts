@@ -15,6 +15,7 @@ import type { IacStatus } from '../domain/iac/iac-run';
 import type { SandboxStatus } from '../domain/lifecycle-messages';
 import { parseOrThrow } from '../domain/validation';
 import { synthesizeCdkApp } from './cdk-synth';
+import { unlessNotFound } from './client-errors';
 import type { IacRequest, IacWaitOptions } from './iac-client';
 import type { BoundRequestInput, CreateOptions, ListFilter, SandboxSummary } from './sandbox-client';
 
@@ -51,12 +52,7 @@ export class GatewayClient {
 
   /** A sandbox's status, or `undefined` when the key's principal has none by that id. */
   async get(id: string): Promise<SandboxStatus | undefined> {
-    try {
-      return await this.status(id);
-    } catch (err) {
-      if (err instanceof SandboxPlaneError && err.code === 'NOT_FOUND') return undefined;
-      throw err;
-    }
+    return unlessNotFound(this.status(id));
   }
 
   async status(id: string): Promise<SandboxStatus> {

@@ -35,7 +35,7 @@ import {
   statusQuery,
   type LifecycleInput,
 } from '../workflows/sandbox-messages';
-import { toSandboxError } from './client-errors';
+import { toSandboxError, unlessNotFound } from './client-errors';
 import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
@@ -307,12 +307,7 @@ export class SandboxClient {
 
   /** The sandbox's status, or `undefined` when there is no sandbox with this id. */
   async get(id: string): Promise<SandboxStatus | undefined> {
-    try {
-      return await this.status(id);
-    } catch (err) {
-      if (err instanceof SandboxPlaneError && err.code === 'NOT_FOUND') return undefined;
-      throw err;
-    }
+    return unlessNotFound(this.status(id));
   }
 
   /** The sandbox's status (the workflow's `status` query); NOT_FOUND when there is none. */
