@@ -301,7 +301,9 @@ const envSchema = z.object({
   SANDBOXPLANE_MAX_LIFETIME: duration(24 * 3600).describe('no sandbox lives longer in total (default 24h)'),
   SANDBOXPLANE_APPROVAL_TIMEOUT: duration(3600).describe('how long a sandbox waits for an approver (default 1h)'),
   SANDBOXPLANE_EXPIRY_WARNING: duration(5 * 60).describe("how long before expiry the 'expiring' event is recorded (default 5m)"),
-  SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS).describe("how often the health watch checks a READY sandbox's emulator (default 30s)"),
+  SANDBOXPLANE_HEALTH_INTERVAL: duration(DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS).describe(
+    "how often the health watch looks at a READY sandbox's emulator on its own, a safety net: the docker worker tells a sandbox at once when the engine says its container died (default 10m)",
+  ),
   SANDBOXPLANE_MOTO_IMAGE: pinnedImage.optional().describe('moto image id (sha256:...), set by npm start; unset, no moto adapter'),
   SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional().describe('Floci image by digest (floci/floci@sha256:...); unset, no Floci adapter'),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60).describe('how long an emulator may take to pass its health check (default 60s)'),

@@ -181,6 +181,11 @@ export class DockerContainerBroker implements ContainerBroker {
     });
   }
 
+  /** The engine's event stream from `since` (seconds), filtered (engine-events.ts follows it). */
+  async events(options: { since: number; filters: Record<string, string[]> }): Promise<NodeJS.ReadableStream> {
+    return (await this.docker.getEvents({ since: options.since, filters: JSON.stringify(options.filters) })) as NodeJS.ReadableStream;
+  }
+
   /** Validates without touching the engine; `run` does the same first. */
   validate(spec: ContainerSpecInput): ValidatedContainerSpec {
     return validateContainerSpec(spec, this.policy);

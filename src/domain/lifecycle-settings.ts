@@ -12,4 +12,5 @@ export interface LifecycleSettings extends TtlSettings {
   readonly placementWaitSeconds: number;
 }
 
-export const DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS = 30;
+/** The health watch's own look is a safety net: the engine's events tell a sandbox at once when its container dies (worker/container-deaths.ts). */
+export const DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS = 600;

@@ -13,6 +13,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration } from '../domain/hosts';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
 import { dockerQueue, storeQueue, targetsQueue, type WorkerRole } from '../domain/task-queues';
+import { watchContainerDeaths } from './container-deaths';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
@@ -138,10 +139,12 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   });
   let registration: { stop(): void } | undefined;
   let warmPools: WarmPools | undefined;
+  let deathWatch: { stop(): void } | undefined;
   const unmeter: (() => void)[] = [];
   const close = async () => {
     for (const stop of unmeter) stop();
     registration?.stop();
+    deathWatch?.stop();
     await warmPools?.stop();
     await clientConnection.close();
     await connection.close();
@@ -191,6 +194,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         }),
       );
       queues.docker = taskQueue;
+      // The engine announces deaths; a broker that is not an engine's (a test's fake) has none to announce.
+      if (broker instanceof DockerContainerBroker) deathWatch = watchContainerDeaths({ source: broker, broker, planeId, client, logger });
     }
     if (has('targets')) {
       // IaC against operators' targets: their keys come from this process's AWS SDK credential chain.
