@@ -28,6 +28,13 @@ import type { OperatorAccess } from './operator-endpoint';
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
 export const OPERATOR_TOKEN_LABEL = 'io.sandboxplane.operator-token';
 
+/**
+ * Marks a container whose emulator takes the operator token in a header (`header`). A
+ * container with a token and without this label was started by a build that put the
+ * token in the URL: this build cannot read its emulator's health, only whether it runs.
+ */
+export const OPERATOR_API_LABEL = 'io.sandboxplane.operator-api';
+
 /** Labels a sandbox request may pass on to its container, namespaced so they cannot shadow ours. */
 const USER_LABEL_PREFIX = 'io.sandboxplane.label.';
 
@@ -332,7 +339,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const tokenEnv = this.options.operatorToken?.envName;
     const token = tokenEnv === undefined ? undefined : randomBytes(24).toString('hex');
     const operatorEnv: Record<string, string> = tokenEnv === undefined || token === undefined ? {} : { [tokenEnv]: token };
-    const operatorLabel: Record<string, string> = token === undefined ? {} : { [OPERATOR_TOKEN_LABEL]: token };
+    const operatorLabel: Record<string, string> = token === undefined ? {} : { [OPERATOR_TOKEN_LABEL]: token, [OPERATOR_API_LABEL]: 'header' };
     for (let attempt = 1; ; attempt += 1) {
       const hostPort = this.options.hostPort === undefined ? 0 : await this.options.hostPort();
       const environment = hostPort === 0 ? plan.environment : this.options.environment({ sandboxId: plan.sandboxId, labels: plan.labels, baseUrl: `http://127.0.0.1:${hostPort}` });
@@ -368,6 +375,16 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     await this.refuseOtherEngine(sandboxId, recorded);
     const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
     if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
+    if (container.labels[OPERATOR_TOKEN_LABEL] !== undefined && container.labels[OPERATOR_API_LABEL] === undefined) {
+      // Its guard would refuse the header (403): that is not a death. It runs; whether it answers is unknown.
+      throw new SandboxPlaneError(
+        'INVALID_STATE',
+        `sandbox ${sandboxId}'s container was started by an earlier build (operator token in the URL): its emulator's health cannot be read, only that it runs`,
+        {
+          hint: 'It keeps running until it ends; destroy and create it again for health checks and snapshots.',
+        },
+      );
+    }
     return this.options.probe(operatorAccess(container, this.options.containerPort), AbortSignal.timeout(5_000));
   }
 

@@ -68,7 +68,12 @@ function lazyTemporal(config: Config): { get: () => Promise<Client>; close: () =
   let connecting: Promise<{ client: Client; connection: Connection }> | undefined;
   return {
     get: async () => {
-      connecting ??= connectTemporal({ address: config.temporalAddress, namespace: config.temporalNamespace, payloadCodec: payloadCodecFor(config.codec) }).catch((err: unknown) => {
+      connecting ??= connectTemporal({
+        address: config.temporalAddress,
+        namespace: config.temporalNamespace,
+        payloadCodec: payloadCodecFor(config.codec),
+        tls: config.temporalTls ?? null,
+      }).catch((err: unknown) => {
         connecting = undefined;
         throw err;
       });

@@ -4,32 +4,55 @@ import { activeTraceIds } from '../telemetry/spans';
 
 export type Logger = pino.Logger;
 
-/** Keys whose value never reaches a log line, at any depth: a sandbox's key pair, a session token, an activity's task token. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['credentials', 'secretAccessKey', 'sessionToken', 'taskToken']);
+/**
+ * Keys whose value never reaches a log line, at any depth and in any case (`credentials`
+ * and the AWS SDK's `Credentials`): a sandbox's key pair, a session token, an operator's
+ * token, an activity's task token.
+ */
+const SECRET_KEYS: ReadonlySet<string> = new Set(['credentials', 'secretaccesskey', 'sessiontoken', 'tasktoken', 'token']);
 
 const REDACTED = '[redacted]';
+
+const isSecretKey = (key: string) => SECRET_KEYS.has(key.toLowerCase());
 
 /**
  * `value` with every {@link SECRET_KEYS} entry masked, however deep: pino's redact paths
  * name fixed depths (`*.credentials` is one level), and a runtime handle or a heartbeat
- * detail nests credentials further. Plain objects and arrays are copied, only where they
- * hold one; anything else (an Error, a Date) is left for pino's serializers.
+ * detail nests credentials further. Plain objects, arrays and an Error's own fields are
+ * copied, only where they hold one; an object met twice (or in a cycle) gets the same copy.
  */
-export function redactSecrets<T>(value: T, seen: WeakSet<object> = new WeakSet()): T {
-  if (typeof value !== 'object' || value === null || seen.has(value)) return value;
-  seen.add(value);
+export function redactSecrets<T>(value: T, copies: Map<object, unknown> = new Map()): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (copies.has(value)) return copies.get(value) as T;
   if (Array.isArray(value)) {
-    const items = value.map((item: unknown) => redactSecrets(item, seen));
-    return (items.some((item, index) => item !== value[index]) ? items : value) as T;
+    const items: unknown[] = [];
+    copies.set(value, items);
+    for (const item of value) items.push(redactSecrets(item, copies));
+    const changed = items.some((item, index) => item !== value[index]);
+    copies.set(value, changed ? items : value);
+    return (changed ? items : value) as T;
   }
+  if (value instanceof Error) return redactError(value, copies) as T;
   const prototype = Object.getPrototypeOf(value) as unknown;
   if (prototype !== Object.prototype && prototype !== null) return value;
-  let copy: Record<string, unknown> | undefined;
+  const copy: Record<string, unknown> = {};
+  copies.set(value, copy);
+  let changed = false;
   for (const [key, inner] of Object.entries(value)) {
-    const masked = SECRET_KEYS.has(key) && inner !== undefined ? REDACTED : redactSecrets(inner, seen);
-    if (masked !== inner) (copy ??= { ...(value as Record<string, unknown>) })[key] = masked;
+    const masked = isSecretKey(key) && inner !== undefined ? REDACTED : redactSecrets(inner, copies);
+    changed ||= masked !== inner;
+    copy[key] = masked;
   }
-  return (copy ?? value) as T;
+  if (!changed) copies.set(value, value);
+  return (changed ? copy : value) as T;
+}
+
+/** An Error as pino's serializer would show it (type, message, stack, own fields), its fields masked like any object's. */
+function redactError(err: Error, copies: Map<object, unknown>): unknown {
+  const fields = Object.fromEntries(Object.entries(err));
+  const masked = redactSecrets(fields, copies);
+  if (masked === fields) return err;
+  return { type: err.name, message: err.message, stack: err.stack, ...masked };
 }
 
 /**
@@ -48,7 +71,7 @@ export function createLogger(level: LogLevel, destination: pino.DestinationStrea
       formatters: { log: (object) => redactSecrets(object) },
       redact: {
         // taskToken lets its holder complete an activity; the SDK puts it in activity log metadata.
-        paths: ['credentials', 'secretAccessKey', 'sessionToken', 'taskToken', '*.credentials', '*.secretAccessKey', '*.sessionToken'],
+        paths: ['credentials', 'secretAccessKey', 'sessionToken', 'taskToken', 'token', '*.credentials', '*.secretAccessKey', '*.sessionToken', '*.token'],
         censor: '[redacted]',
       },
     },

@@ -47,7 +47,7 @@ describe('log lines never carry credentials', () => {
     assert.equal(line?.sandboxId, 'sbx-1');
   });
 
-  test("the caller's object is not changed, and cycles and errors are left to pino", () => {
+  test("the caller's object is not changed; an error without secrets is left to pino", () => {
     const held = { runtime: { credentials } } as Record<string, unknown>;
     held.self = held;
     const masked = redactSecrets(held);
@@ -60,5 +60,31 @@ describe('log lines never carry credentials', () => {
     const [line] = lines();
     assert.match(JSON.stringify(line?.err), /boom/);
     assert.equal((line?.nested as { credentials: unknown }).credentials, '[redacted]');
+  });
+
+  test('an object met twice or in a cycle, an error carrying credentials, AWS spellings and tokens: all masked', () => {
+    const handle = { endpoint: 'http://127.0.0.1:1', credentials };
+    const looped = { handle } as Record<string, unknown>;
+    looped.self = looped;
+    const err = Object.assign(new Error('mint failed'), { details: { credentials } });
+    const { stream, lines } = capture();
+    createLogger('info', stream).error(
+      {
+        runtime: handle,
+        again: handle,
+        both: [handle, handle],
+        looped: { credentials, handle },
+        err,
+        aws: { Credentials: { SecretAccessKey: 'pascal-secret' } },
+        access: { token: 'operator-token' },
+      },
+      'failed',
+    );
+    const text = JSON.stringify(lines()[0]);
+    for (const secret of ['secret-key-material', 'session-token-material', 'pascal-secret', 'operator-token']) assert.ok(!text.includes(secret), `no ${secret} in ${text}`);
+    assert.match(text, /mint failed/, 'the error is still there');
+    const copy = redactSecrets(looped);
+    assert.equal(copy.self, copy, 'a cycle stays a cycle, in the copy');
+    assert.equal((looped.handle as { credentials: unknown }).credentials, credentials, "the caller's object is not changed");
   });
 });
