@@ -16,7 +16,8 @@ import type * as request from './domain/sandbox-request';
 import type * as states from './domain/sandbox-states';
 
 // Re-exported by name: each of these carries its own JSDoc where it is declared.
-export { SandboxClient, generateSandboxId, requestDigest, withTimeLeft, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
+export { withTimeLeft } from './client/status-view';
+export { SandboxClient, generateSandboxId, requestDigest, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
 export { GatewayClient, type GatewayClientOptions } from './client/gateway-client';
 export type { ApiKeyRecord, NewApiKey } from './domain/api-keys';

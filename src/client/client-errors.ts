@@ -2,11 +2,7 @@ import { WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpc
 import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
-
-/** gRPC status codes the client turns into taxonomy codes. */
-const GRPC_UNAVAILABLE = 14;
-const GRPC_DEADLINE_EXCEEDED = 4;
-export const GRPC_NOT_FOUND = 5;
+import { errorOfGrpcStatus, sandboxNotFound } from './grpc-status-errors';
 
 /**
  * The one error-translation path: whatever the Temporal client (or anything else)
@@ -16,9 +12,7 @@ export const GRPC_NOT_FOUND = 5;
 export function toSandboxError(err: unknown, sandboxId = '(unnamed)'): SandboxPlaneError {
   if (err instanceof SandboxPlaneError) return err;
   if (isSandboxPlaneError(err)) return new SandboxPlaneError(err.code, err.message, { hint: err.hint, cause: err });
-  if (err instanceof WorkflowNotFoundError) {
-    return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
-  }
+  if (err instanceof WorkflowNotFoundError) return sandboxNotFound(sandboxId);
   if (err instanceof ApplicationFailure && isErrorCode(err.type)) {
     return new SandboxPlaneError(err.type, err.message, { details: { ...carriedDetails(err), sandboxId }, cause: err });
   }
@@ -26,9 +20,8 @@ export function toSandboxError(err: unknown, sandboxId = '(unnamed)'): SandboxPl
     return new SandboxPlaneError('WAIT_TIMEOUT', `sandbox ${sandboxId} did not answer in time`, { cause: err });
   }
   if (isGrpcServiceError(err)) {
-    if (err.code === GRPC_NOT_FOUND) return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
-    if (err.code === GRPC_UNAVAILABLE) return new SandboxPlaneError('TEMPORAL_UNREACHABLE', err.details || err.message, { cause: err });
-    if (err.code === GRPC_DEADLINE_EXCEEDED) return new SandboxPlaneError('WAIT_TIMEOUT', err.details || err.message, { cause: err });
+    const mapped = errorOfGrpcStatus(err.code, err.details || err.message, sandboxId, err);
+    if (mapped !== undefined) return mapped;
   }
   const cause = (err as { cause?: unknown } | null)?.cause;
   if (cause !== undefined && cause !== err) {

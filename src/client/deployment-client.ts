@@ -1,7 +1,7 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { pinnedOpenRunsQuery, unversionedOpenRunsQuery, type DeploymentBuild, type DeploymentReport } from '../domain/deployment';
 import { SandboxPlaneError } from '../domain/errors';
-import { GRPC_NOT_FOUND } from './client-errors';
+import { GRPC_NOT_FOUND } from './grpc-status-errors';
 import { lastPoll, queuePollers } from './queue-pollers';
 
 /** Which deployment, and the lifecycle queue its workers poll. */

@@ -16,7 +16,6 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
-import { agentView } from '../domain/caller-view';
 import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
@@ -40,6 +39,7 @@ import { quoted } from './visibility-query';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
 import { connectTemporal } from './temporal-connection';
+import { statusSeenBy, withTimeLeft } from './status-view';
 import type { TemporalTlsSettings } from '../config/temporal-tls';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
@@ -152,15 +152,6 @@ export function requestDigest(request: IdentifiedRequest): string {
 /** A fresh sandbox id for a request that names none (no idempotency then). */
 export function generateSandboxId(): string {
   return `sbx-${randomBytes(6).toString('hex')}`;
-}
-
-/** Adds what only the caller's clock knows: seconds left before expiry. */
-export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {
-  const live = status.expiresAt !== null && !isTerminal(status.state);
-  return {
-    ...status,
-    timeLeftSeconds: live ? Math.max(0, Math.round((Date.parse(status.expiresAt as string) - nowMs) / 1000)) : null,
-  };
 }
 
 /**
@@ -295,9 +286,7 @@ export class SandboxClient {
    * no approver names.
    */
   private seenBy(status: SandboxStatus): SandboxStatus {
-    if (this.principal === undefined) return status;
-    if (status.principal !== this.principal) throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${status.id}`, { details: { sandboxId: status.id } });
-    return agentView(status);
+    return statusSeenBy(this.principal, status);
   }
 
   /** For a bound caller, NOT_FOUND unless the sandbox is its own; before anything is sent to it. */

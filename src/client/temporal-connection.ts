@@ -3,8 +3,8 @@ import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { loadCodecSettings, loadTemporalTlsSettings } from '../config/config';
 import { readTemporalTls, type TemporalTlsSettings } from '../config/temporal-tls';
-import { SandboxPlaneError } from '../domain/errors';
 import { tracingClientInterceptors } from '../telemetry/tracing';
+import { TEMPORAL_CONNECT_TIMEOUT_MS, temporalUnreachable } from './temporal-unreachable';
 
 /** A Temporal client and the connection it owns: close the connection when done. */
 export interface TemporalSession {
@@ -44,18 +44,15 @@ export async function connectTemporal(options: TemporalConnectOptions): Promise<
   const tls = options.tls === undefined ? loadTemporalTlsSettings() : (options.tls ?? undefined);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: options.address, connectTimeout: options.connectTimeoutMs ?? 5_000, ...(tls !== undefined ? { tls: readTemporalTls(tls) } : {}) });
+    connection = await Connection.connect({
+      address: options.address,
+      connectTimeout: options.connectTimeoutMs ?? TEMPORAL_CONNECT_TIMEOUT_MS,
+      ...(tls !== undefined ? { tls: readTemporalTls(tls) } : {}),
+    });
   } catch (err) {
-    throw new SandboxPlaneError('TEMPORAL_UNREACHABLE', `cannot reach Temporal at ${options.address}${unreachableBecause(tls)}: ${(err as Error).message}`, { cause: err });
+    throw temporalUnreachable(options.address, tls, (err as Error).message, err);
   }
   return { client: new Client({ connection, namespace: options.namespace, dataConverter: dataConverterFor(codec), interceptors: tracingClientInterceptors() }), connection };
-}
-
-/** What else may keep a frontend from answering: a certificate it wants, or TLS it does not speak. */
-function unreachableBecause(tls: TemporalTlsSettings | undefined): string {
-  if (tls === undefined)
-    return ' (without TLS: a frontend that requires client certificates, as scripts/cluster.sh starts, answers only with SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY and _CA set)';
-  return ` (with TLS, client certificate ${tls.certPath ?? 'none'}: a frontend without TLS, or one that does not trust the certificate, does not answer)`;
 }
 
 /** Runs `work` with a client on a fresh connection, and always closes it. */

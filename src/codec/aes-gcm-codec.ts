@@ -1,8 +1,9 @@
 import crypto from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { SandboxPlaneError } from '../domain/errors';
 import type { CodecKey } from './codec-keys';
+import { readPayload, writePayload } from './payload-wire';
+import { ProtobufWriter } from './protobuf-wire';
 
 /** The encoding marker of an encrypted payload; a payload without it is passed through as it is. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -69,7 +70,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const iv = crypto.randomBytes(IV_BYTES);
     const cipher = crypto.createCipheriv('aes-256-gcm', this.current.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(associatedData(this.current.id));
-    const plain = temporal.api.common.v1.Payload.encode(payload).finish();
+    const inner = new ProtobufWriter();
+    writePayload(inner, payload);
+    const plain = inner.finish();
     const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return {
       metadata: { encoding: text.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: text.encode(this.current.id) },
@@ -113,6 +116,6 @@ export class AesGcmPayloadCodec implements PayloadCodec {
         },
       );
     }
-    return temporal.api.common.v1.Payload.decode(plain);
+    return readPayload(plain).payload;
   }
 }

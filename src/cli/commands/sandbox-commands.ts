@@ -8,11 +8,12 @@ import { CAPABILITIES } from '../../domain/capabilities';
 import { DEFAULT_ADAPTER, principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
 import { SANDBOX_STATES } from '../../domain/sandbox-states';
 import { ADAPTER_NAMES } from '../../domain/service-catalog';
-import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptions } from '../cli-options';
+import { commaListSchema, durationSchema, oneOf, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
 import { printResult } from '../output';
 import { withSandboxClient, withStoreClient } from '../temporal-clients';
+import { registerStatusCommand, sandboxIdArgument } from './status-command';
 
 const request = sandboxRequestSchema.shape;
 
@@ -97,10 +98,6 @@ export function defaultActor(): string {
   }
 }
 
-function sandboxId(args: readonly string[]): string {
-  return parseCliArgument(sandboxIdSchema, args[0], 'ID');
-}
-
 /** create, status, list, audit, extend, destroy, approve, deny (DESIGN §11). */
 export function registerSandboxCommands(program: Command): void {
   program
@@ -151,18 +148,7 @@ export function registerSandboxCommands(program: Command): void {
       }),
     );
 
-  program
-    .command('status')
-    .description("one sandbox: state, endpoint, client settings, expiry and what it waits for (the workflow's status query)")
-    .argument('<id>', 'sandbox id')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw, args) => {
-        const id = sandboxId(args);
-        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.status(id));
-        printResult({ json: raw.json === true }, status, formatStatus(status));
-      }),
-    );
+  registerStatusCommand(program);
 
   program
     .command('resources')
@@ -171,7 +157,7 @@ export function registerSandboxCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
-        const id = sandboxId(args);
+        const id = sandboxIdArgument(args);
         const { resources, unlisted } = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.resourceListing(id));
         const lines = [
           ...resources.map((r) => `${r.service}  ${r.type}  ${r.id}${r.stack === undefined ? '' : `  (stack ${r.stack}, ${r.logicalId ?? '?'})`}`),
@@ -208,7 +194,7 @@ export function registerSandboxCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
-        const id = sandboxId(args);
+        const id = sandboxIdArgument(args);
         const operations = await withStoreClient(loadConfig(), (store) => store.audit(id));
         printResult({ json: raw.json === true }, { sandboxId: id, operations }, formatAudit(id, operations));
       }),
@@ -224,7 +210,7 @@ export function registerSandboxCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
-        const id = sandboxId(args);
+        const id = sandboxIdArgument(args);
         const options = parseCliOptions(extendOptionsSchema, raw);
         const status = await withSandboxClient(loadConfig(), (sandboxes) =>
           sandboxes.extend(id, {
@@ -246,7 +232,7 @@ export function registerSandboxCommands(program: Command): void {
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
-        const id = sandboxId(args);
+        const id = sandboxIdArgument(args);
         const options = parseCliOptions(destroyOptionsSchema, raw);
         const status = await withSandboxClient(loadConfig(), (sandboxes) =>
           sandboxes.destroy(id, { actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) }),
@@ -270,7 +256,7 @@ export function registerSandboxCommands(program: Command): void {
       .addOption(jsonOption())
       .action(
         action(async (raw, args) => {
-          const id = sandboxId(args);
+          const id = sandboxIdArgument(args);
           const options = parseCliOptions(approvalOptionsSchema, raw);
           const payload = {
             approver: options.approver,

@@ -1,0 +1,24 @@
+import { agentView } from '../domain/caller-view';
+import type { SandboxStatus } from '../domain/lifecycle-messages';
+import { isTerminal } from '../domain/sandbox-states';
+import { sandboxNotFound } from './grpc-status-errors';
+
+/** Adds what only the caller's clock knows: seconds left before expiry. */
+export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {
+  const live = status.expiresAt !== null && !isTerminal(status.state);
+  return {
+    ...status,
+    timeLeftSeconds: live ? Math.max(0, Math.round((Date.parse(status.expiresAt as string) - nowMs) / 1000)) : null,
+  };
+}
+
+/**
+ * What a caller may see of a sandbox: everything for an operator (`principal` undefined);
+ * for a bound caller only its own sandboxes (another's is NOT_FOUND, as if it did not
+ * exist), and no approver names.
+ */
+export function statusSeenBy(principal: string | undefined, status: SandboxStatus): SandboxStatus {
+  if (principal === undefined) return status;
+  if (status.principal !== principal) throw sandboxNotFound(status.id);
+  return agentView(status);
+}

@@ -1,0 +1,123 @@
+/**
+ * The few protobuf wire rules this project writes and reads by hand (varints, strings,
+ * bytes, embedded messages), so that a payload or one gRPC call does not need
+ * `@temporalio/proto` (protobufjs reflection over the whole Temporal API, ~120 ms to load).
+ * Each message on top of it names its field numbers from the Temporal API's .proto files.
+ */
+
+const WIRE_VARINT = 0;
+const WIRE_FIXED64 = 1;
+const WIRE_LENGTH_DELIMITED = 2;
+const WIRE_FIXED32 = 5;
+
+/** A message that does not follow the wire format (truncated, a bad tag or wire type). */
+export class ProtobufWireError extends Error {
+  override readonly name = 'ProtobufWireError';
+}
+
+/** Builds one message: fields are written in the order they are called, as protobufjs writes them (by field number). */
+export class ProtobufWriter {
+  private readonly chunks: Uint8Array[] = [];
+  private length = 0;
+
+  private push(chunk: Uint8Array): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  private varint(value: number): void {
+    const bytes: number[] = [];
+    let rest = value;
+    while (rest > 0x7f) {
+      bytes.push((rest & 0x7f) | 0x80);
+      rest = Math.floor(rest / 128);
+    }
+    bytes.push(rest);
+    this.push(Uint8Array.from(bytes));
+  }
+
+  private tag(field: number, wireType: number): void {
+    this.varint(field * 8 + wireType);
+  }
+
+  /** A non-negative integer (an enum, a uint32); zero is written too, as protobufjs does for a set field. */
+  uint(field: number, value: number): this {
+    this.tag(field, WIRE_VARINT);
+    this.varint(value);
+    return this;
+  }
+
+  bytes(field: number, value: Uint8Array): this {
+    this.tag(field, WIRE_LENGTH_DELIMITED);
+    this.varint(value.length);
+    this.push(value);
+    return this;
+  }
+
+  string(field: number, value: string): this {
+    return this.bytes(field, Buffer.from(value, 'utf8'));
+  }
+
+  /** An embedded message (written even when empty, as protobufjs writes a set message field). */
+  message(field: number, build: (writer: ProtobufWriter) => void): this {
+    const inner = new ProtobufWriter();
+    build(inner);
+    return this.bytes(field, inner.finish());
+  }
+
+  finish(): Buffer {
+    return Buffer.concat(this.chunks, this.length);
+  }
+}
+
+/** One field as read: its number and, for the wire types messages here use, its value. */
+export type ProtobufField = { readonly field: number; readonly wireType: 0; readonly value: number } | { readonly field: number; readonly wireType: 2; readonly value: Buffer };
+
+/** Reads the fields of one message in order; fields of other wire types (fixed32/64) are skipped, as unknown fields are. */
+export function* protobufFields(message: Uint8Array): Generator<ProtobufField> {
+  const bytes = Buffer.isBuffer(message) ? message : Buffer.from(message.buffer, message.byteOffset, message.length);
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    let scale = 1;
+    for (let read = 0; read < 10; read += 1) {
+      if (at >= bytes.length) throw new ProtobufWireError('truncated varint');
+      const byte = bytes[at++] as number;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+      scale *= 128;
+    }
+    throw new ProtobufWireError('varint longer than 10 bytes');
+  };
+  while (at < bytes.length) {
+    const key = varint();
+    const field = Math.floor(key / 8);
+    const wireType = key % 8;
+    if (field === 0) throw new ProtobufWireError('field number 0');
+    if (wireType === WIRE_VARINT) {
+      yield { field, wireType, value: varint() };
+    } else if (wireType === WIRE_LENGTH_DELIMITED) {
+      const length = varint();
+      if (at + length > bytes.length) throw new ProtobufWireError(`field ${field} runs past the end of the message`);
+      yield { field, wireType, value: bytes.subarray(at, at + length) };
+      at += length;
+    } else if (wireType === WIRE_FIXED64 || wireType === WIRE_FIXED32) {
+      at += wireType === WIRE_FIXED64 ? 8 : 4;
+      if (at > bytes.length) throw new ProtobufWireError(`field ${field} runs past the end of the message`);
+    } else {
+      throw new ProtobufWireError(`field ${field} has wire type ${wireType}, which this reader does not take`);
+    }
+  }
+}
+
+/** The bytes of a length-delimited field; a varint where bytes were expected is a wire error. */
+export function lengthDelimited(field: ProtobufField): Buffer {
+  if (field.wireType !== WIRE_LENGTH_DELIMITED) throw new ProtobufWireError(`field ${field.field} is a varint where bytes were expected`);
+  return field.value;
+}
+
+/** The value of a varint field; bytes where a varint was expected is a wire error. */
+export function varintValue(field: ProtobufField): number {
+  if (field.wireType !== WIRE_VARINT) throw new ProtobufWireError(`field ${field.field} is bytes where a varint was expected`);
+  return field.value;
+}
