@@ -5,8 +5,8 @@ import { BENCH_RUN_LABEL, removeContainers } from './bench-containers';
 import { sleep } from './measure';
 import { cpuSeconds } from './proc-stats';
 
-/** How often the raw baseline looks at moto's health URL: tighter than any sandbox's health gate. */
-const POLL_MS = 50;
+/** How often the raw baseline looks at moto's health URL: as often as a sandbox's health gate does while moto comes up (health-gate.ts). */
+const POLL_MS = 25;
 const HEALTH_TIMEOUT_MS = 60_000;
 
 /** One raw start of the moto image, in phases (ms from the first engine call). */
@@ -36,7 +36,7 @@ async function healthy(url: string): Promise<boolean> {
 
 /**
  * The baseline of P2: what anyone gets from the engine alone — `docker run -d -p
- * 127.0.0.1::5000` of the same image, then `GET /moto-api/data.json` every 50 ms until
+ * 127.0.0.1::5000` of the same image, then `GET /moto-api/data.json` every 25 ms until
  * HTTP 200 with JSON. The container carries the run's label and is removed (untimed)
  * before this returns.
  */

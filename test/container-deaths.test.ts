@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { DockerContainerBroker } from '../src/docker';
+import { checkHealthSignal } from '../src/workflows/sandbox-messages';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
@@ -51,5 +52,9 @@ describe("a container's death, told by the engine (real dev server, engine and m
     assert.notDeepEqual(status.runtimeIds, ready.runtimeIds, 'a new container');
     assert.ok(worker.store.sandboxes.audit('death-told').some((op) => op.action === 'emulator_restarted'));
     await worker.sandboxes.destroy('death-told');
+    await handle.result();
+    // The teardown's own stop is the worker's doing, not a death: only the kill was told.
+    const signals = ((await handle.fetchHistory()).events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes?.signalName === checkHealthSignal.name);
+    assert.equal(signals.length, 1, 'one checkHealth signal: the kill; none for the stop of the teardown');
   });
 });

@@ -10,7 +10,9 @@ import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/clie
 import { StoreClient } from '../src/client/store-client';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
+import { fetchJson } from '../src/adapters/health-gate';
 import { mintMotoCredentials } from '../src/adapters/moto-state';
+import { operatorHeaders, operatorUrl } from '../src/adapters/operator-endpoint';
 import { clientConfigFor, type ClientConfig, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
 import type { SweepReport } from '../src/domain/leaks';
@@ -94,6 +96,10 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     for (const container of await poolContainers()) {
       const endpoint = `http://127.0.0.1:${container.ports[0]?.hostPort}`;
       const operator = { endpoint, token: container.labels[OPERATOR_TOKEN_LABEL] ?? '' };
+      // The pool minted once in each to warm its IAM up, and emptied it again.
+      const held = await fetchJson(operatorUrl(operator, '/moto-api/data.json'), AbortSignal.timeout(5_000), operatorHeaders(operator));
+      assert.ok(held.ok);
+      assert.doesNotMatch(JSON.stringify(held.body), /pool\.moto\./, 'nothing of the warm-up (a user named after the slot, its key) is left in an idle emulator');
       const key = await mintMotoCredentials(operator, { sandboxId: 'someone-else', services: ['s3'] }, AbortSignal.timeout(10_000));
       leftKeys.set(container.id, key);
       await new S3Client(clientConfigFor('moto', endpoint, 'us-east-1', key)).send(new CreateBucketCommand({ Bucket: 'left-by-someone-else' }));

@@ -11,7 +11,10 @@ export interface HealthGateOptions {
   readonly timeoutMs: number;
   /** One probe may take this long before it counts as a miss (a slow answer is not health). */
   readonly attemptTimeoutMs?: number;
+  /** The pause between looks while the emulator is expected to come up (default 25 ms). */
   readonly initialDelayMs?: number;
+  /** How long looks stay that close together before they back off (default 3 s). */
+  readonly fastPollMs?: number;
   readonly maxDelayMs?: number;
 }
 
@@ -38,9 +41,11 @@ export function waitUntilHealthy(probe: HealthProbe, access: OperatorAccess, con
 async function pollUntilHealthy(probe: HealthProbe, access: OperatorAccess, context: AdapterContext, options: HealthGateOptions, counted: (attempts: number) => void): Promise<HealthReport> {
   const deadline = Date.now() + options.timeoutMs;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? 2_000;
-  // An emulator on loopback starts in about a second: a refused connect costs next to nothing,
-  // so looking often early is what keeps a create close to the container's own start.
-  let delay = options.initialDelayMs ?? 50;
+  // An emulator on loopback starts in well under a second: a refused connect costs next to
+  // nothing, so looking every 25 ms while it comes up keeps a create within a few ms of the
+  // emulator's own start; one that is slower than that is looked at less and less often.
+  let delay = options.initialDelayMs ?? 25;
+  const backOffFrom = Date.now() + (options.fastPollMs ?? 3_000);
   let attempts = 0;
   let last = 'no answer yet';
   for (;;) {
@@ -57,7 +62,7 @@ async function pollUntilHealthy(probe: HealthProbe, access: OperatorAccess, cont
     if (context.cancelled?.aborted) break;
     if (Date.now() + delay >= deadline) break;
     await pause(delay, context.cancelled);
-    delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
+    if (Date.now() >= backOffFrom) delay = Math.min(delay * 1.5, options.maxDelayMs ?? 250);
   }
   const shown = access.endpoint;
   throw new SandboxPlaneError('EMULATOR_UNHEALTHY', `the emulator at ${shown} was not healthy after ${attempts} checks in ${Math.round(options.timeoutMs / 1000)} s; last: ${last}`, {

@@ -49,9 +49,18 @@ export interface WarmPoolOptions {
   readonly logger: BrokerLogger;
   /** How often idle containers are looked at (a dead one is replaced) and the pool topped up. */
   readonly checkIntervalMs?: number;
+  /** How long after a claim its replacement starts (default 1 s). */
+  readonly refillDelayMs?: number;
 }
 
 const DEFAULT_CHECK_INTERVAL_MS = 10_000;
+
+/**
+ * How long a claim's replacement waits before it starts: an emulator's start is hundreds of
+ * ms of CPU, which the sandbox that just claimed (its reset and mint, READY recorded) would
+ * otherwise share on a small host.
+ */
+const DEFAULT_REFILL_DELAY_MS = 1_000;
 
 /**
  * One docker host's warm pool of one adapter (DESIGN §13). Keeps `target` started,
@@ -75,6 +84,7 @@ export class WarmPool implements PoolSource {
   private readonly missedProbes = new Set<string>();
   private claims: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
+  private refill: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
   private readonly stopping = new AbortController();
 
@@ -105,6 +115,7 @@ export class WarmPool implements PoolSource {
   async stop(): Promise<void> {
     this.stopping.abort();
     clearTimeout(this.timer);
+    clearTimeout(this.refill);
     await this.checking;
     // A start under way ends (healthy: it stays for the next run; not yet: removed) before this returns.
     await Promise.allSettled(this.starts);
@@ -137,8 +148,18 @@ export class WarmPool implements PoolSource {
       }
       return undefined;
     } finally {
-      this.topUp();
+      this.topUpSoon();
     }
+  }
+
+  /** Tops up after the refill delay; claims in the meantime share the one top-up. */
+  private topUpSoon(): void {
+    if (this.refill !== undefined || this.stopping.signal.aborted) return;
+    this.refill = setTimeout(() => {
+      this.refill = undefined;
+      this.topUp();
+    }, this.options.refillDelayMs ?? DEFAULT_REFILL_DELAY_MS);
+    this.refill.unref();
   }
 
   /** The pool as this process knows it, without asking the engine (what each metrics scrape reads). */

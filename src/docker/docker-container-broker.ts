@@ -159,6 +159,9 @@ function spanAttributes(operation: string, context: Readonly<Record<string, unkn
   return attributes;
 }
 
+/** How long a stop or remove of this broker's own explains the container's `die` (a stop waits 10 s at most before it kills). */
+const OWN_ENDING_MS = 60_000;
+
 export class DockerContainerBroker implements ContainerBroker {
   private readonly docker: Docker;
   private readonly logger: BrokerLogger;
@@ -166,6 +169,8 @@ export class DockerContainerBroker implements ContainerBroker {
   private readonly policy: SpecPolicy;
   private knownEngineId: Promise<string> | undefined;
   private readonly networkLocks = new Map<string, Promise<string>>();
+  /** Containers this broker stopped or removed, with when: their `die` is this process's own doing. */
+  private readonly endings = new Map<string, number>();
 
   constructor(options: DockerContainerBrokerOptions = {}) {
     const endpoint = options.docker === undefined ? parseDockerHost(options.dockerHost) : endpointOf(options.docker);
@@ -184,6 +189,20 @@ export class DockerContainerBroker implements ContainerBroker {
   /** The engine's event stream from `since` (seconds), filtered (engine-events.ts follows it). */
   async events(options: { since: number; filters: Record<string, string[]> }): Promise<NodeJS.ReadableStream> {
     return (await this.docker.getEvents({ since: options.since, filters: JSON.stringify(options.filters) })) as NodeJS.ReadableStream;
+  }
+
+  /**
+   * Whether this broker stopped or removed the container (full id) in the last minute: the
+   * engine's `die` for it is a teardown's or a replacement's, not a death to look into.
+   */
+  endedHere(containerId: string): boolean {
+    return this.endings.has(containerId);
+  }
+
+  private ending(containerId: string): void {
+    const now = Date.now();
+    for (const [id, at] of this.endings) if (now - at > OWN_ENDING_MS) this.endings.delete(id);
+    this.endings.set(containerId, now);
   }
 
   /** Validates without touching the engine; `run` does the same first. */
@@ -388,6 +407,7 @@ export class DockerContainerBroker implements ContainerBroker {
       return 'already_stopped';
     }
     const t = options.timeoutSeconds ?? DEFAULT_STOP_TIMEOUT_SECONDS;
+    this.ending(info.id);
     try {
       await this.call('stop', context, () => this.docker.getContainer(info.id).stop({ t }), [304]);
       return 'stopped';
@@ -413,6 +433,7 @@ export class DockerContainerBroker implements ContainerBroker {
     }
     const context = { containerId: info.id };
     let outcome: RemoveOutcome = 'removed';
+    this.ending(info.id);
     try {
       await this.call('remove', context, () => this.docker.getContainer(info.id).remove({ force: options.force ?? true, v: true }), [404, 409]);
     } catch (err) {
@@ -483,6 +504,7 @@ export class DockerContainerBroker implements ContainerBroker {
 
   /** Compensation after a failed start: the created container must not linger. */
   private async discard(id: string): Promise<void> {
+    this.ending(id);
     try {
       await this.call('remove', { containerId: id, reason: 'start failed' }, () => this.docker.getContainer(id).remove({ force: true, v: true }));
     } catch (err) {

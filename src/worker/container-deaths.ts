@@ -25,6 +25,8 @@ export interface DeathWatchOptions {
   readonly planeId: string;
   readonly client: Client;
   readonly logger: Logger;
+  /** Whether this process itself stopped or removed the container (a teardown, a replacement): no death to tell. */
+  readonly endedHere?: (containerId: string) => boolean;
 }
 
 /** Follows the engine's deaths of this plane's containers until `stop()`; first tells the owners of containers already dead (while no worker watched). */
@@ -46,7 +48,7 @@ export function watchContainerDeaths(options: DeathWatchOptions): { stop(): void
   const onDeath = (container: { id: string; name: string; labels: Readonly<Record<string, string>> }, why: string) => {
     const now = Date.now();
     for (const [id, at] of told) if (now - at > SAME_DEATH_MS) told.delete(id);
-    if (told.has(container.id)) return;
+    if (told.has(container.id) || options.endedHere?.(container.id) === true) return;
     told.set(container.id, now);
     const owner = containerOwner(container);
     if ('sandboxId' in owner) tell(owner.sandboxId, why);

@@ -195,7 +195,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       );
       queues.docker = taskQueue;
       // The engine announces deaths; a broker that is not an engine's (a test's fake) has none to announce.
-      if (broker instanceof DockerContainerBroker) deathWatch = watchContainerDeaths({ source: broker, broker, planeId, client, logger });
+      if (broker instanceof DockerContainerBroker) deathWatch = watchContainerDeaths({ source: broker, broker, planeId, client, logger, endedHere: (id) => broker.endedHere(id) });
     }
     if (has('targets')) {
       // IaC against operators' targets: their keys come from this process's AWS SDK credential chain.

@@ -51,6 +51,7 @@ import { GatewayClient } from '../../src/client/gateway-client';
 import { isListening } from '../helpers/free-port';
 import { filterList, inUiPage, openAndReadDetails, plainQuotes, sendSignal } from '../helpers/temporal-ui';
 import { runSandboxctl } from '../helpers/worker-process';
+import { parseExports } from '../helpers/cluster-exports';
 
 const CLUSTER_SH = path.join(REPO_ROOT, 'scripts', 'cluster.sh');
 const DATA = path.join(REPO_ROOT, '.data', 'cluster-test');
@@ -153,18 +154,6 @@ async function temporalCli(args: readonly string[], env: Record<string, string> 
       resolve({ code, output });
     });
   });
-}
-
-/** What `cluster.sh env` prints (`export KEY=VALUE` lines), as variables. */
-function parseExports(text: string): Record<string, string> {
-  return Object.fromEntries(
-    text
-      .trim()
-      .split('\n')
-      .map((line) => /^export ([A-Z_]+)=(.*)$/.exec(line))
-      .filter((match) => match !== null)
-      .map((match) => [match[1]!, match[2]!]),
-  );
 }
 
 describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', () => {
