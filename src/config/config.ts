@@ -61,6 +61,11 @@ export interface Config {
   readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
+  /**
+   * `SANDBOXPLANE_WORKFLOW_CACHE_SIZE`: workflow runs the lifecycle role keeps in memory
+   * (the SDK's `maxCachedWorkflows`); a run evicted from it replays on its next task.
+   */
+  readonly workflowCacheSize: number;
   /** The payload codec's keys (SANDBOXPLANE_CODEC_KEYS, _KEYS_FILE, or the default file .data/codec-keys). */
   readonly codec: CodecSettings;
   /**
@@ -200,6 +205,19 @@ const positiveCount = z
   .regex(/^[1-9][0-9]{0,5}$/, 'must be a whole number from 1 to 999999')
   .transform(Number);
 
+/**
+ * The lifecycle role's workflow cache, chosen by measurement (docs/performance.md, P5): each
+ * cached run holds its own copy of the workflow modules, about 0.8 MB, so this many runs
+ * bound the worker's memory; a run past it replays from its history on its next task.
+ */
+export const DEFAULT_WORKFLOW_CACHE_SIZE = 100;
+
+/** At least 2: the SDK raises a smaller cache to 2 (0, no cache, is for tests of determinism: the option of `createPlaneWorker`). */
+const workflowCacheSize = z
+  .string()
+  .regex(/^([2-9]|[1-9][0-9]{1,5})$/, 'must be a whole number from 2 to 999999')
+  .transform(Number);
+
 /** A size such as 10m, 512k or 1g (powers of 1024), or bytes. */
 const byteSize = (fallback: string) =>
   z
@@ -313,6 +331,11 @@ const envSchema = z.object({
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID).describe("the docker role's host id; its queue is <task queue>-docker-<id> (default local)"),
   SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100').describe("how many sandboxes the docker role's host takes at once (default 100)"),
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)).describe('live sandbox containers the whole plane allows, warm pools included (default 500)'),
+  SANDBOXPLANE_WORKFLOW_CACHE_SIZE: workflowCacheSize
+    .default(String(DEFAULT_WORKFLOW_CACHE_SIZE))
+    .describe(
+      `workflow runs the lifecycle role keeps in memory, about 0.8 MB each; one evicted replays on its next task, so memory stays flat however many sandboxes live (default ${DEFAULT_WORKFLOW_CACHE_SIZE})`,
+    ),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120).describe('how long a sandbox waits for a host with room before NO_CAPACITY (default 2m)'),
   SANDBOXPLANE_WARM_POOL: warmPool.describe('idle emulator containers each docker host keeps, e.g. moto=2 (default none)'),
   SANDBOXPLANE_HOST_MEMORY_FRACTION: memoryFraction.describe("the share of the engine's memory the memory limits of the docker role's containers may add up to (default 0.9)"),
@@ -449,6 +472,7 @@ export function loadConfig(env: Env = process.env): Config {
       memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
     }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
+    workflowCacheSize: values.SANDBOXPLANE_WORKFLOW_CACHE_SIZE,
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),
     telemetry: Object.freeze({ traces: traces.settings, metricsAddress: values.SANDBOXPLANE_METRICS_ADDRESS }),

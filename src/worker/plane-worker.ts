@@ -55,7 +55,7 @@ export interface PlaneWorkerOptions {
    * launcher, the whole plane in one process.
    */
   readonly promote?: PromotionPolicy;
-  /** The lifecycle worker's workflow cache (the SDK's default unless given; 0 makes every task a replay, as tests of determinism want). */
+  /** The lifecycle worker's workflow cache (`config.workflowCacheSize` unless given; 0 makes every task a replay, as tests of determinism want). */
   readonly maxCachedWorkflows?: number;
 }
 
@@ -223,7 +223,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           taskQueue: config.taskQueue,
           identity,
           workflowBundle,
-          ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+          // Bounds the worker's memory however many sandboxes live: a run evicted from it replays on its next task.
+          maxCachedWorkflows: options.maxCachedWorkflows ?? config.workflowCacheSize,
           // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
           workerDeploymentOptions: {
             useWorkerVersioning: true,

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, loadTemporalTlsSettings } from '../../src/config/config';
+import { ConfigError, DEFAULT_WORKFLOW_CACHE_SIZE, loadConfig, loadTemporalTlsSettings } from '../../src/config/config';
 import { readTemporalTls } from '../../src/config/temporal-tls';
 import { enableLocalFlags } from '../../src/config/local-flags';
 import { DEFAULT_STORE_PATH } from '../../src/config/paths';
@@ -176,6 +176,23 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
         return true;
       },
     );
+  });
+
+  test('workflow cache: 100 runs by default, 2 at least, a bad value named', () => {
+    assert.equal(loadConfig({}).workflowCacheSize, DEFAULT_WORKFLOW_CACHE_SIZE);
+    assert.equal(DEFAULT_WORKFLOW_CACHE_SIZE, 100);
+    assert.equal(loadConfig({ SANDBOXPLANE_WORKFLOW_CACHE_SIZE: '2' }).workflowCacheSize, 2);
+    for (const bad of ['1', '0', '-5', 'lots', '1000000']) {
+      assert.throws(
+        () => loadConfig({ SANDBOXPLANE_WORKFLOW_CACHE_SIZE: bad }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.issues.length === 1 &&
+          err.issues[0]?.key === 'SANDBOXPLANE_WORKFLOW_CACHE_SIZE' &&
+          err.issues[0].message === 'must be a whole number from 2 to 999999',
+        bad,
+      );
+    }
   });
 });
 
