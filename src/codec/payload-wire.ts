@@ -5,7 +5,7 @@ import { lengthDelimited, protobufFields, ProtobufWireError, type ProtobufWriter
 const PAYLOAD_METADATA = 1;
 const PAYLOAD_DATA = 2;
 const PAYLOAD_EXTERNAL_PAYLOADS = 3;
-// A map entry: key = 1, value = 2.
+// A map entry (as ProtobufWriter.mapEntry writes it): key = 1, value = 2.
 const ENTRY_KEY = 1;
 const ENTRY_VALUE = 2;
 
@@ -20,7 +20,7 @@ export function writePayload(writer: ProtobufWriter, payload: Payload): void {
   if ((payload.externalPayloads?.length ?? 0) > 0) throw new ProtobufWireError('a payload with external payloads cannot be written here');
   for (const [key, value] of Object.entries(payload.metadata ?? {})) {
     if (value === null || value === undefined) continue;
-    writer.message(PAYLOAD_METADATA, (entry) => entry.string(ENTRY_KEY, key).bytes(ENTRY_VALUE, value));
+    writer.mapEntry(PAYLOAD_METADATA, key, value);
   }
   if (payload.data !== null && payload.data !== undefined) writer.bytes(PAYLOAD_DATA, payload.data);
 }

@@ -15,7 +15,7 @@ export class ProtobufWireError extends Error {
   override readonly name = 'ProtobufWireError';
 }
 
-/** Builds one message: fields are written in the order they are called, as protobufjs writes them (by field number). */
+/** Builds one message as protobufjs writes it: fields in the order they are called (by field number), proto3 defaults left out. */
 export class ProtobufWriter {
   private readonly chunks: Uint8Array[] = [];
   private length = 0;
@@ -40,29 +40,46 @@ export class ProtobufWriter {
     this.varint(field * 8 + wireType);
   }
 
-  /** A non-negative integer (an enum, a uint32); zero is written too, as protobufjs does for a set field. */
+  private lengthDelimited(field: number, value: Uint8Array): void {
+    this.tag(field, WIRE_LENGTH_DELIMITED);
+    this.varint(value.length);
+    this.push(value);
+  }
+
+  /** A non-negative integer (an enum, a uint32); zero, proto3's default, is not written. */
   uint(field: number, value: number): this {
+    if (value === 0) return this;
     this.tag(field, WIRE_VARINT);
     this.varint(value);
     return this;
   }
 
+  /** Bytes; empty, proto3's default, are not written. */
   bytes(field: number, value: Uint8Array): this {
-    this.tag(field, WIRE_LENGTH_DELIMITED);
-    this.varint(value.length);
-    this.push(value);
+    if (value.length > 0) this.lengthDelimited(field, value);
     return this;
   }
 
+  /** A string; empty, proto3's default, is not written. */
   string(field: number, value: string): this {
     return this.bytes(field, Buffer.from(value, 'utf8'));
+  }
+
+  /** One entry of a `map<string, bytes>`: key and value are both written, even when empty, as protobufjs writes them. */
+  mapEntry(field: number, key: string, value: Uint8Array): this {
+    const entry = new ProtobufWriter();
+    entry.lengthDelimited(1, Buffer.from(key, 'utf8'));
+    entry.lengthDelimited(2, value);
+    this.lengthDelimited(field, entry.finish());
+    return this;
   }
 
   /** An embedded message (written even when empty, as protobufjs writes a set message field). */
   message(field: number, build: (writer: ProtobufWriter) => void): this {
     const inner = new ProtobufWriter();
     build(inner);
-    return this.bytes(field, inner.finish());
+    this.lengthDelimited(field, inner.finish());
+    return this;
   }
 
   finish(): Buffer {

@@ -1,0 +1,121 @@
+/**
+ * The hand-written protobuf of the lean `status` query and of the payload codec, against
+ * `@temporalio/proto`'s own encoder and decoder: the same bytes out, the same messages in.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Payload as SdkPayload } from '@temporalio/common';
+import { google, temporal } from '@temporalio/proto';
+import { decodeQueryWorkflowResponse, decodeRpcStatus, encodeQueryWorkflowRequest, QUERY_REJECT_CONDITION_NONE } from '../../src/client/query-workflow-wire';
+import { AesGcmPayloadCodec } from '../../src/codec/aes-gcm-codec';
+import { generateCodecKey } from '../../src/codec/codec-keys';
+import { readPayload, writePayload } from '../../src/codec/payload-wire';
+import { protobufFields, ProtobufWireError, ProtobufWriter } from '../../src/codec/protobuf-wire';
+
+const { Payload, Payloads } = temporal.api.common.v1;
+const { QueryWorkflowRequest, QueryWorkflowResponse } = temporal.api.workflowservice.v1;
+
+const text = (value: string) => new TextEncoder().encode(value);
+
+const PAYLOADS: SdkPayload[] = [
+  { metadata: { encoding: text('json/plain') }, data: text(JSON.stringify({ id: 'sbx-1', state: 'READY', note: 'é ✓ 🚀' })) },
+  { metadata: { encoding: text('binary/null') } },
+  { metadata: { encoding: text('binary/encrypted'), 'encryption-key-id': text('k1'), empty: new Uint8Array() }, data: new Uint8Array(300).map((_, i) => i % 256) },
+  { metadata: {}, data: new Uint8Array() },
+  { data: new Uint8Array([0, 1, 2]) },
+];
+
+function written(payload: SdkPayload): Buffer {
+  const writer = new ProtobufWriter();
+  writePayload(writer, payload);
+  return writer.finish();
+}
+
+/** A decoded protobufjs Payload as plain data, to compare with ours. */
+function plain(payload: { metadata?: Record<string, Uint8Array> | null; data?: Uint8Array | null }) {
+  return {
+    metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('hex')])),
+    data: Buffer.from(payload.data ?? new Uint8Array()).toString('hex'),
+  };
+}
+
+describe('protobuf by hand, as @temporalio/proto writes and reads it', () => {
+  test('a Payload is written byte for byte as Payload.encode writes it, and reads back as Payload.decode reads it', () => {
+    for (const payload of PAYLOADS) {
+      const ours = written(payload);
+      assert.deepEqual(ours, Buffer.from(Payload.encode(payload).finish()), JSON.stringify(plain(payload)));
+      const read = readPayload(ours);
+      assert.equal(read.external, false);
+      assert.deepEqual(plain(read.payload), plain(Payload.decode(ours)));
+    }
+    const external = Payload.encode({ metadata: {}, data: text('x'), externalPayloads: [{}] }).finish();
+    assert.equal(readPayload(external).external, true, 'a payload kept in external storage is noticed');
+  });
+
+  test('QueryWorkflowRequest: the bytes of the request the SDK builds for handle.query(statusQuery)', () => {
+    const request = { namespace: 'default', workflowId: 'sandbox-sbx-1', queryType: 'status' };
+    // As WorkflowClient._queryWorkflowHandler builds it (no run id, no arguments, empty headers, reject condition NONE).
+    const sdk = QueryWorkflowRequest.encode({
+      queryRejectCondition: temporal.api.enums.v1.QueryRejectCondition.QUERY_REJECT_CONDITION_NONE,
+      namespace: request.namespace,
+      execution: { workflowId: request.workflowId, runId: undefined },
+      query: { queryType: request.queryType, queryArgs: { payloads: [] }, header: { fields: {} } },
+    }).finish();
+    assert.equal(QUERY_REJECT_CONDITION_NONE, temporal.api.enums.v1.QueryRejectCondition.QUERY_REJECT_CONDITION_NONE);
+    assert.deepEqual(encodeQueryWorkflowRequest(request), Buffer.from(sdk));
+    const decoded = QueryWorkflowRequest.decode(encodeQueryWorkflowRequest(request));
+    assert.equal(decoded.execution?.workflowId, 'sandbox-sbx-1');
+    assert.equal(decoded.query?.queryType, 'status');
+  });
+
+  test('QueryWorkflowResponse: a result, a rejection, a link, nothing', () => {
+    const result = decodeQueryWorkflowResponse(
+      QueryWorkflowResponse.encode({ queryResult: { payloads: PAYLOADS }, link: { workflowEvent: { namespace: 'default', workflowId: 'w', runId: 'r' } } }).finish(),
+    );
+    assert.deepEqual(
+      result.payloads?.map((payload) => plain(payload)),
+      PAYLOADS.map((payload) => plain(Payload.decode(Payload.encode(payload).finish()))),
+    );
+    assert.equal(result.rejectedStatus, undefined);
+    assert.equal(result.external, false);
+
+    const rejected = decodeQueryWorkflowResponse(
+      QueryWorkflowResponse.encode({ queryRejected: { status: temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED } }).finish(),
+    );
+    assert.equal(rejected.rejectedStatus, temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED);
+    assert.equal(rejected.payloads, undefined);
+
+    assert.deepEqual(decodeQueryWorkflowResponse(QueryWorkflowResponse.encode({ queryResult: {} }).finish()).payloads, []);
+    assert.equal(decodeQueryWorkflowResponse(new Uint8Array()).payloads, undefined);
+    assert.deepEqual(Payloads.decode(Payloads.encode({ payloads: [] }).finish()).payloads, []);
+  });
+
+  test('google.rpc.Status of grpc-status-details-bin: code, message and the type of each detail', () => {
+    const status = google.rpc.Status.encode({
+      code: 5,
+      message: 'workflow not found for ID: sandbox-x',
+      details: [{ type_url: 'type.googleapis.com/temporal.api.errordetails.v1.NotFoundFailure', value: text('\n\x06active') }],
+    }).finish();
+    assert.deepEqual(decodeRpcStatus(status), {
+      code: 5,
+      message: 'workflow not found for ID: sandbox-x',
+      detailTypes: ['type.googleapis.com/temporal.api.errordetails.v1.NotFoundFailure'],
+    });
+  });
+
+  test('the codec encrypts what it decrypts, whichever encoder wrote the inner payload', async () => {
+    const key = generateCodecKey();
+    const codec = new AesGcmPayloadCodec([key]);
+    const sealed = await codec.encode(PAYLOADS);
+    assert.deepEqual(
+      (await codec.decode(sealed)).map((payload) => plain(payload)),
+      PAYLOADS.map((payload) => plain(payload)),
+    );
+  });
+
+  test('a broken message is a wire error, not a wrong answer', () => {
+    assert.throws(() => [...protobufFields(Uint8Array.from([0x0a, 0x05, 0x61]))], ProtobufWireError);
+    assert.throws(() => [...protobufFields(Uint8Array.from([0x08]))], ProtobufWireError);
+    assert.throws(() => [...protobufFields(Uint8Array.from([0x0b]))], ProtobufWireError);
+  });
+});
