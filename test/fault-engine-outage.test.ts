@@ -6,6 +6,7 @@ import type { temporal } from '@temporalio/proto';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import type { SweepReport } from '../src/domain/leaks';
 import { ChildProcessPlane } from './helpers/child-process-plane';
+import { dockerClient } from './helpers/container-events';
 import { eventually } from './helpers/eventually';
 import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
 import { testTemporalAddress } from './helpers/test-temporal';
@@ -148,6 +149,27 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
       assert.equal((await plane.sandboxes.destroy(id)).state, 'DESTROYED');
       assert.deepEqual(await plane.containers(id), []);
     }
+    await worker.stop();
+  });
+
+  test('a container that dies while the engine is away is told when it is back: the reconnected event stream looks for what the restart forgot', async () => {
+    // The health watch's own look is an hour away: only the engine's word can explain a restart.
+    worker = await plane.startWorker({ SANDBOXPLANE_HEALTH_INTERVAL: '1h' });
+    const id = plane.id('died-away');
+    const ready = await plane.sandboxes.create({ id, principal: 'agent-4', adapter: 'moto', services: ['s3'], ttlSeconds: 600 }, { wait: 'ready' });
+    const [container] = ready.runtimeIds;
+    assert.ok(container !== undefined);
+    const pid = (await dockerClient(engine.dockerHost).getContainer(container).inspect()).State.Pid;
+    assert.ok(pid > 0);
+
+    await engine.stop();
+    process.kill(pid, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await engine.start();
+
+    const restarted = await plane.waitForStatus(id, 'READY on a new container', (s) => s.state === 'READY' && s.health.restarts === 1, 60_000);
+    assert.notDeepEqual(restarted.runtimeIds, ready.runtimeIds, 'a new container');
+    assert.equal((await plane.sandboxes.destroy(id)).state, 'DESTROYED');
     await worker.stop();
   });
 });

@@ -35,6 +35,12 @@ export interface FollowOptions {
   readonly actions: readonly string[];
   readonly onEvent: (event: ContainerEvent) => void;
   readonly onError: (err: unknown, retryInMs: number) => void;
+  /**
+   * Called each time the stream is (re)connected, before its first event: an engine that
+   * was restarted does not replay what happened while it was away (a container that died
+   * meanwhile is found exited, with no `die`), so this is where to look at the engine itself.
+   */
+  readonly onConnected?: () => void;
   /** The first connection's `since`, in seconds; now by default. */
   readonly since?: number;
   readonly now?: () => number;
@@ -67,8 +73,9 @@ async function readEvents(stream: NodeJS.ReadableStream, onEvent: (event: Contai
 
 /**
  * Follows the engine's container events until `stop()`. After a break it connects again
- * (1 s, doubling to 30 s) with `since` the last event's second, so an event is seen at
- * least once; the same second's events may come twice, which a handler must bear.
+ * (1 s, doubling to 30 s) with `since` the last event's second, so an event the engine
+ * still holds is seen at least once; the same second's events may come twice, which a
+ * handler must bear. What an engine restart lost is for `onConnected` to find.
  */
 export function followContainerEvents(options: FollowOptions): { stop(): void } {
   const now = options.now ?? (() => Math.floor(Date.now() / 1000));
@@ -92,6 +99,7 @@ export function followContainerEvents(options: FollowOptions): { stop(): void } 
         current = await options.source.events({ since, filters: { type: ['container'], event: [...options.actions], label: [...options.labels] } });
         if (stopped) break;
         backoffMs = 1_000;
+        options.onConnected?.();
         await readEvents(
           current,
           (event) => {

@@ -29,7 +29,7 @@ export interface DeathWatchOptions {
   readonly endedHere?: (containerId: string) => boolean;
 }
 
-/** Follows the engine's deaths of this plane's containers until `stop()`; first tells the owners of containers already dead (while no worker watched). */
+/** Follows the engine's deaths of this plane's containers until `stop()`; at the start and after every break it also tells the owners of containers found dead (they died while nobody watched). */
 export function watchContainerDeaths(options: DeathWatchOptions): { stop(): void } {
   const { client, logger } = options;
   const told = new Map<string, number>();
@@ -64,12 +64,16 @@ export function watchContainerDeaths(options: DeathWatchOptions): { stop(): void
       onDeath({ id: event.containerId, name, labels }, `${event.action} (exit code ${event.attributes.exitCode ?? '?'})`);
     },
     onError: (err, retryInMs) => logger.warn({ err, retryInMs }, "the engine's event stream broke; following it again"),
+    // At the start, and after every break (an engine restart forgets what it did not tell):
+    // containers that died while nobody watched are found exited.
+    onConnected: () =>
+      void options.broker
+        .list({ [PLANE_LABEL]: options.planeId })
+        .then((containers) => {
+          for (const container of containers)
+            if (container.state === 'exited' || container.state === 'dead') onDeath(container, `found ${container.state} when the event stream (re)connected`);
+        })
+        .catch((err: unknown) => logger.warn({ err }, "could not list this plane's containers; the health watch and the sweep will see dead ones")),
   });
-  void options.broker
-    .list({ [PLANE_LABEL]: options.planeId })
-    .then((containers) => {
-      for (const container of containers) if (container.state === 'exited' || container.state === 'dead') onDeath(container, `found ${container.state} at the worker's start`);
-    })
-    .catch((err: unknown) => logger.warn({ err }, "could not list this plane's containers at start; the health watch and the sweep will see dead ones"));
   return follower;
 }

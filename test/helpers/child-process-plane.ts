@@ -88,9 +88,9 @@ export class ChildProcessPlane {
     return id;
   }
 
-  /** Starts one more `sandboxctl worker` for this plane and waits until it is ready; the first also runs the seed commands. */
-  async startWorker(): Promise<WorkerProcess> {
-    const worker = await startWorkerProcess(this.env);
+  /** Starts one more `sandboxctl worker` for this plane (with `env` over the plane's) and waits until it is ready; the first also runs the seed commands. */
+  async startWorker(env: Readonly<Record<string, string>> = {}): Promise<WorkerProcess> {
+    const worker = await startWorkerProcess({ ...this.env, ...env });
     this.workers.push(worker);
     for (const args of this.seed) {
       const enrols = args[0] === 'approvers' && args[1] === 'add';

@@ -33,12 +33,14 @@ test('events are read line by line (split anywhere), bad lines skipped; after a 
   };
   const seen: ContainerEvent[] = [];
   const errors: number[] = [];
+  let connected = 0;
   const follower = followContainerEvents({
     source,
     labels: ['io.sandboxplane.plane=p'],
     actions: ['die', 'oom'],
     onEvent: (event) => seen.push(event),
     onError: (_err, retryInMs) => errors.push(retryInMs),
+    onConnected: () => (connected += 1),
     since: 90,
   });
   const deadline = Date.now() + 10_000;
@@ -59,4 +61,5 @@ test('events are read line by line (split anywhere), bad lines skipped; after a 
   );
   assert.deepEqual(asked[0]?.filters, { type: ['container'], event: ['die', 'oom'], label: ['io.sandboxplane.plane=p'] });
   assert.deepEqual(errors, [1_000, 2_000, 1_000], 'a closed stream and a refused connection, retried with growing waits; a connection that worked starts the waits again');
+  assert.ok(connected >= 2, `each connection that worked is announced (to look for deaths a restarted engine forgot): ${connected}`);
 });
