@@ -25,9 +25,16 @@ export function workflowsPath(): string {
  */
 const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 
+/**
+ * Evaluated once per workflow thread and shared by every run (the SDK's `preloadModules`):
+ * zod, made cheaper per schema (workflows/shared-zod.ts), where each cached run would
+ * otherwise hold a copy of its own (docs/performance.md, P5).
+ */
+const PRELOADED_MODULES: readonly string[] = [require.resolve('../workflows/shared-zod')];
+
 /** What every bundle of the lifecycle's workflow code is made of (tests bundle with it too). */
-export function workflowBundleOptions(): { readonly workflowsPath: string; readonly workflowInterceptorModules: string[] } {
-  return { workflowsPath: workflowsPath(), workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES] };
+export function workflowBundleOptions(): { readonly workflowsPath: string; readonly workflowInterceptorModules: string[]; readonly preloadModules: string[] } {
+  return { workflowsPath: workflowsPath(), workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES], preloadModules: [...PRELOADED_MODULES] };
 }
 
 /** Bundles the workflow code as the worker runs it: from the compiled dist/workflows when compiled. */
