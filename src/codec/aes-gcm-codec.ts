@@ -3,7 +3,7 @@ import type { Payload, PayloadCodec } from '@temporalio/common';
 import { SandboxPlaneError } from '../domain/errors';
 import type { CodecKey } from './codec-keys';
 import { readPayload, writePayload } from './payload-wire';
-import { ProtobufWriter } from './protobuf-wire';
+import { ProtobufWireError, ProtobufWriter } from './protobuf-wire';
 
 /** The encoding marker of an encrypted payload; a payload without it is passed through as it is. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -71,7 +71,12 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const cipher = crypto.createCipheriv('aes-256-gcm', this.current.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(associatedData(this.current.id));
     const inner = new ProtobufWriter();
-    writePayload(inner, payload);
+    try {
+      writePayload(inner, payload);
+    } catch (err) {
+      if (!(err instanceof ProtobufWireError)) throw err;
+      throw new SandboxPlaneError('INVALID_INPUT', `a payload cannot be encrypted: ${err.message}`, { cause: err });
+    }
     const plain = inner.finish();
     const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return {
@@ -116,6 +121,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
         },
       );
     }
-    return readPayload(plain).payload;
+    try {
+      return readPayload(plain).payload;
+    } catch (err) {
+      if (!(err instanceof ProtobufWireError)) throw err;
+      throw new SandboxPlaneError('PAYLOAD_UNDECRYPTABLE', `a payload encrypted with key id ${keyId} decrypts to no Payload message: ${err.message}`, {
+        details: { keyId },
+        cause: err,
+      });
+    }
   }
 }

@@ -10,7 +10,11 @@ const WIRE_FIXED64 = 1;
 const WIRE_LENGTH_DELIMITED = 2;
 const WIRE_FIXED32 = 5;
 
-/** A message that does not follow the wire format (truncated, a bad tag or wire type). */
+/** The field numbers of a map entry (`map<K, V>` is `repeated Entry { K key = 1; V value = 2; }` on the wire). */
+export const MAP_ENTRY_KEY = 1;
+export const MAP_ENTRY_VALUE = 2;
+
+/** A message that does not follow the wire format (truncated, a bad tag or wire type), or a value the wire cannot carry as given. */
 export class ProtobufWireError extends Error {
   override readonly name = 'ProtobufWireError';
 }
@@ -26,6 +30,8 @@ export class ProtobufWriter {
   }
 
   private varint(value: number): void {
+    // Only what the fields written here hold (lengths, enums, sizes); a negative int32 would need 10 bytes of two's complement.
+    if (!Number.isSafeInteger(value) || value < 0) throw new ProtobufWireError(`a varint must be a non-negative safe integer, got ${value}`);
     const bytes: number[] = [];
     let rest = value;
     while (rest > 0x7f) {
@@ -46,7 +52,7 @@ export class ProtobufWriter {
     this.push(value);
   }
 
-  /** A non-negative integer (an enum, a uint32); zero, proto3's default, is not written. */
+  /** A non-negative integer (an enum, a uint32, a size in an int64) up to 2^53 - 1; zero, proto3's default, is not written. */
   uint(field: number, value: number): this {
     if (value === 0) return this;
     this.tag(field, WIRE_VARINT);
@@ -68,8 +74,8 @@ export class ProtobufWriter {
   /** One entry of a `map<string, bytes>`: key and value are both written, even when empty, as protobufjs writes them. */
   mapEntry(field: number, key: string, value: Uint8Array): this {
     const entry = new ProtobufWriter();
-    entry.lengthDelimited(1, Buffer.from(key, 'utf8'));
-    entry.lengthDelimited(2, value);
+    entry.lengthDelimited(MAP_ENTRY_KEY, Buffer.from(key, 'utf8'));
+    entry.lengthDelimited(MAP_ENTRY_VALUE, value);
     this.lengthDelimited(field, entry.finish());
     return this;
   }
@@ -90,7 +96,13 @@ export class ProtobufWriter {
 /** One field as read: its number and, for the wire types messages here use, its value. */
 export type ProtobufField = { readonly field: number; readonly wireType: 0; readonly value: number } | { readonly field: number; readonly wireType: 2; readonly value: Buffer };
 
-/** Reads the fields of one message in order; fields of other wire types (fixed32/64) are skipped, as unknown fields are. */
+/**
+ * Reads the fields of one message in order. Fixed32/64 fields are skipped, as unknown fields
+ * are; groups (wire types 3 and 4, deprecated, in no message read here) are refused as a wire
+ * error. A varint reads as a number: exact up to 2^53 - 1, which covers the enums, codes and
+ * sizes read here; a negative int32 or int64 (sent as 10 bytes of two's complement) would read
+ * as a large positive number, and no field read here holds one.
+ */
 export function* protobufFields(message: Uint8Array): Generator<ProtobufField> {
   const bytes = Buffer.isBuffer(message) ? message : Buffer.from(message.buffer, message.byteOffset, message.length);
   let at = 0;

@@ -11,6 +11,7 @@ import { AesGcmPayloadCodec } from '../../src/codec/aes-gcm-codec';
 import { generateCodecKey } from '../../src/codec/codec-keys';
 import { readPayload, writePayload } from '../../src/codec/payload-wire';
 import { protobufFields, ProtobufWireError, ProtobufWriter } from '../../src/codec/protobuf-wire';
+import { rejectsWith } from '../helpers/rejects-with';
 
 const { Payload, Payloads } = temporal.api.common.v1;
 const { QueryWorkflowRequest, QueryWorkflowResponse } = temporal.api.workflowservice.v1;
@@ -39,15 +40,18 @@ function plain(payload: { metadata?: Record<string, Uint8Array> | null; data?: U
   };
 }
 
+/** Our bytes for `payload` are Payload.encode's, and read back as Payload.decode reads them; what readPayload read. */
+function sameAsProtobufjs(payload: SdkPayload): ReturnType<typeof readPayload> {
+  const ours = written(payload);
+  assert.deepEqual(ours, Buffer.from(Payload.encode(payload).finish()), JSON.stringify(plain(payload)));
+  const read = readPayload(ours);
+  assert.deepEqual(plain(read.payload), plain(Payload.decode(ours)));
+  return read;
+}
+
 describe('protobuf by hand, as @temporalio/proto writes and reads it', () => {
   test('a Payload is written byte for byte as Payload.encode writes it, and reads back as Payload.decode reads it', () => {
-    for (const payload of PAYLOADS) {
-      const ours = written(payload);
-      assert.deepEqual(ours, Buffer.from(Payload.encode(payload).finish()), JSON.stringify(plain(payload)));
-      const read = readPayload(ours);
-      assert.equal(read.external, false);
-      assert.deepEqual(plain(read.payload), plain(Payload.decode(ours)));
-    }
+    for (const payload of PAYLOADS) assert.equal(sameAsProtobufjs(payload).external, false);
     const external = Payload.encode({ metadata: {}, data: text('x'), externalPayloads: [{}] }).finish();
     assert.equal(readPayload(external).external, true, 'a payload kept in external storage is noticed');
   });
@@ -113,9 +117,42 @@ describe('protobuf by hand, as @temporalio/proto writes and reads it', () => {
     );
   });
 
+  test('external payload details round-trip as protobufjs wrote and read them, through the codec too', async () => {
+    const { ExternalPayloadDetails } = Payload;
+    // A Long, as protobufjs reads an int64.
+    const long = ExternalPayloadDetails.decode(ExternalPayloadDetails.encode({ sizeBytes: 1234 as never }).finish()).sizeBytes;
+    const withExternal: SdkPayload[] = [
+      { metadata: { encoding: text('json/plain') }, data: text('{}'), externalPayloads: [{}] },
+      { metadata: {}, data: text('x'), externalPayloads: [{ sizeBytes: long }] },
+      { data: text('y'), externalPayloads: [{ sizeBytes: (2 ** 40) as never }, { sizeBytes: 0 as never }] },
+    ];
+    const sizes = (payload: SdkPayload) => (payload.externalPayloads ?? []).map((details) => Number(details.sizeBytes?.toString() ?? 0));
+    for (const payload of withExternal) {
+      const read = sameAsProtobufjs(payload);
+      assert.equal(read.external, true);
+      assert.deepEqual(sizes(read.payload), sizes(Payload.decode(written(payload))));
+    }
+    const codec = new AesGcmPayloadCodec([generateCodecKey()]);
+    const back = await codec.decode(await codec.encode(withExternal));
+    assert.deepEqual(back.map(sizes), withExternal.map(sizes));
+    assert.deepEqual(back.map(plain), withExternal.map(plain));
+  });
+
+  test('the writer refuses an integer the wire cannot carry as given, and the codec says so as a taxonomy error', async () => {
+    for (const value of [-1, 1.5, 2 ** 53, Number.NaN]) {
+      assert.throws(() => new ProtobufWriter().uint(1, value), ProtobufWireError, String(value));
+    }
+    const codec = new AesGcmPayloadCodec([generateCodecKey()]);
+    await assert.rejects(
+      codec.encode([{ data: text('x'), externalPayloads: [{ sizeBytes: -5 as never }] }]),
+      rejectsWith('INVALID_INPUT', /cannot be encrypted: a varint must be a non-negative safe integer, got -5/),
+    );
+  });
+
   test('a broken message is a wire error, not a wrong answer', () => {
     assert.throws(() => [...protobufFields(Uint8Array.from([0x0a, 0x05, 0x61]))], ProtobufWireError);
     assert.throws(() => [...protobufFields(Uint8Array.from([0x08]))], ProtobufWireError);
-    assert.throws(() => [...protobufFields(Uint8Array.from([0x0b]))], ProtobufWireError);
+    assert.throws(() => [...protobufFields(Uint8Array.from([0x0b]))], ProtobufWireError, 'a group (wire type 3) is refused');
+    assert.throws(() => [...protobufFields(Uint8Array.from([0x0c]))], ProtobufWireError, 'a group (wire type 4) is refused');
   });
 });
