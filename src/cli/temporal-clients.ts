@@ -28,13 +28,12 @@ export async function sandboxStatus(config: Config, id: string): Promise<Sandbox
   if (config.telemetry.traces === undefined) {
     const { payloadCodecFor } = await import('../codec/codec-settings.js');
     const { leanSandboxStatus } = await import('../client/lean-status-query.js');
-    const principal = config.principal;
     const status = await leanSandboxStatus(id, {
       address: config.temporalAddress,
       namespace: config.temporalNamespace,
       tls: config.temporalTls,
       payloadCodec: payloadCodecFor(config.codec),
-      principal,
+      principal: config.principal,
     });
     if (status !== undefined) return status;
   }

@@ -2,7 +2,8 @@ import { WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpc
 import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
-import { errorOfGrpcStatus, sandboxNotFound } from './grpc-status-errors';
+import { errorOfGrpcStatus } from './grpc-status-errors';
+import { sandboxNotFound } from './sandbox-not-found';
 
 /**
  * The one error-translation path: whatever the Temporal client (or anything else)

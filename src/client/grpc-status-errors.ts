@@ -1,13 +1,24 @@
 import { SandboxPlaneError } from '../domain/errors';
+import { sandboxNotFound } from './sandbox-not-found';
 
 /** gRPC status codes the client turns into taxonomy codes. */
+export const GRPC_OK = 0;
 export const GRPC_DEADLINE_EXCEEDED = 4;
 export const GRPC_NOT_FOUND = 5;
+export const GRPC_UNIMPLEMENTED = 12;
 export const GRPC_UNAVAILABLE = 14;
 
-/** No sandbox with this id, or none this caller may see: one message for both, so a bound caller learns nothing of others' ids. */
-export function sandboxNotFound(sandboxId: string): SandboxPlaneError {
-  return new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId}`, { details: { sandboxId } });
+const GRPC_STATUS_NAMES: Readonly<Record<number, string>> = {
+  [GRPC_OK]: 'OK',
+  [GRPC_DEADLINE_EXCEEDED]: 'DEADLINE_EXCEEDED',
+  [GRPC_NOT_FOUND]: 'NOT_FOUND',
+  [GRPC_UNIMPLEMENTED]: 'UNIMPLEMENTED',
+  [GRPC_UNAVAILABLE]: 'UNAVAILABLE',
+};
+
+/** The message grpc-js gives a failed call's error (`callErrorFromStatus`): `4 DEADLINE_EXCEEDED: details`. */
+export function grpcErrorMessage(code: number, details: string): string {
+  return `${code} ${GRPC_STATUS_NAMES[code] ?? 'UNKNOWN'}: ${details}`;
 }
 
 /**

@@ -14,6 +14,7 @@ const QUERY_ARGS = 2;
 const QUERY_HEADER = 3;
 const RESPONSE_QUERY_RESULT = 1;
 const RESPONSE_QUERY_REJECTED = 2;
+const QUERY_REJECTED_STATUS = 1;
 const PAYLOADS_PAYLOADS = 1;
 const STATUS_CODE = 1;
 const STATUS_MESSAGE = 2;
@@ -25,6 +26,9 @@ export const QUERY_REJECT_CONDITION_NONE = 1;
 
 /** The gRPC method of a workflow query. */
 export const QUERY_WORKFLOW_PATH = '/temporal.api.workflowservice.v1.WorkflowService/QueryWorkflow';
+
+/** The gRPC method the SDK's connect asks first to know the frontend answers; its request is the empty message. */
+export const GET_SYSTEM_INFO_PATH = '/temporal.api.workflowservice.v1.WorkflowService/GetSystemInfo';
 
 export interface QueryWorkflowRequest {
   readonly namespace: string;
@@ -75,7 +79,7 @@ export function decodeQueryWorkflowResponse(message: Uint8Array): QueryWorkflowR
       }
     } else if (field.field === RESPONSE_QUERY_REJECTED) {
       rejectedStatus = 0;
-      for (const entry of protobufFields(lengthDelimited(field))) if (entry.field === 1) rejectedStatus = varintValue(entry);
+      for (const entry of protobufFields(lengthDelimited(field))) if (entry.field === QUERY_REJECTED_STATUS) rejectedStatus = varintValue(entry);
     }
   }
   return { payloads, rejectedStatus, external };

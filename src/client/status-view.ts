@@ -1,7 +1,7 @@
 import { agentView } from '../domain/caller-view';
 import type { SandboxStatus } from '../domain/lifecycle-messages';
 import { isTerminal } from '../domain/sandbox-states';
-import { sandboxNotFound } from './grpc-status-errors';
+import { sandboxNotFound } from './sandbox-not-found';
 
 /** Adds what only the caller's clock knows: seconds left before expiry. */
 export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()): SandboxStatus {
