@@ -83,19 +83,34 @@ async function main(): Promise<void> {
   const sandboxes = await SandboxClient.connect(options);
   const { client, connection } = await connectTemporal(options);
 
+  /** CPU ms per item of each process, between two readings. */
+  const perItem = (names: readonly string[], before: Record<string, number>, after: Record<string, number>) =>
+    Object.fromEntries(names.map((name) => [name, Math.round((((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / lifecycles)]));
+
   const burst = async (label: string) => {
+    const running = PROCESSES.filter((name) => fs.existsSync(`/proc/${pidOf(name)}`));
+    const roundTripCpuBefore = cpuOf(running);
     const roundTripStart = performance.now();
     await Promise.all(Array.from({ length: lifecycles }, (_, index) => runRoundTrip(client, { taskQueue, requestedBy: `sizing-${label}-${index}`, timeoutMs: 300_000 })));
     const baselinePerSecond = lifecycles / ((performance.now() - roundTripStart) / 1000);
-    const running = PROCESSES.filter((name) => fs.existsSync(`/proc/${pidOf(name)}`));
+    const cpuMsPerRoundTrip = perItem(running, roundTripCpuBefore, cpuOf(running));
     const cpuBefore = cpuOf(running);
     const result = await concurrentLifecycles(sandboxes, lifecycles, PRINCIPAL);
     const cpuAfter = cpuOf(running);
     if (result.failures.length > 0) throw new Error(`${label}: ${result.failures.length} lifecycles failed: ${describeFailures(result.failures).join('; ')}`);
     const perSecond = lifecycles / (result.elapsedMs / 1000);
-    const cpuMsPerLifecycle = Object.fromEntries(running.map((name) => [name, Math.round((((cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0)) * 1000) / lifecycles)]));
+    const cpuMsPerLifecycle = perItem(running, cpuBefore, cpuAfter);
     const ratio = perSecond / baselinePerSecond;
-    return { label, lifecycles, perSecond, baselinePerSecond, ratio, target: { text: `>= ${TARGET_RATIO}x, 0 failed`, reached: ratio >= TARGET_RATIO }, cpuMsPerLifecycle };
+    return {
+      label,
+      lifecycles,
+      perSecond,
+      baselinePerSecond,
+      ratio,
+      target: { text: `>= ${TARGET_RATIO}x, 0 failed`, reached: ratio >= TARGET_RATIO },
+      cpuMsPerLifecycle,
+      cpuMsPerRoundTrip,
+    };
   };
 
   const withTwo = await burst('two lifecycle workers');
@@ -150,7 +165,7 @@ async function main(): Promise<void> {
   } else {
     for (const row of report.throughput) {
       process.stdout.write(
-        `${row.label}: ${row.perSecond.toFixed(1)} lifecycles/s vs ${row.baselinePerSecond.toFixed(1)} roundTrips/s (${row.ratio.toFixed(2)}×, target ${row.target.text}: ${row.target.reached ? 'yes' : 'NO'}); CPU ms per lifecycle: ${JSON.stringify(row.cpuMsPerLifecycle)}\n`,
+        `${row.label}: ${row.perSecond.toFixed(1)} lifecycles/s vs ${row.baselinePerSecond.toFixed(1)} roundTrips/s (${row.ratio.toFixed(2)}×, target ${row.target.text}: ${row.target.reached ? 'yes' : 'NO'}); CPU ms per lifecycle: ${JSON.stringify(row.cpuMsPerLifecycle)}; per roundTrip: ${JSON.stringify(row.cpuMsPerRoundTrip)}\n`,
       );
     }
     process.stdout.write(`${live} live sandboxes for ${steadySeconds} s: CPU ms per live sandbox and minute ${JSON.stringify(cpuMsPerLiveSandboxMinute)}\n`);
