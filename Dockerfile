@@ -16,7 +16,9 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20.20.2-bookworm-slim
+# Two malloc arenas: the worker's native threads otherwise keep freed memory in arenas of their own (docs/performance.md, P5).
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     SANDBOXPLANE_DB=/data/sandboxplane.sqlite
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import v8 from 'node:v8';
 import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { readTemporalTls } from '../config/temporal-tls';
@@ -97,6 +98,17 @@ function storeSecrets(config: Config): SecretBox {
       hint: 'Point SANDBOXPLANE_STORE_KEY_FILE at the store key file (32 random bytes, base64), or remove it to start afresh (approvers then re-enrol).',
     });
   }
+}
+
+/**
+ * The V8 heap limit of the lifecycle worker's workflow thread, in MB: room for a full
+ * workflow cache (a held run takes about 1 MB with its garbage) twice over, on top of the
+ * bundle and the SDK. Without a limit V8 sizes the thread's heap by the machine's memory
+ * and lets it grow with the garbage of evicted runs, so the resident set kept growing with
+ * the live sandboxes after the cache was full (docs/performance.md, P5).
+ */
+export function workflowThreadHeapMb(cacheSize: number): number {
+  return 128 + 2 * cacheSize;
 }
 
 /** The build's workflow bundle when it is current; else bundled here (webpack, at debug level). */
@@ -217,6 +229,9 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           logger,
           running,
         });
+      const maxCachedWorkflows = options.maxCachedWorkflows ?? config.workflowCacheSize;
+      // Read by V8 when the workflow thread's isolate starts (the SDK gives no resourceLimits); this process's own heap is sized already.
+      v8.setFlagsFromString(`--max-old-space-size=${workflowThreadHeapMb(maxCachedWorkflows)}`);
       workers.unshift(
         await Worker.create({
           ...common,
@@ -224,7 +239,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           identity,
           workflowBundle,
           // Bounds the worker's memory however many sandboxes live: a run evicted from it replays on its next task.
-          maxCachedWorkflows: options.maxCachedWorkflows ?? config.workflowCacheSize,
+          maxCachedWorkflows,
           // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
           workerDeploymentOptions: {
             useWorkerVersioning: true,
