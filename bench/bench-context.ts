@@ -76,6 +76,8 @@ export interface Figure {
   readonly title: string;
   /** Besides the dev server; a figure whose needs are missing is skipped with the reason. */
   readonly needs: readonly ('docker' | 'moto')[];
+  /** Set up when they can be had, but the figure runs without them (on memory sandboxes, say). */
+  readonly wants?: readonly ('docker' | 'moto')[];
   run(context: BenchContext): Promise<FigureOutcome>;
 }
 
@@ -85,7 +87,7 @@ export const BENCH_PRINCIPAL = 'bench';
 /**
  * The environment every bench worker shares: a plane and a deployment of its own (so no
  * sweep of one judges another's containers), no scheduled sweep racing the measurements, and room
- * on the host for every agent of a burst (admission is not what is measured).
+ * on the host and in the plane's cap for every agent of a burst (admission is not what is measured).
  */
 export function benchWorkerEnv(context: BenchContext, purpose: string): Record<string, string> {
   return {
@@ -94,6 +96,7 @@ export function benchWorkerEnv(context: BenchContext, purpose: string): Record<s
     SANDBOXPLANE_DEPLOYMENT: benchPlaneId(context.runId, purpose),
     SANDBOXPLANE_SWEEP_INTERVAL: '1d',
     SANDBOXPLANE_HOST_CAPACITY: '10000',
+    SANDBOXPLANE_MAX_SANDBOXES: '10000',
     ...(context.docker.dockerHost === undefined ? {} : { DOCKER_HOST: context.docker.dockerHost }),
   };
 }

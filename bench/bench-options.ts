@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** The figures of the suite (issue 15), in the order they run. */
-export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'CLI', 'S1'] as const;
+export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'IDLE', 'DEAD', 'CLI', 'S1'] as const;
 export type FigureId = (typeof FIGURE_IDS)[number];
 
 /** `npm run bench -- …`, validated once: every field filled in, frozen. */
@@ -19,8 +19,14 @@ export interface BenchOptions {
   readonly concurrency: readonly number[];
   /** P4: managed containers seeded before each sweep, one sweep per entry. */
   readonly sweepSizes: readonly number[];
-  /** P5: live memory sandboxes held by the measured worker. */
-  readonly live: number;
+  /** P5: live memory sandboxes held by the measured worker, one reading per entry (the smaller stay live). */
+  readonly live: readonly number[];
+  /** IDLE: READY sandboxes left idle while their history and the server's CPU are read. */
+  readonly idleSandboxes: number;
+  /** IDLE: how long they are left idle, in seconds. */
+  readonly idleSeconds: number;
+  /** DEAD: rounds of killing a READY moto sandbox's container. */
+  readonly deadRounds: number;
   /** CLI: alternating `sandboxctl status` and `temporal workflow describe` rounds. */
   readonly cliRounds: number;
   /** Where the measured worker processes write V8 CPU profiles (`node --cpu-prof`); none when undefined. */
@@ -34,9 +40,12 @@ export const BENCH_USAGE = `npm run bench [-- OPTIONS]
   --moto-rounds N         P2 rounds per variant (default 7)
   --concurrency 50,200    P3 concurrent agents, one burst each
   --sweep-sizes 100,500   P4 managed containers, one sweep each
-  --live N                P5 live sandboxes (default 100)
+  --live 100,1000         P5 live sandboxes, one reading each (default 100,1000)
+  --idle-sandboxes N      IDLE sandboxes left idle (default 20)
+  --idle-seconds N        IDLE window in seconds (default 60)
+  --dead-rounds N         DEAD rounds of killing an emulator (default 3)
   --cli-rounds N          CLI rounds (default 7)
-  --cpu-prof DIR          the measured workers (P1, P3, P5, CLI) write V8 CPU profiles to DIR`;
+  --cpu-prof DIR          the measured workers (P1, P3, P5, IDLE, CLI) write V8 CPU profiles to DIR`;
 
 /** Parses and checks `argv`; a bad value throws one error naming every offending flag. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -50,6 +59,9 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       concurrency: { type: 'string' },
       'sweep-sizes': { type: 'string' },
       live: { type: 'string' },
+      'idle-sandboxes': { type: 'string' },
+      'idle-seconds': { type: 'string' },
+      'dead-rounds': { type: 'string' },
       'cli-rounds': { type: 'string' },
       'cpu-prof': { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -84,7 +96,10 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     motoRounds: whole('moto-rounds', values['moto-rounds'], 7, 1),
     concurrency: list('concurrency', values.concurrency, [50, 200]),
     sweepSizes: list('sweep-sizes', values['sweep-sizes'], [100, 500]),
-    live: whole('live', values.live, 100, 1),
+    live: list('live', values.live, [100, 1000]),
+    idleSandboxes: whole('idle-sandboxes', values['idle-sandboxes'], 20, 1),
+    idleSeconds: whole('idle-seconds', values['idle-seconds'], 60, 10),
+    deadRounds: whole('dead-rounds', values['dead-rounds'], 3, 1),
     cliRounds: whole('cli-rounds', values['cli-rounds'], 7, 1),
     cpuProfDir: values['cpu-prof'] === undefined ? undefined : path.resolve(values['cpu-prof']),
   };

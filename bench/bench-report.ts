@@ -1,6 +1,6 @@
 import type { BenchOptions, FigureId } from './bench-options';
 
-export type Unit = 'ms' | 'per_s' | 'MB';
+export type Unit = 'ms' | 'per_s' | 'MB' | 'count';
 
 /** One number of a row: what was measured, or its baseline. `null`: not measured. */
 export interface Measure {
@@ -73,6 +73,8 @@ export function formatValue(value: number | null, unit: Unit): string {
       return `${value.toFixed(1)}/s`;
     case 'MB':
       return `${value.toFixed(0)} MB`;
+    case 'count':
+      return value >= 100 ? `${Math.round(value)}` : `${value.toFixed(2)}`;
   }
 }
 

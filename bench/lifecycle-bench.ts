@@ -7,13 +7,15 @@
  * - P2  moto create → READY, cold (and from a warm pool) vs raw `docker run` + health poll;
  * - P3  lifecycles/s with N agents at once vs roundTrip workflows/s at the same N;
  * - P4  a cleanup sweep over N managed containers vs one label-filtered container list;
- * - P5  a worker's resident memory with N live sandboxes vs the same worker idle;
+ * - P5  a worker's resident memory with N live sandboxes vs the same worker idle, and its growth from 100 to 1,000;
+ * - IDLE history events and server CPU per idle READY sandbox-minute vs the server with none;
+ * - DEAD a killed emulator container until the sandbox is READY on a new one vs a raw moto start;
  * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow;
  * - S1  restoring a snapshot of 500 S3 objects vs making them.
  *
  * It starts its own dev server on free ports, and the Docker engine and images as the
- * tests do (scripts/docker-engine.sh, build-test-image.sh, build-moto-image.sh); P2 and
- * P4 are skipped, naming what is missing, when they cannot be had. Prints a table, or
+ * tests do (scripts/docker-engine.sh, build-test-image.sh, build-moto-image.sh); P2, P4
+ * and DEAD are skipped, naming what is missing, when they cannot be had. Prints a table, or
  * with `--json` one JSON document (and nothing else) on stdout; progress goes to stderr.
  * Exits 1 when a lifecycle (or a sweep's removal) failed or a figure could not be
  * measured, 2 on a bad command line.
@@ -39,11 +41,13 @@ import { p2MotoCreate } from './figure-p2-moto-create';
 import { p3Throughput } from './figure-p3-throughput';
 import { p4Sweep } from './figure-p4-sweep';
 import { p5WorkerMemory } from './figure-p5-worker-memory';
+import { idleSandboxes } from './figure-idle-sandboxes';
+import { deadEmulator } from './figure-dead-emulator';
 import { s1SnapshotRestore } from './figure-s1-snapshot-restore';
 import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
 import { devServerPid } from './proc-stats';
 
-const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, cliStatus, s1SnapshotRestore];
+const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, idleSandboxes, deadEmulator, cliStatus, s1SnapshotRestore];
 
 function progress(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
@@ -57,7 +61,7 @@ function failureText(err: unknown): string {
 
 /** The engine and images the selected figures need, set up as `npm test` does; what cannot be had is named, not thrown. */
 function setUpDocker(figures: readonly Figure[]): DockerSetup {
-  const wanted = new Set(figures.flatMap((figure) => figure.needs));
+  const wanted = new Set(figures.flatMap((figure) => [...figure.needs, ...(figure.wants ?? [])]));
   const none: DockerSetup = { dockerHost: process.env.DOCKER_HOST, engineMissing: null, testImage: undefined, motoImage: undefined, motoMissing: null };
   if (wanted.size === 0) return none;
   let dockerHost: string;
