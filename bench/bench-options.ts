@@ -45,7 +45,7 @@ export const BENCH_USAGE = `npm run bench [-- OPTIONS]
   --idle-seconds N        IDLE window in seconds (default 60)
   --dead-rounds N         DEAD rounds of killing an emulator (default 3)
   --cli-rounds N          CLI rounds (default 7)
-  --cpu-prof DIR          the measured workers (P1, P3, P5, IDLE, CLI) write V8 CPU profiles to DIR`;
+  --cpu-prof DIR          the measured workers (P1, P3, P5, CLI) write V8 CPU profiles to DIR`;
 
 /** Parses and checks `argv`; a bad value throws one error naming every offending flag. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
