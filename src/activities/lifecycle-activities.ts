@@ -54,7 +54,7 @@ export interface PlacementRequest {
   readonly operation: OperationRecord;
 }
 
-/** How many looks it takes to call an emulator dead, and the pause between them. */
+/** How many looks it takes to call an emulator dead that still runs but does not answer, and the pause between them (one whose container stopped is dead at the first). */
 const HEALTH_CONFIRMATIONS = 3;
 const HEALTH_CONFIRMATION_PAUSE_MS = 2_000;
 
@@ -247,7 +247,7 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
       return withTaxonomy(async () => {
         const adapter = adapterFor(deps.adapters, input.adapter);
         let report = await adapter.health(input.sandboxId, input.runtime);
-        for (let look = 1; !report.healthy && look < HEALTH_CONFIRMATIONS; look += 1) {
+        for (let look = 1; !report.healthy && report.certain !== true && look < HEALTH_CONFIRMATIONS; look += 1) {
           await sleep(HEALTH_CONFIRMATION_PAUSE_MS);
           report = await adapter.health(input.sandboxId, input.runtime);
         }

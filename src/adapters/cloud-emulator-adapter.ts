@@ -31,6 +31,11 @@ export interface HealthReport {
   /** ...and those that can actually serve (Docker-backed ones cannot). */
   readonly readyServices: readonly string[];
   readonly detail: string;
+  /**
+   * An unhealthy answer no second look can change: nothing of the sandbox runs (its container
+   * exited, or is gone). An emulator that runs but does not answer is worth looking at again.
+   */
+  readonly certain?: boolean;
 }
 
 export type { ResourceListing, ResourceRef, UnlistedService } from '../domain/resources';

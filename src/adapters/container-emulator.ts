@@ -389,7 +389,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     // On another engine this worker cannot see the container: not knowing is not a death.
     await this.refuseOtherEngine(sandboxId, recorded);
     const [container] = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
-    if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no container' };
+    if (container === undefined) return { healthy: false, registeredServices: [], readyServices: [], detail: 'no running container', certain: true };
     if (container.labels[OPERATOR_TOKEN_LABEL] !== undefined && container.labels[OPERATOR_API_LABEL] === undefined) {
       // Its guard would refuse the header (403): that is not a death. It runs; whether it answers is unknown.
       throw new SandboxPlaneError(
