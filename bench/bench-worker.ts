@@ -29,13 +29,23 @@ export async function withBenchWorker<T>(context: BenchContext, purpose: string,
   const planeId = env.SANDBOXPLANE_PLANE_ID as string;
   const logger = createLogger('error');
   let worker: TestWorker | undefined;
+  // Whatever beforeStop or the stop threw, the plane's containers and networks go: they carry no run label.
+  const stopAndRemove = async () => {
+    try {
+      await worker?.stop();
+    } finally {
+      if (options.moto && dockerHost !== undefined) {
+        const docker = dockerClient(dockerHost);
+        await removeContainers(docker, await containersLabelled(docker, `${PLANE_LABEL}=${planeId}`));
+        await removePlaneNetworks(docker, planeId);
+      }
+    }
+  };
   const undo = async () => {
-    if (worker !== undefined) await options.beforeStop?.(worker);
-    await worker?.stop();
-    if (options.moto && dockerHost !== undefined) {
-      const docker = dockerClient(dockerHost);
-      await removeContainers(docker, await containersLabelled(docker, `${PLANE_LABEL}=${planeId}`));
-      await removePlaneNetworks(docker, planeId);
+    try {
+      if (worker !== undefined) await options.beforeStop?.(worker);
+    } finally {
+      await stopAndRemove();
     }
   };
   return context.cleanup.guard(`the ${purpose} worker`, undo, async () => {

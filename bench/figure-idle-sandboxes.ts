@@ -49,6 +49,8 @@ export const idleSandboxes: Figure = {
     const { dockerHost, motoImage, engineMissing, motoMissing } = context.docker;
     const moto = dockerHost !== undefined && motoImage !== undefined && engineMissing === null && motoMissing === null;
     const adapter = moto ? 'moto' : 'memory';
+    // Said in the rows: memory sandboxes stand in for moto ones only for want of the engine or the image.
+    const instead = moto ? '' : `; memory sandboxes because moto ${engineMissing ?? motoMissing ?? 'is not configured'}`;
     const inFlightLimit = moto ? MOTO_IN_FLIGHT : MEMORY_IN_FLIGHT;
     const serverPid = context.serverPid;
     if (serverPid === undefined) throw new Error('IDLE reads the dev server CPU from /proc, and its process was not found');
@@ -110,7 +112,7 @@ export const idleSandboxes: Figure = {
             target: { text: `<= ${TARGET_EVENTS_PER_MINUTE} per minute`, reached: perMinute <= TARGET_EVENTS_PER_MINUTE },
             detail:
               `${count} sandboxes idle for ${window.wallSeconds.toFixed(0)} s added ${added} events in all (${eventsPerMinute.toFixed(2)} a sandbox-minute); ` +
-              `a health look adds ${lookEvents}, one every ${intervalMinutes} minutes (${(lookEvents / intervalMinutes).toFixed(2)} a minute); median history at READY ${atReady} events`,
+              `a health look adds ${lookEvents}, one every ${intervalMinutes} minutes (${(lookEvents / intervalMinutes).toFixed(2)} a minute); median history at READY ${atReady} events${instead}`,
             data: {
               sandboxes: count,
               adapter,

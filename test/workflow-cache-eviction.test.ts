@@ -32,10 +32,12 @@ describe('a workflow cache of 2 with 5 live sandboxes (evicted runs replay)', ()
       ids.push(sandbox.id);
     }
     // Round robin: by the time a sandbox's turn comes, the two runs after it have pushed it out.
+    const cached = () => Math.max(...worker.plane.worker.workers.map((sdkWorker) => sdkWorker.getStatus().numCachedWorkflows));
     for (const id of ids) {
       const status = await worker.sandboxes.status(id);
       assert.equal(status.state, 'READY', `${id}: ${status.waitingFor}`);
       assert.equal(status.id, id);
+      assert.ok(cached() <= 2, `the worker holds at most 2 runs, with ${LIVE} live: ${cached()}`);
     }
     const before = new Map<string, string | null>();
     for (const id of ids) before.set(id, (await worker.sandboxes.status(id)).expiresAt);

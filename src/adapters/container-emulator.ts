@@ -300,7 +300,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const operator = operatorAccess(info, this.options.containerPort);
     try {
       await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
-      await this.warmUp(operator, slotId);
+      await this.warmUp(operator, slotId, context.cancelled);
     } catch (err) {
       await stopAndRemove(this.options.broker, info.id);
       throw err;
@@ -314,12 +314,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
    * by the sandbox that claims it. The claim resets the emulator before it mints (see
    * provisionFromPool), so nothing of this reaches a sandbox.
    */
-  private async warmUp(access: OperatorAccess, slotId: string): Promise<void> {
+  private async warmUp(access: OperatorAccess, slotId: string, cancelled: AbortSignal | undefined): Promise<void> {
     const { mintCredentials, reset } = this.options;
     if (mintCredentials === undefined || reset === undefined) return;
+    const within = (ms: number) => (cancelled === undefined ? AbortSignal.timeout(ms) : AbortSignal.any([cancelled, AbortSignal.timeout(ms)]));
     const [service] = Object.keys(this.catalog).sort();
-    await mintCredentials(access, { sandboxId: slotId, services: service === undefined ? [] : [service] }, AbortSignal.timeout(15_000));
-    await reset(access, AbortSignal.timeout(10_000));
+    await mintCredentials(access, { sandboxId: slotId, services: service === undefined ? [] : [service] }, within(15_000));
+    await reset(access, within(10_000));
   }
 
   /** Every container of one warm pool (`pool`: its labels) on this engine, idle or claimed, in any state. */

@@ -195,8 +195,11 @@ export class WarmPool implements PoolSource {
     const { adapter, logger } = this.options;
     const listed = await adapter.poolContainers(this.labels);
     const waiting: IdleContainer[] = [];
+    /** Listed while still starting: a start that ends during this check adds it to `idle` itself. */
+    const starting = new Set<string>();
     for (const container of listed) {
       const owner = containerOwner(container);
+      if ('poolSlotId' in owner && this.startingSlots.has(owner.poolSlotId)) starting.add(container.id);
       if (!('poolSlotId' in owner) || this.startingSlots.has(owner.poolSlotId) || this.handedOut.has(container.id)) continue;
       const idle =
         container.state === 'running'
@@ -217,8 +220,8 @@ export class WarmPool implements PoolSource {
       await this.discard(container.id);
     }
     const listedIds = new Set(listed.map((container) => container.id));
-    // Started after the list was read: idle too. Claimed while this looked: not idle any more.
-    const startedSince = this.idle.filter((container) => !listedIds.has(container.id));
+    // Started after the list was read, or still starting when it was: idle too. Claimed while this looked: not idle any more.
+    const startedSince = this.idle.filter((container) => !listedIds.has(container.id) || starting.has(container.id));
     const kept = [...waiting, ...startedSince].filter((container) => !this.handedOut.has(container.id));
     const excess = kept.splice(this.options.target);
     this.idle = kept;

@@ -207,7 +207,7 @@ const positiveCount = z
 
 /**
  * The lifecycle role's workflow cache, chosen by measurement (docs/performance.md, P5): each
- * cached run holds its own copy of the workflow modules, about 0.8 MB, so this many runs
+ * cached run holds its own copy of the workflow modules, about 1.2 MB with its garbage, so this many runs
  * bound the worker's memory; a run past it replays from its history on its next task.
  */
 export const DEFAULT_WORKFLOW_CACHE_SIZE = 100;
@@ -334,7 +334,7 @@ const envSchema = z.object({
   SANDBOXPLANE_WORKFLOW_CACHE_SIZE: workflowCacheSize
     .default(String(DEFAULT_WORKFLOW_CACHE_SIZE))
     .describe(
-      `workflow runs the lifecycle role keeps in memory, about 0.8 MB each; one evicted replays on its next task, so memory stays flat however many sandboxes live (default ${DEFAULT_WORKFLOW_CACHE_SIZE})`,
+      `workflow runs the lifecycle role keeps in memory, about 1.2 MB each; one evicted replays on its next task, so memory stays flat however many sandboxes live (default ${DEFAULT_WORKFLOW_CACHE_SIZE})`,
     ),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120).describe('how long a sandbox waits for a host with room before NO_CAPACITY (default 2m)'),
   SANDBOXPLANE_WARM_POOL: warmPool.describe('idle emulator containers each docker host keeps, e.g. moto=2 (default none)'),

@@ -196,7 +196,8 @@ export class DockerContainerBroker implements ContainerBroker {
    * engine's `die` for it is a teardown's or a replacement's, not a death to look into.
    */
   endedHere(containerId: string): boolean {
-    return this.endings.has(containerId);
+    const at = this.endings.get(containerId);
+    return at !== undefined && Date.now() - at <= OWN_ENDING_MS;
   }
 
   private ending(containerId: string): void {
@@ -476,6 +477,8 @@ export class DockerContainerBroker implements ContainerBroker {
   }
 
   private async start(id: string): Promise<void> {
+    // Started again (an adopted container): its next `die` is news, not this broker's doing.
+    this.endings.delete(id);
     try {
       await this.call('start', { containerId: id }, () => this.docker.getContainer(id).start(), [304]);
     } catch (err) {

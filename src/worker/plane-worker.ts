@@ -111,6 +111,11 @@ export function workflowThreadHeapMb(cacheSize: number): number {
   return 128 + 2 * cacheSize;
 }
 
+/** Whether the operator sized V8's heap themselves (`--max-old-space-size` in NODE_OPTIONS or on node's command line): theirs is kept. */
+export function heapLimitGiven(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((arg) => /^--max[-_]old[-_]space[-_]size(=|$)/.test(arg));
+}
+
 /** The build's workflow bundle when it is current; else bundled here (webpack, at debug level). */
 async function workflowCode(logger: Logger): Promise<WorkflowBundle> {
   const built = builtWorkflowBundle();
@@ -230,8 +235,14 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           running,
         });
       const maxCachedWorkflows = options.maxCachedWorkflows ?? config.workflowCacheSize;
-      // Read by V8 when the workflow thread's isolate starts (the SDK gives no resourceLimits); this process's own heap is sized already.
-      v8.setFlagsFromString(`--max-old-space-size=${workflowThreadHeapMb(maxCachedWorkflows)}`);
+      if (!heapLimitGiven(process.execArgv, process.env.NODE_OPTIONS)) {
+        // Read by V8 when the workflow thread's isolate starts (the SDK gives no resourceLimits); this
+        // process's own heap is sized already. A thread that reaches it stops the worker, which restarts
+        // and replays: the limit is twice what the cache was measured to hold.
+        const heapMb = workflowThreadHeapMb(maxCachedWorkflows);
+        v8.setFlagsFromString(`--max-old-space-size=${heapMb}`);
+        logger.info({ workflowCacheSize: maxCachedWorkflows, workflowThreadHeapMb: heapMb }, 'workflow cache and workflow thread heap limit');
+      }
       workers.unshift(
         await Worker.create({
           ...common,

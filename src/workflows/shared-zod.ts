@@ -38,15 +38,20 @@ const BOUND_BY_CONSTRUCTOR = [
   'isOptional',
 ] as const;
 
-function answerFromPrototype(name: string, method: unknown): void {
+function answerFromPrototype(name: string, method: { readonly name: string }): void {
   Object.defineProperty(ZodType.prototype, name, {
     configurable: true,
     get: () => method,
-    // The constructor's per-instance binding: dropped, the prototype's method serves.
-    set: () => undefined,
+    set(this: object, value: unknown) {
+      // The constructor's own copies (`this.spa = this.safeParseAsync`, then `bound parse`, …): dropped, the prototype's method serves.
+      if (value === method || (typeof value === 'function' && value.name === `bound ${method.name}`)) return;
+      // Anything else assigned to a schema stays the schema's own, as it would without this module.
+      Object.defineProperty(this, name, { value, writable: true, configurable: true, enumerable: true });
+    },
   });
 }
 
-for (const name of BOUND_BY_CONSTRUCTOR) answerFromPrototype(name, Reflect.get(ZodType.prototype, name));
+const methodOf = (name: string) => Reflect.get(ZodType.prototype, name) as (...args: unknown[]) => unknown;
+for (const name of BOUND_BY_CONSTRUCTOR) answerFromPrototype(name, methodOf(name));
 // `spa` is the constructor's alias of safeParseAsync, bound too.
-answerFromPrototype('spa', Reflect.get(ZodType.prototype, 'safeParseAsync'));
+answerFromPrototype('spa', methodOf('safeParseAsync'));

@@ -16,6 +16,14 @@ describe('zod shared by the workflow runs', () => {
     }
   });
 
+  test("a method a caller assigns to a schema is the schema's own, as without this module", () => {
+    const schema = z.string();
+    const replaced = (input: unknown) => `seen ${String(input)}`;
+    Object.assign(schema, { parse: replaced });
+    assert.equal(schema.parse('x'), 'seen x');
+    assert.equal(z.string().parse('y'), 'y', 'other schemas keep the prototype method');
+  });
+
   test('schemas parse, refine, transform and report issues as before', async () => {
     const schema = z
       .object({
