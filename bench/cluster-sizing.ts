@@ -63,8 +63,17 @@ function cpuOf(names: readonly string[]): Record<string, number> {
   return Object.fromEntries(names.map((name) => [name, cpuSeconds(pidOf(name))]));
 }
 
+/** Whether the process runs: there, and not a zombie waiting to be reaped (its /proc entry is about to go). */
+function alive(pid: number): boolean {
+  try {
+    return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
+  } catch {
+    return false;
+  }
+}
+
 async function waitForExit(pid: number): Promise<void> {
-  while (fs.existsSync(`/proc/${pid}`) && !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')) await new Promise((resolve) => setTimeout(resolve, 200));
+  while (alive(pid)) await new Promise((resolve) => setTimeout(resolve, 200));
 }
 
 async function main(): Promise<void> {
@@ -88,7 +97,7 @@ async function main(): Promise<void> {
     Object.fromEntries(names.map((name) => [name, Math.round((((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / lifecycles)]));
 
   const burst = async (label: string) => {
-    const running = PROCESSES.filter((name) => fs.existsSync(`/proc/${pidOf(name)}`));
+    const running = PROCESSES.filter((name) => alive(pidOf(name)));
     const roundTripCpuBefore = cpuOf(running);
     const roundTripStart = performance.now();
     await Promise.all(Array.from({ length: lifecycles }, (_, index) => runRoundTrip(client, { taskQueue, requestedBy: `sizing-${label}-${index}`, timeoutMs: 300_000 })));
