@@ -59,6 +59,10 @@ describe('cleanup sweep on a real dev server and engine', () => {
     worker = await startTestWorker(address, {
       // An hourly health watch: what it does in the mismatch test, it does because the sweep handed it over.
       env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage, SANDBOXPLANE_HEALTH_INTERVAL: '1h' },
+      // The worker's own broker: a container this test stops or removes through it is one the
+      // engine's death watch takes for the worker's own doing and leaves alone, so the deaths
+      // here are the ones that watch misses, and only the sweep can find them.
+      broker,
     });
     worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
   });
