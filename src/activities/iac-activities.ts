@@ -1,11 +1,12 @@
 import { Context, log } from '@temporalio/activity';
 import type { AdapterRegistry, IacAccess } from '../adapters/cloud-emulator-adapter';
-import { changeSetName, CloudFormationStacks, crossCheck, type StackSettled } from '../adapters/cloudformation-stacks';
+import { changeSetName, CloudFormationStacks, type StackSettled } from '../adapters/cloudformation-stacks';
+import { cloudFormationResourceSpec } from '../adapters/cloudformation-resource-spec';
 import { SandboxPlaneError } from '../domain/errors';
 import { cdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
 import { FAILING_RESOURCE_STATUSES, iacTargetOfTarget, type IacResourceRow, type IacRuntimeRef, type ShownPlan } from '../domain/iac/iac-run';
 import type { TargetRecord } from '../domain/targets';
-import { buildPlan } from '../domain/iac/plan';
+import { buildPlan, pseudoParameters } from '../domain/iac/plan';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { AdapterName } from '../domain/service-catalog';
 import { withTaxonomy } from './activity-failure';
@@ -31,7 +32,8 @@ export interface IacChangeRequest {
 /** A computed plan, and what an apply checks afterwards: the physical ids of what the change removes. */
 export interface PlannedChange {
   readonly plan: ShownPlan;
-  readonly removed: readonly { logicalId: string; type: string; physicalId: string | null }[];
+  /** `retained`: removed from the stack but kept by its DeletionPolicy, so still there is right. */
+  readonly removed: readonly { logicalId: string; type: string; physicalId: string | null; retained?: boolean }[];
   /** For an apply: what the change adds that already exists by its name, by logical id (see CloudFormationStacks.alreadyThere). */
   readonly preexisting: Readonly<Record<string, string>>;
 }
@@ -111,19 +113,25 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
   const base = await stacks.current(input.stack, name);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: input.parameters, create: base === null });
   const plan = buildPlan({
-    // An approval of this plan is for this place: the same change elsewhere is another plan.
-    target: access.target,
     stack: input.stack,
     base: base === null ? null : { template: base.template, parameters: base.parameters },
     next: { template: input.template, parameters: input.parameters },
-    isSupported: (type) => access.supports(type),
+    spec: cloudFormationResourceSpec,
+    place: {
+      // An approval of this plan is for this place: the same change elsewhere is another plan.
+      target: access.target,
+      isSupported: (type) => access.supports(type),
+      ...(access.updateGaps === undefined ? {} : { updateGaps: (type: string) => access.updateGaps?.(type) }),
+      pseudo: pseudoParameters(access.region, input.stack),
+      emulator: { name: access.name, changes: emulator },
+    },
   });
   const removed = plan.changes
     .filter((change) => change.action === 'Remove')
-    .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null }));
+    .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null, retained: change.retained }));
   const added = plan.changes.filter((change) => change.action === 'Add').map((change) => change.logicalId);
   const preexisting = purpose === 'apply' ? await stacks.alreadyThere(input.template, added) : {};
-  return { plan: { ...plan, crossCheck: crossCheck(plan.changes, emulator, access.name) }, removed, preexisting };
+  return { plan, removed, preexisting };
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */

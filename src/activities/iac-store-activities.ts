@@ -4,7 +4,7 @@ import { IAC_MESSAGES, IAC_TARGET_TURNS_WORKFLOW, iacTargetTurnsWorkflowId } fro
 import { SandboxPlaneError } from '../domain/errors';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { IacProof, IacStackClaim } from '../domain/iac/iac-run';
-import { screenIacRun, type IacDecision } from '../domain/iac/iac-screening';
+import { screenIacRun, type IacDecision, type PlanScreening } from '../domain/iac/iac-screening';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { TargetRecord } from '../domain/targets';
@@ -27,10 +27,17 @@ export type IacAuditHome = { readonly sandboxId: string } | { readonly target: s
 export function createIacStoreActivities(deps: { readonly store: Store; readonly flags: FeatureFlags; readonly lifecycle: LifecycleSettings; readonly client: Client }) {
   const { store } = deps;
   return {
-    /** Flags and policy rows on the run's capability over the services the template touches (see screenIacRun). */
-    async screenIacRun(input: { principal: string; template: CfnTemplate; capability: Capability }): Promise<IacScreening> {
+    /** Flags and policy rows on the run's capability over the services the template (and, once planned, the plan) touches (see screenIacRun). */
+    async screenIacRun(input: { principal: string; template?: CfnTemplate; capability: Capability; plan?: PlanScreening }): Promise<IacScreening> {
       return withTaxonomy(() => ({
-        decision: screenIacRun({ principal: input.principal, capability: input.capability, template: input.template, flags: deps.flags, policies: store.policies.list() }),
+        decision: screenIacRun({
+          principal: input.principal,
+          capability: input.capability,
+          ...(input.template === undefined ? {} : { template: input.template }),
+          flags: deps.flags,
+          policies: store.policies.list(),
+          ...(input.plan === undefined ? {} : { plan: input.plan }),
+        }),
         approvalTimeoutSeconds: deps.lifecycle.approvalTimeoutSeconds,
       }));
     },

@@ -26,7 +26,7 @@ export interface GatewayClientOptions {
   readonly apiKey: string;
 }
 
-const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional() }), status: z.unknown().optional() });
+const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional(), runId: z.string().max(100).optional() }), status: z.unknown().optional() });
 
 const optionsSchema = z
   .object({ url: z.string().url('must be the gateway URL, e.g. http://127.0.0.1:8787'), apiKey: z.string().min(1, 'must be an API key (sandboxctl keys add)') })
@@ -127,7 +127,8 @@ export class GatewayClient {
     if (response.ok) return parsed as T;
     const error = errorBodySchema.safeParse(parsed);
     if (!error.success || !isErrorCode(error.data.error.code)) throw new SandboxPlaneError('INTERNAL', `the gateway answered ${response.status} without an error document`);
-    const { code, message, hint } = error.data.error;
-    throw new SandboxPlaneError(code, message, { ...(hint !== undefined ? { hint } : {}), ...(error.data.status !== undefined ? { details: { status: error.data.status } } : {}) });
+    const { code, message, hint, runId } = error.data.error;
+    const details = { ...(error.data.status !== undefined ? { status: error.data.status } : {}), ...(runId !== undefined ? { runId } : {}) };
+    throw new SandboxPlaneError(code, message, { ...(hint !== undefined ? { hint } : {}), details });
   }
 }

@@ -299,7 +299,7 @@ export class IacClient {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw notFoundAsRun(err, run.runId);
       status = await this.finalStatus(run.runId);
       if (status.requestDigest !== digest) {
-        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `IaC run ${run.runId} exists for a different request`, { hint: 'Choose another run id, or leave it out.' });
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `IaC run ${run.runId} exists for a different request`, { hint: 'Choose another run id, or leave it out.', details: { runId: run.runId } });
       }
     }
     return this.settle(status, wait, timeoutMs);
@@ -320,12 +320,12 @@ export class IacClient {
       const code = isErrorCode(seen.error?.code) ? seen.error.code : 'INTERNAL';
       // An unknown target is the run's NOT_FOUND too: its hint is the targets'.
       const hint = code === 'NOT_FOUND' && seen.target !== null ? { hint: '`sandboxctl targets list` shows the targets an operator registered.' } : {};
-      throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { ...hint, details: { status: seen } });
+      throw new SandboxPlaneError(code, `IaC run ${seen.runId} is ${seen.state}: ${seen.error?.message ?? seen.waitingFor}`, { ...hint, details: { status: seen, runId: seen.runId } });
     }
     if (!iacHasReached(until, seen.state)) {
       throw new SandboxPlaneError('WAIT_TIMEOUT', `IaC run ${seen.runId} is still ${seen.state} after ${Math.round(timeoutMs / 1000)} s: ${seen.waitingFor}`, {
         hint: `The run goes on: \`sandboxctl iac status ${seen.runId}\` shows it (or wait longer with --timeout).`,
-        details: { status: seen },
+        details: { status: seen, runId: seen.runId },
       });
     }
     return seen;

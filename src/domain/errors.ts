@@ -26,8 +26,10 @@ export class SandboxPlaneError extends Error {
     return EXIT_CODE_BY_CATEGORY[ERROR_CODES[this.code].category];
   }
 
-  toJSON(): { code: ErrorCode; message: string; hint: string } {
-    return { code: this.code, message: this.message, hint: this.hint };
+  /** What callers print and send: the code, message and hint, and the IaC run the error is about (`runId`) as a field of its own. */
+  toJSON(): { code: ErrorCode; message: string; hint: string; runId?: string } {
+    const runId = this.details.runId;
+    return { code: this.code, message: this.message, hint: this.hint, ...(typeof runId === 'string' ? { runId } : {}) };
   }
 }
 

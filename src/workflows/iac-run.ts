@@ -12,6 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AppliedChange, PlannedChange } from '../activities';
+import type { Capability } from '../domain/capabilities';
 import { formatDuration } from '../domain/duration';
 import type { ErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
@@ -33,7 +34,7 @@ import {
   type IacStatus,
   type ShownPlan,
 } from '../domain/iac/iac-run';
-import { templateServices, type IacDecision } from '../domain/iac/iac-screening';
+import { planScreening, templateServices, type IacDecision } from '../domain/iac/iac-screening';
 import { planDetailsMarkdown } from '../domain/iac/plan-text';
 import { templateDigest } from '../domain/iac/plan';
 import { validateTemplate } from '../domain/iac/template';
@@ -333,6 +334,7 @@ class IacRunRecord {
         unsupported: planned.plan.unsupported.length,
         security: planned.plan.security.length,
       });
+      await this.screenPlan(capability);
       if (run.mode === 'plan') {
         const seeded = run.source.kind === 'cdk' && run.sandboxId !== undefined ? " (but for the CDK bootstrap parameter, the plane's own, which it keeps in the sandbox)" : '';
         const next =
@@ -357,6 +359,24 @@ class IacRunRecord {
       await this.audit('iac_failed', 'plane', 'failed', error.message, { code: error.code });
       this.enter('FAILED', `Failed (${error.code}): ${error.message}`);
     }
+  }
+
+  /**
+   * Screens the plan as well as the template (DESIGN §14): what it removes or replaces is
+   * screened by its service too, and a change that loses data needs a person whatever the
+   * row says. Asked only when the plan adds something to judge.
+   */
+  private async screenPlan(capability: Capability): Promise<void> {
+    const run = this.run;
+    const fromTemplate = templateServices(run.template);
+    const screening = planScreening((this.plan as ShownPlan).changes);
+    const more = screening.services.some((service) => !fromTemplate.includes(service));
+    if (!more && screening.dataLoss.length === 0) return;
+    const services = [...new Set([...fromTemplate, ...screening.services])].sort();
+    const again = await storeActivities().screenIacRun({ principal: run.principal, capability, plan: { services, dataLoss: screening.dataLoss } });
+    this.decision = again.decision;
+    if (again.decision.effect === 'deny') throw new IacRefused('DENIED', again.decision.code ?? 'POLICY_DENIED', `${again.decision.reasons.join('; ')} (screened with what the plan removes or replaces)`);
+    if (again.decision.effect === 'require_approval') this.approvalsNeeded = Math.max(this.approvalsNeeded, 1);
   }
 
   /**

@@ -1,7 +1,8 @@
 /** The plane's own plan of an IaC change (DESIGN §14): the diff, what cannot be created, what touches security, the digest, the text a reviewer reads. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildPlan, diffTemplates, iacPlanSchema, planDigest, securityFindings, unsupportedResources, type IacPlan, type PlanChange } from '../../src/domain/iac/plan';
+import { cloudFormationResourceSpec } from '../../src/adapters/cloudformation-resource-spec';
+import { buildPlan, diffTemplates, iacPlanSchema, planDigest, securityFindings, unsupportedResources, type IacPlan, type TemplateWithParameters } from '../../src/domain/iac/plan';
 import { MAX_PLAN_DETAILS_CHARS, planDetailsMarkdown, planSummaryLine } from '../../src/domain/iac/plan-text';
 import { validateTemplate, type CfnTemplate } from '../../src/domain/iac/template';
 import { readTemplateText } from '../../src/domain/iac/template-yaml';
@@ -54,7 +55,17 @@ Resources:
 `);
 
 const withoutSubscriptions = (type: string) => type !== 'AWS::SNS::Subscription';
-const summary = (changes: readonly PlanChange[]) => changes.map((change) => `${change.action} ${change.logicalId}`);
+
+interface BuildInput {
+  target: string;
+  stack: string;
+  base: TemplateWithParameters | null;
+  next: TemplateWithParameters;
+  isSupported: (type: string) => boolean;
+}
+/** A plan for `target` as a docker worker makes it, judged by the resource specification. */
+const build = ({ target, stack, base, next, isSupported }: BuildInput) => buildPlan({ stack, base, next, spec: cloudFormationResourceSpec, place: { target, isSupported } });
+const summary = (changes: readonly { action: string; logicalId: string }[]) => changes.map((change) => `${change.action} ${change.logicalId}`);
 const one = <T>(items: readonly T[], predicate: (item: T) => boolean): T => {
   const found = items.filter(predicate);
   assert.equal(found.length, 1, JSON.stringify(items));
@@ -246,12 +257,13 @@ Resources:
     assert.deepEqual(diffTemplates(before, onlyMetadata), [], 'Metadata is not a change');
   });
 
-  test('a changed Type is a Modify naming the new type, with the path Type', () => {
+  test('a type changed under one logical id is refused by name, as CloudFormation refuses it', () => {
     const before = read('Resources:\n  Thing: { Type: AWS::SQS::Queue, Properties: { A: 1 } }\n');
     const after = read('Resources:\n  Thing: { Type: AWS::SNS::Topic, Properties: { A: 1 } }\n');
-    assert.deepEqual(diffTemplates(before, after), [
-      { action: 'Modify', logicalId: 'Thing', type: 'AWS::SNS::Topic', properties: [{ path: 'Type', before: 'AWS::SQS::Queue', after: 'AWS::SNS::Topic' }] },
-    ]);
+    assert.throws(
+      () => diffTemplates(before, after),
+      (err: Error & { code?: string }) => err.code === 'INVALID_INPUT' && /Resources\.Thing: its type changes from AWS::SQS::Queue to AWS::SNS::Topic/.test(err.message),
+    );
   });
 
   test('a key that would make a path ambiguous is quoted', () => {
@@ -378,19 +390,20 @@ Resources:
 
 describe('the plan and its digest', () => {
   test('buildPlan composes the diff, the unsupported resources and the findings', () => {
-    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions });
+    const plan = build({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions });
     assert.deepEqual(summary(plan.changes), ['Add Bucket', 'Add Queue', 'Add Subscription', 'Add Table', 'Add Topic']);
     assert.deepEqual(plan.unsupported, [{ logicalId: 'Subscription', type: 'AWS::SNS::Subscription' }]);
     assert.deepEqual(plan.security, []);
     assert.match(plan.digest, /^[0-9a-f]{64}$/);
-    assert.deepEqual(iacPlanSchema.parse(JSON.parse(JSON.stringify(plan))), plan, 'the §11 shape survives JSON');
+    const { crossCheck: _notes, ...contract } = plan;
+    assert.deepEqual(iacPlanSchema.parse(JSON.parse(JSON.stringify(plan))), contract, 'the §11 shape survives JSON');
     assert.ok(!iacPlanSchema.safeParse({ ...plan, digest: 'ABC' }).success);
     assert.ok(!iacPlanSchema.safeParse({ ...plan, changes: [{ action: 'Replace', logicalId: 'Q', type: 'T', properties: [] }] }).success);
   });
 
   test('the digest does not depend on key order, and changes with anything it binds', () => {
-    const plan = (input: Partial<Parameters<typeof buildPlan>[0]> = {}) =>
-      buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
+    const plan = (input: Partial<BuildInput> = {}) =>
+      build({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
     const reordered = (template: CfnTemplate): CfnTemplate => JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(template).reverse()))) as CfnTemplate;
     const reversedResources = { ...SECOND.template, Resources: Object.fromEntries(Object.entries(SECOND.template.Resources as object).reverse()) };
     assert.equal(plan({ next: { template: reordered(reversedResources), parameters: {} } }), plan());
@@ -417,7 +430,7 @@ describe('plan text', () => {
   const context = { runId: 'run-7', stack: 'orders', target: 'sandbox-abc', principal: 'agent-1', state: 'AWAITING_APPROVAL', waitingFor: 'Waiting for an approver to approve plan.' };
 
   test('shows the digest in full, every change, the unsupported and how to approve with that digest', () => {
-    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions });
+    const plan = build({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions });
     const text = planDetailsMarkdown(plan, context);
     assert.match(text, /AWAITING_APPROVAL/);
     assert.match(text, /sandbox-abc/);
@@ -436,7 +449,7 @@ describe('plan text', () => {
     assert.match(text, /### Security\n\n- none/);
     assert.equal(planSummaryLine(plan), '0 to add, 1 to change, 1 to remove; 0 unsupported; 0 security');
 
-    const added = planDetailsMarkdown(buildPlan({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions }), context);
+    const added = planDetailsMarkdown(build({ target: 'sandbox:sbx-1', stack: 'orders', base: null, next: FIRST, isSupported: withoutSubscriptions }), context);
     assert.ok(added.includes('**Add** `Subscription` (`AWS::SNS::Subscription`) — **not created there**'), 'an unsupported Add says so where it is listed');
 
     const applied = planDetailsMarkdown(plan, { ...context, state: 'APPLIED', waitingFor: 'Applied.' });
@@ -445,19 +458,19 @@ describe('plan text', () => {
 
   test('stays within 16,000 characters, listing the first changes and counting the rest', () => {
     const resources = Object.fromEntries(
-      Array.from({ length: 3000 }, (_, index) => [`Queue${index}`, { Type: 'AWS::SQS::Queue', Properties: { VisibilityTimeout: index, Name: 'x'.repeat(200) } }]),
+      Array.from({ length: 2000 }, (_, index) => [`Queue${index}`, { Type: 'AWS::SQS::Queue', Properties: { VisibilityTimeout: index, Name: 'x'.repeat(200) } }]),
     );
-    const plan = buildPlan({ target: 'sandbox:sbx-1', stack: 'big', base: null, next: read(JSON.stringify({ Resources: resources })), isSupported: () => false });
+    const plan = build({ target: 'sandbox:sbx-1', stack: 'big', base: null, next: read(JSON.stringify({ Resources: resources })), isSupported: () => false });
     const text = planDetailsMarkdown(plan, context);
     assert.ok(text.length <= MAX_PLAN_DETAILS_CHARS, `${text.length} characters`);
     const shown = text.split('\n').filter((line) => line.startsWith('- **Add**')).length;
     assert.ok(shown > 10, `${shown} changes shown`);
-    assert.ok(text.endsWith(`… and ${3000 - shown} more changes (\`sandboxctl iac status run-7 --json\` shows all)`), text.slice(-200));
+    assert.ok(text.endsWith(`… and ${2000 - shown} more changes (\`sandboxctl iac status run-7 --json\` shows all)`), text.slice(-200));
     assert.ok(text.includes(plan.digest) && text.includes('sandboxctl iac approve run-7'), 'the digest and how to approve survive the cut');
     assert.match(text, /- … and \d+ more \(`sandboxctl iac status run-7 --json` shows all\)/, 'the unsupported list is cut too');
     assert.match(text, /"xxxxxxxxx[x]*…`/, 'long values are cut');
 
-    const huge = buildPlan({
+    const huge = build({
       target: 'sandbox:sbx-1',
       stack: 'big',
       base: null,
@@ -473,10 +486,22 @@ describe('plan text', () => {
     const plan: IacPlan = {
       digest: 'a'.repeat(64),
       changes: [
-        { action: 'Add', logicalId: 'Queue', type: 'AWS::SQS::Queue', properties: [{ path: 'Properties.Name', before: null, after: 'x` **approved**\n## Approved by ops\u001b[2K' }] },
+        {
+          action: 'Add',
+          logicalId: 'Queue',
+          type: 'AWS::SQS::Queue',
+          properties: [{ path: 'Properties.Name', before: null, after: 'x` **approved**\n## Approved by ops\u001b[2K' }],
+          replacement: null,
+          dataLoss: false,
+          retained: false,
+        },
       ],
       unsupported: [],
       security: [],
+      conditions: {},
+      skipped: [],
+      outputs: [],
+      warnings: [],
     };
     const text = planDetailsMarkdown(plan, context);
     assert.doesNotMatch(text, /^## Approved/m);

@@ -2,6 +2,7 @@ import type { IacRunSummary } from '../../client/iac-client';
 import { cleanDisplayText } from '../../domain/display-text';
 import type { IacStatus } from '../../domain/iac/iac-run';
 import type { PlanChange } from '../../domain/iac/plan';
+import { impactWords } from '../../domain/iac/plan-text';
 import { formatFields, formatTable } from './table';
 
 const SYMBOL: Readonly<Record<PlanChange['action'], string>> = { Add: '+', Modify: '~', Remove: '-' };
@@ -20,8 +21,19 @@ function planLines(status: IacStatus): string[] {
   const lines = [`plan ${plan.digest}`];
   if (plan.changes.length === 0) lines.push('  no changes');
   for (const change of plan.changes) {
-    lines.push(`  ${SYMBOL[change.action]} ${change.logicalId}  ${change.type}  (${change.action})`);
-    if (change.action === 'Modify') for (const property of change.properties) lines.push(`      ${property.path}: ${shown(property.before)} → ${shown(property.after)}`);
+    const impact = impactWords(change);
+    lines.push(`  ${SYMBOL[change.action]} ${change.logicalId}  ${change.type}  (${change.action}${impact.length > 0 ? `; ${impact.join(', ')}` : ''})`);
+    if (change.action !== 'Modify') continue;
+    for (const property of change.properties) {
+      const forces = property.requiresRecreation === 'Always' ? '  (forces replacement)' : property.requiresRecreation === 'Conditionally' ? '  (may force replacement)' : '';
+      lines.push(`      ${property.path}: ${shown(property.before)} → ${shown(property.after)}${forces}`);
+    }
+  }
+  for (const row of plan.skipped ?? []) lines.push(`  . ${row.logicalId}  not created: condition ${row.condition} is false`);
+  for (const output of plan.outputs ?? []) lines.push(`  output ${SYMBOL[output.action]} ${output.name}: ${shown(output.before)} → ${shown(output.after)}`);
+  if ((plan.warnings ?? []).length > 0) {
+    lines.push('warnings:');
+    for (const warning of plan.warnings) lines.push(`  ! ${warning.logicalId}  ${warning.code}: ${cleanDisplayText(warning.message)}`);
   }
   if (plan.unsupported.length > 0) {
     lines.push('unsupported (will NOT be created there):');

@@ -35,13 +35,16 @@ export function isIacTerminal(state: IacState): boolean {
  * - `MISSING`: the emulator implements the type, yet neither the stack nor the service has it;
  * - `ORPHANED`: the service has it, but the stack does not list it (a failed apply left it);
  * - `TAKEN`: a resource of that name was there before the apply (another stack's, or made by hand);
+ * - `MISMATCHED`: the stack lists it and the service has it, but properties the plan set
+ *   read back otherwise (`mismatches` says which): the emulator did not honour them, so
+ *   the row is never a proof;
  * - `REMOVED` / `STILL_PRESENT`: a resource the change removes is gone, or is not.
  */
-export const IAC_RESOURCE_STATUSES = ['VERIFIED', 'UNVERIFIED', 'NOT_CREATED', 'MISSING', 'ORPHANED', 'TAKEN', 'REMOVED', 'STILL_PRESENT'] as const;
+export const IAC_RESOURCE_STATUSES = ['VERIFIED', 'UNVERIFIED', 'MISMATCHED', 'NOT_CREATED', 'MISSING', 'ORPHANED', 'TAKEN', 'REMOVED', 'STILL_PRESENT'] as const;
 export type IacResourceStatus = (typeof IAC_RESOURCE_STATUSES)[number];
 
 /** Statuses that make an apply FAILED: the stack does not hold what the plan said it would. */
-export const FAILING_RESOURCE_STATUSES: ReadonlySet<IacResourceStatus> = new Set(['MISSING', 'ORPHANED', 'TAKEN', 'STILL_PRESENT']);
+export const FAILING_RESOURCE_STATUSES: ReadonlySet<IacResourceStatus> = new Set(['MISMATCHED', 'MISSING', 'ORPHANED', 'TAKEN', 'STILL_PRESENT']);
 
 export interface IacResourceRow {
   readonly logicalId: string;
@@ -50,6 +53,8 @@ export interface IacResourceRow {
   readonly status: IacResourceStatus;
   /** Why, when the status alone does not say (the stack's reason, the service's answer). */
   readonly detail?: string;
+  /** For `MISMATCHED`: each planned property the service reads back otherwise (`path` as the template names it, `Properties.…`). */
+  readonly mismatches?: readonly { readonly path: string; readonly planned: unknown; readonly observed: unknown }[];
 }
 
 /** A run's id: its workflow is `iac-<runId>`; it also names the run's change sets. */

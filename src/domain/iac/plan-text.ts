@@ -28,10 +28,15 @@ export interface PlanDetailsContext {
   readonly crossCheck?: readonly string[];
 }
 
-/** `3 to add, 1 to change, 1 to remove; 1 unsupported; 0 security`. */
+/** `3 to add, 1 to change (1 replaced), 1 to remove; 1 loses data; 1 unsupported; 0 security`. */
 export function planSummaryLine(plan: IacPlan): string {
   const count = (action: PlanChange['action']) => plan.changes.filter((change) => change.action === action).length;
-  return `${count('Add')} to add, ${count('Modify')} to change, ${count('Remove')} to remove; ${plan.unsupported.length} unsupported; ${plan.security.length} security`;
+  const replaced = plan.changes.filter((change) => change.replacement === 'True' || change.replacement === 'Conditional').length;
+  const losing = plan.changes.filter((change) => change.dataLoss).length;
+  return (
+    `${count('Add')} to add, ${count('Modify')} to change${replaced > 0 ? ` (${replaced} replaced)` : ''}, ${count('Remove')} to remove; ` +
+    `${losing > 0 ? `${losing} ${losing === 1 ? 'loses' : 'lose'} data; ` : ''}${plan.unsupported.length} unsupported; ${plan.security.length} security`
+  );
 }
 
 /**
@@ -62,7 +67,7 @@ export function planDetailsMarkdown(plan: IacPlan, context: PlanDetailsContext):
         ]),
   ].join('\n');
   const approval = context.state === 'AWAITING_APPROVAL' ? approvalSection(runId, digest) : '';
-  const sectionBudget = Math.floor((MAX_PLAN_DETAILS_CHARS - head.length - approval.length) / 4);
+  const sectionBudget = Math.floor((MAX_PLAN_DETAILS_CHARS - head.length - approval.length) / 6);
   const security = boundedSection(
     '### Security',
     plan.security.map((finding) => [`- ${code(plain(finding.logicalId))} (${code(plain(finding.type))}): ${escapeMarkdown(plain(finding.reason))}`]),
@@ -85,7 +90,28 @@ export function planDetailsMarkdown(plan: IacPlan, context: PlanDetailsContext):
       empty: '',
     },
   );
-  const before = [head, security, unsupported, notes.length > 0 ? disagreements : '', approval].filter((part) => part !== '').join('\n\n');
+  const warnings = boundedSection(
+    '### Warnings',
+    (plan.warnings ?? []).map((warning) => [`- ${code(plain(warning.code))} ${code(plain(warning.logicalId))}: ${escapeMarkdown(plain(warning.message))}`]),
+    sectionBudget,
+    { more: (count) => `- … and ${count} more ${seeAll}`, empty: '' },
+  );
+  const skipped = (plan.skipped ?? []).map((row) => `${code(plain(row.logicalId))} (condition ${code(plain(row.condition))} is false)`);
+  const outputs = (plan.outputs ?? []).map((output) => `${output.action} ${code(plain(output.name))}: ${code(shortJson(output.before))} → ${code(shortJson(output.after))}`);
+  const conditions = boundedSection(
+    '### Conditions, skipped resources and outputs',
+    [
+      ...Object.entries(plan.conditions ?? {}).map(([name, value]) => [`- condition ${code(plain(name))}: ${value === null ? 'unknown until apply' : String(value)}`]),
+      ...skipped.map((line) => [`- not created: ${line}`]),
+      ...outputs.map((line) => [`- output ${line}`]),
+    ],
+    sectionBudget,
+    { more: (count) => `- … and ${count} more ${seeAll}`, empty: '' },
+  );
+  const hasConditions = Object.keys(plan.conditions ?? {}).length + skipped.length + outputs.length > 0;
+  const before = [head, security, (plan.warnings ?? []).length > 0 ? warnings : '', unsupported, hasConditions ? conditions : '', notes.length > 0 ? disagreements : '', approval]
+    .filter((part) => part !== '')
+    .join('\n\n');
   const unsupportedIds = new Set(plan.unsupported.map((resource) => resource.logicalId));
   const changes = boundedSection(
     '### Changes',
@@ -119,10 +145,24 @@ function approvalSection(runId: string, digest: string): string {
   ].join('\n');
 }
 
+/** What a change does to its resource, in the reader's terms (`requires replacement`, `destroys data`, `retained`). */
+export function impactWords(change: Pick<PlanChange, 'action' | 'replacement' | 'dataLoss' | 'retained'>): string[] {
+  const words: string[] = [];
+  if (change.replacement === 'True') words.push('requires replacement');
+  if (change.replacement === 'Conditional') words.push('may require replacement');
+  if (change.dataLoss) words.push('destroys data');
+  if (change.retained) words.push(change.action === 'Remove' ? 'retained: removed from the stack, kept' : 'the replaced one is retained');
+  return words;
+}
+
 function changeLines(change: PlanChange, unsupported: boolean): string[] {
+  const impact = impactWords(change);
   return [
-    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})${unsupported && change.action !== 'Remove' ? ' — **not created there**' : ''}`,
-    ...change.properties.map((property) => `  - ${code(plain(property.path))}: ${code(shortJson(property.before))} → ${code(shortJson(property.after))}`),
+    `- **${change.action}** ${code(plain(change.logicalId))} (${code(plain(change.type))})${impact.length > 0 ? ` — **${impact.join(', ')}**` : ''}${unsupported && change.action !== 'Remove' ? ' — **not created there**' : ''}`,
+    ...change.properties.map(
+      (property) =>
+        `  - ${code(plain(property.path))}: ${code(shortJson(property.before))} → ${code(shortJson(property.after))}${property.requiresRecreation === 'Always' ? ' (forces replacement)' : property.requiresRecreation === 'Conditionally' ? ' (may force replacement)' : ''}`,
+    ),
   ];
 }
 

@@ -1,11 +1,20 @@
 /**
  * The plane's own plan of an IaC change (DESIGN §14): what each resource gains, loses or
- * changes, what the emulator cannot create and what touches security, bound by one
- * digest. Its JSON shape is a contract (DESIGN §11). Pure: the IaC workflow computes it.
+ * changes and what that does to it (replaced, data lost, kept), what the conditions decide,
+ * what the outputs become, what the emulator cannot create and what touches security,
+ * bound by one digest. Its JSON shape is a contract (DESIGN §11). Pure: the IaC steps
+ * compute it.
  */
 import { z } from 'zod';
+import { SandboxPlaneError } from '../errors';
 import { sha256Hex } from '../sha256';
-import { canonicalJson, cloneJson, isJsonObject, SUB_REFERENCE, type CfnTemplate } from './template';
+import { crossCheck, type EmulatorChange } from './cross-check';
+import { judgeChanges, type DiffedChange, type JudgedChange, type PlanWarning, type Replacement } from './plan-impact';
+import type { RequiresRecreation, ResourceSpec } from './resource-spec';
+import { canonicalJson, cloneJson, isJsonObject, utf8ByteLength, type CfnTemplate } from './template';
+import { evaluateTemplate, parameterContext, type EvaluatedTemplate, type EvaluationContext } from './template-evaluation';
+
+export type { PlanWarning, Replacement } from './plan-impact';
 
 /** What a plan does to one resource. */
 export type PlanAction = 'Add' | 'Modify' | 'Remove';
@@ -15,14 +24,22 @@ export interface PropertyChange {
   path: string;
   before: unknown;
   after: unknown;
+  /** For a Modify: what changing it does to the resource, from the resource specification. */
+  requiresRecreation?: RequiresRecreation;
 }
 
-/** One resource the plan adds, modifies or removes, with every changed property. */
+/** One resource the plan adds, modifies or removes, with every changed property and what the change does to it. */
 export interface PlanChange {
   action: PlanAction;
   logicalId: string;
   type: string;
   properties: PropertyChange[];
+  /** For a Modify: whether CloudFormation replaces the resource (`True`), may (`Conditional`) or updates it in place (`False`); null otherwise. */
+  replacement: Replacement | null;
+  /** A stateful resource removed or replaced without a Retain or Snapshot policy: its data is lost. */
+  dataLoss: boolean;
+  /** Removed from the stack (or replaced) and kept by its DeletionPolicy/UpdateReplacePolicy Retain. */
+  retained: boolean;
 }
 
 /** A resource whose type the target's emulator does not implement: it will not be created. */
@@ -38,12 +55,31 @@ export interface SecurityFinding {
   reason: string;
 }
 
+/** A resource the template declares that its condition leaves out. */
+export interface SkippedResource {
+  logicalId: string;
+  condition: string;
+}
+
+/** One output (or its export) added, changed or removed. */
+export interface OutputChange {
+  name: string;
+  action: PlanAction;
+  before: unknown;
+  after: unknown;
+}
+
 /** The plan a person approves: its digest names exactly this plan of exactly this template. */
 export interface IacPlan {
   digest: string;
   changes: PlanChange[];
   unsupported: UnsupportedResource[];
   security: SecurityFinding[];
+  /** Every condition of the new template: true, false, or null when known only at apply. */
+  conditions: Record<string, boolean | null>;
+  skipped: SkippedResource[];
+  outputs: OutputChange[];
+  warnings: PlanWarning[];
 }
 
 /** A template with the parameter values given for it. */
@@ -57,14 +93,25 @@ export const planDigestSchema = z.string().regex(/^[0-9a-f]{64}$/, 'must be a pl
 
 /** One changed property; a missing `before` or `after` reads as null. */
 export const propertyChangeSchema = z
-  .object({ path: z.string().min(1), before: z.unknown(), after: z.unknown() })
-  .transform((change): PropertyChange => ({ path: change.path, before: change.before ?? null, after: change.after ?? null }));
+  .object({ path: z.string().min(1), before: z.unknown(), after: z.unknown(), requiresRecreation: z.enum(['Never', 'Conditionally', 'Always']).optional() })
+  .transform(
+    (change): PropertyChange => ({
+      path: change.path,
+      before: change.before ?? null,
+      after: change.after ?? null,
+      ...(change.requiresRecreation === undefined ? {} : { requiresRecreation: change.requiresRecreation }),
+    }),
+  );
 
 export const planChangeSchema = z.object({
   action: z.enum(['Add', 'Modify', 'Remove']),
   logicalId: z.string().min(1),
   type: z.string(),
   properties: z.array(propertyChangeSchema),
+  // Plans made before the impact was judged have none: read as unknown, never as safe.
+  replacement: z.enum(['True', 'False', 'Conditional']).nullable().default(null),
+  dataLoss: z.boolean().default(false),
+  retained: z.boolean().default(false),
 });
 
 export const unsupportedResourceSchema = z.object({ logicalId: z.string().min(1), type: z.string() });
@@ -77,14 +124,22 @@ export const iacPlanSchema: z.ZodType<IacPlan, z.ZodTypeDef, unknown> = z.object
   changes: z.array(planChangeSchema),
   unsupported: z.array(unsupportedResourceSchema),
   security: z.array(securityFindingSchema),
-});
+  conditions: z.record(z.string(), z.boolean().nullable()).default({}),
+  skipped: z.array(z.object({ logicalId: z.string().min(1), condition: z.string() })).default([]),
+  outputs: z.array(z.object({ name: z.string().min(1), action: z.enum(['Add', 'Modify', 'Remove']), before: z.unknown(), after: z.unknown() })).default([]),
+  warnings: z.array(z.object({ logicalId: z.string(), code: z.string().min(1), message: z.string() })).default([]),
+}) as unknown as z.ZodType<IacPlan, z.ZodTypeDef, unknown>;
 
-/** Resource attributes whose change is a change of the resource; `Metadata` is not one. */
-const DIFFED_ATTRIBUTES = ['Condition', 'CreationPolicy', 'DeletionPolicy', 'DependsOn', 'UpdatePolicy', 'UpdateReplacePolicy'] as const;
+/** The largest plan a run keeps: it travels in activity results and every status answer, which Temporal bounds. */
+export const MAX_PLAN_BYTES = 1024 * 1024;
+
+/** Resource attributes whose change is a change of the resource; `Metadata` is not one, and `Condition` is judged by evaluating it. */
+const DIFFED_ATTRIBUTES = ['CreationPolicy', 'DeletionPolicy', 'DependsOn', 'UpdatePolicy', 'UpdateReplacePolicy'] as const;
 
 /** What a NoEcho parameter shows as: the plan is read in the UI and kept in history. */
 const NO_ECHO_MASK = '****';
 const NO_ECHO_CHANGED_MASK = '**** (changed)';
+const NO_ECHO_UNREADABLE_MASK = '**** (unknown)';
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -96,8 +151,17 @@ interface Leaf {
   readonly after: unknown;
 }
 
-/** A parameter's value as a `Ref` gives it: text, or a list for list types. */
-type ParameterValue = string | readonly string[];
+/** Pseudo parameters known before apply, for a place in `region` and a stack named `stackName`. */
+export type PseudoParameters = NonNullable<EvaluationContext['pseudo']>;
+
+/**
+ * The pseudo parameters a place's region and the stack's name decide; the account id is
+ * the place's own and stays unknown (as do the stack's id and notification ARNs).
+ */
+export function pseudoParameters(region: string, stackName: string): PseudoParameters {
+  const partition = region.startsWith('cn-') ? 'aws-cn' : region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
+  return { 'AWS::Region': region, 'AWS::StackName': stackName, 'AWS::Partition': partition, 'AWS::URLSuffix': partition === 'aws-cn' ? 'amazonaws.com.cn' : 'amazonaws.com' };
+}
 
 const resourcesOf = (template: CfnTemplate | null | undefined): Readonly<Record<string, unknown>> => (template && isJsonObject(template.Resources) ? template.Resources : {});
 const typeOf = (resource: unknown): string => (isJsonObject(resource) && typeof resource.Type === 'string' ? resource.Type : '');
@@ -110,81 +174,108 @@ function isIntrinsic(value: unknown): boolean {
 }
 
 /**
- * The plane's own diff of `next` against `base` (null: nothing applied yet), resource by
- * resource, sorted by logical id, each with its changed leaves sorted by path. What a
- * side's parameters decide is resolved first (`Ref` to a parameter, `Fn::Sub` and
- * `Fn::Join` over known text); every other intrinsic stays as its JSON object.
+ * Both sides evaluated with their parameters (conditions, Fn::If, Fn::FindInMap, …): what
+ * CloudFormation would hold. NoEcho values are masked, marked as changed when they differ
+ * from `base`'s; the real values decide conditions only.
  */
-export function diffTemplates(base: TemplateWithParameters | null, next: TemplateWithParameters): PlanChange[] {
-  const baseValues = base === null ? new Map<string, ParameterValue>() : parameterValues(base, null);
-  const nextValues = parameterValues(next, base);
-  const baseResources = resourcesOf(base?.template);
-  const nextResources = resourcesOf(next.template);
+export function evaluateSides(base: TemplateWithParameters | null, next: TemplateWithParameters, pseudo: PseudoParameters = {}): { base: EvaluatedTemplate | null; next: EvaluatedTemplate } {
+  // CloudFormation answers `****` for a NoEcho value it holds: such a value is unknown, not changed.
+  const baseContext = base === null ? null : parameterContext(base.template, base.parameters, (_name, value) => (value === NO_ECHO_MASK ? NO_ECHO_UNREADABLE_MASK : NO_ECHO_MASK));
+  const maskOfNext = (name: string, value: string) => {
+    const before = baseContext?.parameters.get(name);
+    if (baseContext === null) return NO_ECHO_MASK;
+    if (before === NO_ECHO_MASK) return NO_ECHO_UNREADABLE_MASK;
+    return before !== undefined && [before].flat().join(',') === value ? NO_ECHO_MASK : NO_ECHO_CHANGED_MASK;
+  };
+  const nextContext = parameterContext(next.template, next.parameters, maskOfNext);
+  return {
+    base: base === null || baseContext === null ? null : evaluateTemplate(base.template, { ...baseContext, pseudo }),
+    next: evaluateTemplate(next.template, { ...nextContext, pseudo }),
+  };
+}
+
+/** NoEcho parameters whose value the stack does not give back (`****`): whatever uses them is compared as unknown. */
+function unreadableNoEchoWarnings(base: TemplateWithParameters | null, next: TemplateWithParameters): PlanWarning[] {
+  if (base === null) return [];
+  const declarations = isJsonObject(next.template.Parameters) ? next.template.Parameters : {};
+  return Object.entries(declarations)
+    .filter(([name, declaration]) => isJsonObject(declaration) && String(declaration.NoEcho).toLowerCase() === 'true' && base.parameters[name] === NO_ECHO_MASK)
+    .map(([name]) => ({
+      logicalId: name,
+      code: 'NO_ECHO_UNKNOWN',
+      message: `parameter ${name} is NoEcho and the stack gives back only ${NO_ECHO_MASK}: whether its value changes is unknown, and so is whatever uses it`,
+    }));
+}
+
+/**
+ * The plane's own diff of `next` against `base` (null: nothing applied yet), resource by
+ * resource, sorted by logical id, each with its changed leaves sorted by path; both sides
+ * evaluated first ({@link evaluateSides}). What cannot be known before apply stays as its
+ * intrinsic's JSON. A type change under one logical id is refused: CloudFormation refuses it.
+ */
+export function diffTemplates(base: TemplateWithParameters | null, next: TemplateWithParameters, pseudo: PseudoParameters = {}): DiffedChange[] {
+  const sides = evaluateSides(base, next, pseudo);
+  return diffResources(sides.base, sides.next);
+}
+
+function evaluatedResources(side: EvaluatedTemplate | null): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(side?.resources ?? {}).map(([logicalId, evaluated]) => [logicalId, evaluated.resource]));
+}
+
+function diffResources(base: EvaluatedTemplate | null, next: EvaluatedTemplate): DiffedChange[] {
+  const baseResources = evaluatedResources(base);
+  const nextResources = evaluatedResources(next);
   const logicalIds = [...new Set([...Object.keys(baseResources), ...Object.keys(nextResources)])].sort(compareText);
-  const changes: PlanChange[] = [];
+  const changes: DiffedChange[] = [];
+  const retyped: string[] = [];
   for (const logicalId of logicalIds) {
-    const before = Object.hasOwn(baseResources, logicalId) ? comparableResource(baseResources[logicalId], baseValues) : undefined;
-    const after = Object.hasOwn(nextResources, logicalId) ? comparableResource(nextResources[logicalId], nextValues) : undefined;
+    const before = Object.hasOwn(baseResources, logicalId) ? comparableResource(baseResources[logicalId]) : undefined;
+    const after = Object.hasOwn(nextResources, logicalId) ? comparableResource(nextResources[logicalId]) : undefined;
     if (before === undefined && after !== undefined) {
       changes.push({ action: 'Add', logicalId, type: typeOf(nextResources[logicalId]), properties: diffResource({}, withoutType(after)) });
     } else if (before !== undefined && after === undefined) {
       changes.push({ action: 'Remove', logicalId, type: typeOf(baseResources[logicalId]), properties: diffResource(withoutType(before), {}) });
     } else if (before !== undefined && after !== undefined) {
+      if (before.Type !== after.Type) retyped.push(`Resources.${logicalId}: its type changes from ${String(before.Type)} to ${String(after.Type)}`);
       const properties = diffResource(before, after);
       if (properties.length > 0) changes.push({ action: 'Modify', logicalId, type: typeOf(nextResources[logicalId]), properties });
     }
   }
+  if (retyped.length > 0) {
+    throw new SandboxPlaneError('INVALID_INPUT', `${retyped.join('; ')}: CloudFormation refuses a type change under one logical id`, {
+      hint: 'Give the new resource another logical id (the old one is then removed), or keep its type.',
+    });
+  }
   return changes;
 }
 
-/**
- * What each declared parameter's `Ref` gives on one side: the given value, else the
- * Default. Left out (so kept symbolic): parameters with neither, and SSM parameter types,
- * whose value CloudFormation reads at deploy time. NoEcho values are masked, marked as
- * changed when they differ from `base`'s.
- */
-function parameterValues(side: TemplateWithParameters, base: TemplateWithParameters | null): Map<string, ParameterValue> {
-  const declarations = isJsonObject(side.template.Parameters) ? side.template.Parameters : {};
-  const values = new Map<string, ParameterValue>();
-  for (const [name, declaration] of Object.entries(declarations)) {
-    const raw = rawParameterValue(side, name);
-    if (raw === undefined || !isJsonObject(declaration)) continue;
-    const type = typeof declaration.Type === 'string' ? declaration.Type : 'String';
-    if (type.startsWith('AWS::SSM::Parameter::Value<')) continue;
-    if (String(declaration.NoEcho).toLowerCase() === 'true') {
-      values.set(name, base === null || rawParameterValue(base, name) === raw ? NO_ECHO_MASK : NO_ECHO_CHANGED_MASK);
-    } else if (type === 'CommaDelimitedList' || type.startsWith('List<')) {
-      values.set(
-        name,
-        raw.split(',').map((item) => item.trim()),
-      );
-    } else values.set(name, raw);
-  }
-  return values;
-}
-
-function rawParameterValue(side: TemplateWithParameters, name: string): string | undefined {
-  if (Object.hasOwn(side.parameters, name)) return side.parameters[name];
-  const declaration = isJsonObject(side.template.Parameters) ? side.template.Parameters[name] : undefined;
-  const fallback = isJsonObject(declaration) ? declaration.Default : undefined;
-  if (typeof fallback === 'string') return fallback;
-  if (typeof fallback === 'number' || typeof fallback === 'boolean') return String(fallback);
-  if (Array.isArray(fallback)) return fallback.map(String).join(',');
-  return undefined;
-}
-
-/** The parts of a resource a diff compares, with what the parameters decide resolved. */
-function comparableResource(resource: unknown, values: ReadonlyMap<string, ParameterValue>): Record<string, unknown> {
+/** The parts of a (resolved) resource a diff compares. */
+function comparableResource(resource: unknown): Record<string, unknown> {
   if (!isJsonObject(resource)) return {};
   const entries: [string, unknown][] = [['Type', resource.Type]];
   for (const attribute of DIFFED_ATTRIBUTES) {
     if (resource[attribute] === undefined) continue;
     // Order and repetition in DependsOn mean nothing; `A` and `[A]` are the same dependency.
-    const value = attribute === 'DependsOn' ? [...new Set([resource.DependsOn].flat().map(String))].sort(compareText) : resolveValue(resource[attribute], values);
+    const value = attribute === 'DependsOn' ? [...new Set([resource.DependsOn].flat().map(String))].sort(compareText) : resource[attribute];
     entries.push([attribute, value]);
   }
-  if (resource.Properties !== undefined) entries.push(['Properties', resolveValue(resource.Properties, values)]);
+  if (resource.Properties !== undefined) entries.push(['Properties', resource.Properties]);
   return Object.fromEntries(entries);
+}
+
+/** Outputs added, removed or changed (value or export name), sorted by name. */
+function diffOutputs(base: EvaluatedTemplate | null, next: EvaluatedTemplate): OutputChange[] {
+  const shown = (output: EvaluatedTemplate['outputs'][string] | undefined) =>
+    output === undefined ? undefined : output.exportName === undefined ? { Value: output.value } : { Value: output.value, Export: output.exportName };
+  const before = base?.outputs ?? {};
+  const names = [...new Set([...Object.keys(before), ...Object.keys(next.outputs)])].sort(compareText);
+  return names.flatMap((name): OutputChange[] => {
+    const [was, now] = [shown(Object.hasOwn(before, name) ? before[name] : undefined), shown(Object.hasOwn(next.outputs, name) ? next.outputs[name] : undefined)];
+    if (was === undefined && now !== undefined) return [{ name, action: 'Add', before: null, after: now }];
+    if (was !== undefined && now === undefined) return [{ name, action: 'Remove', before: was, after: null }];
+    if (was !== undefined && now !== undefined && canonicalJson(was) !== canonicalJson(now)) return [{ name, action: 'Modify', before: was, after: now }];
+    return [];
+  });
 }
 
 function diffResource(before: Record<string, unknown>, after: Record<string, unknown>): PropertyChange[] {
@@ -195,50 +286,6 @@ function diffResource(before: Record<string, unknown>, after: Record<string, unk
 
 function withoutType(view: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(view).filter(([key]) => key !== 'Type'));
-}
-
-function resolveValue(value: unknown, values: ReadonlyMap<string, ParameterValue>): unknown {
-  if (Array.isArray(value)) return value.map((item: unknown) => resolveValue(item, values));
-  if (!isJsonObject(value)) return value;
-  const keys = Object.keys(value);
-  if (keys.length === 1) {
-    const argument = value[keys[0] as string];
-    if (keys[0] === 'Ref' && typeof argument === 'string' && values.has(argument)) return values.get(argument);
-    if (keys[0] === 'Fn::Sub') return resolveSub(resolveValue(argument, values), values);
-    if (keys[0] === 'Fn::Join') return resolveJoin(resolveValue(argument, values));
-  }
-  return Object.fromEntries(keys.map((key) => [key, resolveValue(value[key], values)]));
-}
-
-/**
- * `Fn::Sub` with what parameters (and resolved variables) decide put in: a string when
- * nothing else is referenced; else still a Sub, with the known parts put in (escaped, so
- * a value's `${` stays text) and the rest left for CloudFormation.
- */
-function resolveSub(argument: unknown, values: ReadonlyMap<string, ParameterValue>): unknown {
-  const [text, variables] = Array.isArray(argument) ? argument : [argument, {}];
-  if (typeof text !== 'string' || !isJsonObject(variables)) return { 'Fn::Sub': argument };
-  const known = (reference: string): string | undefined => {
-    const value = Object.hasOwn(variables, reference) ? variables[reference] : values.get(reference);
-    return typeof value === 'string' ? value : undefined;
-  };
-  let unresolved = false;
-  const partial = text.replace(SUB_REFERENCE, (whole: string, reference: string) => {
-    if (reference.startsWith('!')) return whole;
-    const value = known(reference);
-    if (value === undefined) unresolved = true;
-    return value === undefined ? whole : value.replaceAll('${', '${!');
-  });
-  if (unresolved) return { 'Fn::Sub': Array.isArray(argument) ? [partial, variables] : partial };
-  return text.replace(SUB_REFERENCE, (whole: string, reference: string) => (reference.startsWith('!') ? `\${${reference.slice(1)}}` : (known(reference) ?? whole)));
-}
-
-function resolveJoin(argument: unknown): unknown {
-  if (Array.isArray(argument) && argument.length === 2) {
-    const [delimiter, parts] = argument as [unknown, unknown];
-    if (typeof delimiter === 'string' && Array.isArray(parts) && parts.every((part) => typeof part === 'string')) return parts.join(delimiter);
-  }
-  return { 'Fn::Join': argument };
 }
 
 /** Pushes each differing leaf; `undefined` is "absent" and equals null. Lists compare by index. */
@@ -356,7 +403,7 @@ const VERBS: Readonly<Record<PlanAction, string>> = { Add: 'creates', Modify: 'c
  * finding per distinct reason, sorted by logical id then reason. Judged on the values the
  * plan shows (parameters resolved), laid over the template's resource.
  */
-export function securityFindings(base: CfnTemplate | null, changes: readonly PlanChange[], next: CfnTemplate): SecurityFinding[] {
+export function securityFindings(base: CfnTemplate | null, changes: readonly DiffedChange[], next: CfnTemplate): SecurityFinding[] {
   const findings = new Map<string, SecurityFinding>();
   for (const change of changes) {
     const source = change.action === 'Remove' ? resourcesOf(base)[change.logicalId] : resourcesOf(next)[change.logicalId];
@@ -373,7 +420,7 @@ export function securityFindings(base: CfnTemplate | null, changes: readonly Pla
  * The resource as the plan shows it: the change's resolved values laid over the
  * template's (`before` for a removal), without what the change removes.
  */
-function overlay(resource: unknown, change: PlanChange): Record<string, unknown> {
+function overlay(resource: unknown, change: DiffedChange): Record<string, unknown> {
   const copy = isJsonObject(resource) ? cloneJson(resource) : {};
   for (const property of change.properties) setAt(copy, parsePath(property.path), change.action === 'Remove' ? property.before : property.after);
   const pruned = withoutNulls(copy);
@@ -406,7 +453,7 @@ function setAt(root: Record<string, unknown>, segments: readonly Segment[], valu
   });
 }
 
-function reasonsFor(change: PlanChange, properties: Readonly<Record<string, unknown>>): string[] {
+function reasonsFor(change: DiffedChange, properties: Readonly<Record<string, unknown>>): string[] {
   const verb = VERBS[change.action];
   const reasons: string[] = [];
   const changedPaths = change.properties.map((property) => parsePath(property.path));
@@ -519,6 +566,11 @@ export function planDigest(input: {
   changes: readonly PlanChange[];
   unsupported: readonly UnsupportedResource[];
   security: readonly SecurityFinding[];
+  conditions?: Readonly<Record<string, boolean | null>>;
+  skipped?: readonly SkippedResource[];
+  outputs?: readonly OutputChange[];
+  warnings?: readonly PlanWarning[];
+  crossCheck?: readonly string[];
 }): string {
   return sha256Hex(canonicalJson(input));
 }
@@ -528,17 +580,85 @@ export function templateDigest(template: CfnTemplate, parameters: Readonly<Recor
   return sha256Hex(canonicalJson({ template, parameters }));
 }
 
+/** What the plane knows of the emulator or target a plan is made for. */
+export interface PlanPlace {
+  /** What the plan calls where it applies, e.g. `sandbox:sbx-1` (an approval is for one place). */
+  readonly target: string;
+  /** Whether its CloudFormation really creates resources of a type. */
+  readonly isSupported: (type: string) => boolean;
+  /** Why it cannot apply an update of a type, where it cannot (an emulator's gap). */
+  readonly updateGaps?: (type: string) => string | undefined;
+  readonly pseudo?: PseudoParameters;
+  /** Its own change set of the change, and who made it ("moto", "staging"): cross-checked with the plan. */
+  readonly emulator?: { readonly name: string; readonly changes: readonly EmulatorChange[] };
+}
+
 /**
  * The whole plan of applying `next` to `stack` where `base` was applied last (null: a new
- * stack), for a target whose emulator implements the types `isSupported` accepts. Both
- * templates are expected to have passed {@link validateTemplate}.
+ * stack), at `place`, judged by `spec`. Both templates are expected to have passed
+ * {@link validateTemplate}. INVALID_INPUT for what CloudFormation refuses (a type change
+ * under one logical id) and for a plan larger than a run can keep.
  */
-export function buildPlan(input: { target: string; stack: string; base: TemplateWithParameters | null; next: TemplateWithParameters; isSupported: (type: string) => boolean }): IacPlan {
-  const { target, stack, base, next, isSupported } = input;
-  const changes = diffTemplates(base, next);
-  const unsupported = unsupportedResources(next.template, isSupported);
+export function buildPlan(input: {
+  stack: string;
+  base: TemplateWithParameters | null;
+  next: TemplateWithParameters;
+  spec: ResourceSpec;
+  place: PlanPlace;
+}): IacPlan & { readonly crossCheck: readonly string[] } {
+  const { stack, base, next, spec, place } = input;
+  const sides = evaluateSides(base, next, place.pseudo ?? {});
+  const judged = judgeChanges(diffResources(sides.base, sides.next), {
+    spec,
+    baseResources: evaluatedResources(sides.base),
+    nextResources: evaluatedResources(sides.next),
+  });
+  const changes = judged.changes.map(asPlanChange);
+  const nextResources = { Resources: evaluatedResources(sides.next) };
+  const unsupported = unsupportedResources(nextResources, place.isSupported);
   const security = securityFindings(base?.template ?? null, changes, next.template);
+  const warnings = [...judged.warnings, ...conditionWarnings(sides.next), ...updateGapWarnings(changes, place), ...unreadableNoEchoWarnings(base, next)].sort(
+    (a, b) => compareText(a.logicalId, b.logicalId) || compareText(a.code, b.code) || compareText(a.message, b.message),
+  );
+  const shown = {
+    changes,
+    unsupported,
+    security,
+    conditions: { ...sides.next.conditions },
+    skipped: [...sides.next.skipped],
+    outputs: diffOutputs(sides.base, sides.next),
+    warnings,
+    crossCheck: place.emulator === undefined ? [] : crossCheck(changes, place.emulator.changes, place.emulator.name),
+  };
   const baseTemplateDigest = base === null ? null : templateDigest(base.template, base.parameters);
-  const digest = planDigest({ target, stack, template: next.template, parameters: next.parameters, baseTemplateDigest, changes, unsupported, security });
-  return { digest, changes, unsupported, security };
+  const digest = planDigest({ target: place.target, stack, template: next.template, parameters: next.parameters, baseTemplateDigest, ...shown });
+  const plan = { digest, ...shown };
+  const bytes = utf8ByteLength(canonicalJson(plan));
+  if (bytes > MAX_PLAN_BYTES) {
+    throw new SandboxPlaneError('INVALID_INPUT', `the plan of stack ${stack} is ${bytes} bytes, more than the ${MAX_PLAN_BYTES} a run can keep in its history`, {
+      hint: 'Split the template into smaller stacks, each planned and applied on its own.',
+    });
+  }
+  return plan;
+}
+
+function asPlanChange(change: JudgedChange): PlanChange {
+  return { ...change, properties: change.properties.map((property) => ({ ...property })) };
+}
+
+/** A resource whose condition is known only at apply: the plan cannot say whether it is created. */
+function conditionWarnings(next: EvaluatedTemplate): PlanWarning[] {
+  return Object.entries(next.resources).flatMap(([logicalId, evaluated]) =>
+    evaluated.condition !== undefined && evaluated.condition.value === null
+      ? [{ logicalId, code: 'CONDITION_UNKNOWN', message: `whether ${logicalId} is created depends on condition ${evaluated.condition.name}, which is known only at apply` }]
+      : [],
+  );
+}
+
+/** Modifies of types the emulator cannot update: said before the apply, not found after it. */
+function updateGapWarnings(changes: readonly PlanChange[], place: PlanPlace): PlanWarning[] {
+  return changes.flatMap((change) => {
+    const gap = change.action === 'Modify' ? place.updateGaps?.(change.type) : undefined;
+    return gap === undefined ? [] : [{ logicalId: change.logicalId, code: 'EMULATOR_CANNOT_UPDATE', message: gap }];
+  });
 }

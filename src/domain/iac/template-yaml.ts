@@ -47,7 +47,8 @@ interface Walk {
   readonly doc: Document;
   readonly lines: LineCounter;
   readonly sourceName: string;
-  nodes: number;
+  /** Bytes of JSON the walk has built so far, aliases counted each time they are expanded. */
+  bytes: number;
 }
 
 /**
@@ -95,7 +96,7 @@ function readYaml(text: string, sourceName: string): unknown {
     const more = problems.length > listed.length ? `; … and ${problems.length - listed.length} more` : '';
     throw new SandboxPlaneError('INVALID_INPUT', `${listed.join('; ')}${more}`);
   }
-  const walk: Walk = { doc, lines, sourceName, nodes: 0 };
+  const walk: Walk = { doc, lines, sourceName, bytes: 0 };
   const contents = doc.contents;
   if (!isMap(contents)) {
     const kind = contents === null ? 'is empty' : `is ${isSeq(contents) ? 'a sequence' : 'a scalar'}`;
@@ -126,9 +127,9 @@ function fail(walk: Walk, node: unknown, message: string): SandboxPlaneError {
 
 function toJson(node: unknown, depth: number, walk: Walk): unknown {
   if (depth > MAX_TEMPLATE_DEPTH) throw fail(walk, node, `nested more than ${MAX_TEMPLATE_DEPTH} levels deep`);
-  // Every node costs at least a byte of JSON, so this bounds what aliases can expand to.
-  walk.nodes += 1;
-  if (walk.nodes > MAX_TEMPLATE_BYTES) throw fail(walk, node, `aliases expand the template beyond ${MAX_TEMPLATE_BYTES} bytes`);
+  // Counted as the JSON is built, so aliases (`&s` of 512 KiB, then 100,000 `*s`) stop here rather than exhaust memory later.
+  walk.bytes += isScalar(node) ? jsonBytes(node.value) : 2;
+  if (walk.bytes > MAX_TEMPLATE_BYTES) throw fail(walk, node, `the template expands (aliases included) to more than the ${MAX_TEMPLATE_BYTES} bytes a template may have`);
   if (node === null || node === undefined) return null;
   if (isAlias(node)) {
     const target = node.resolve(walk.doc);
@@ -154,6 +155,11 @@ function toJson(node: unknown, depth: number, walk: Walk): unknown {
   return { [key]: value };
 }
 
+/** What a scalar costs in the template's JSON, at least: its text with quotes, plus a separator. */
+function jsonBytes(value: unknown): number {
+  return (typeof value === 'string' ? utf8ByteLength(value) + 2 : String(value).length) + 1;
+}
+
 function scalarValue(value: unknown, node: unknown, walk: Walk): unknown {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return value;
@@ -167,6 +173,7 @@ function mappingValue(node: { items: { key: unknown; value: unknown }[] }, depth
     const key = mappingKey(pair.key, walk);
     if (seen.has(key)) throw fail(walk, pair.key, `duplicate key ${JSON.stringify(key)} (each key once)`);
     seen.add(key);
+    walk.bytes += utf8ByteLength(key) + 3;
     entries.push([key, toJson(pair.value, depth + 1, walk)]);
   }
   // fromEntries defines own properties, so a `__proto__` key stays a key.

@@ -188,6 +188,19 @@ export function defaultStackName(fileOrDirName: string): string {
   return name.slice(0, 128).replace(/-+$/, '');
 }
 
+/**
+ * Types whose resources put content in the stack that the plan cannot show (DESIGN §14):
+ * a nested stack or stack set creates whatever its own template says, a macro rewrites
+ * templates, and serverless types exist only through a transform.
+ */
+export function refusedTypeReason(type: string): string | undefined {
+  if (type === 'AWS::CloudFormation::Stack') return 'a nested stack creates whatever its TemplateURL says, which the plan does not show; put its resources in this template';
+  if (type === 'AWS::CloudFormation::StackSet') return 'a stack set deploys a template the plan does not show, into other accounts and regions';
+  if (type === 'AWS::CloudFormation::Macro') return 'a macro rewrites the templates that use it, so no plan would show what they create';
+  if (type.startsWith('AWS::Serverless::')) return 'serverless types exist only through the AWS::Serverless transform; expand it (sam package / sam build) before planning';
+  return undefined;
+}
+
 interface Declared {
   readonly parameters: ReadonlySet<string>;
   readonly resources: ReadonlySet<string>;
@@ -287,6 +300,7 @@ function checkResources(resources: unknown, declared: Declared, problems: string
     }
     if (typeof resource.Type !== 'string') problems.push(`${path}.Type: required, a string such as AWS::S3::Bucket`);
     else if (!RESOURCE_TYPE_PATTERN.test(resource.Type)) problems.push(`${path}.Type: ${JSON.stringify(resource.Type)} is not a resource type (Vendor::Service::Thing or Custom::Name)`);
+    else if (refusedTypeReason(resource.Type) !== undefined) problems.push(`${path}.Type: ${resource.Type} is refused: ${refusedTypeReason(resource.Type) as string}`);
     if (resource.Properties !== undefined && !isJsonObject(resource.Properties)) problems.push(`${path}.Properties: must be an object, got ${describeKind(resource.Properties)}`);
     for (const key of Object.keys(resource)) {
       if (!RESOURCE_KEYS.has(key)) problems.push(`${joinPath(path, key)}: not a resource attribute (allowed: Type, Properties, ${RESOURCE_ATTRIBUTES.join(', ')})`);
@@ -316,6 +330,7 @@ function checkIntrinsics(value: unknown, path: string, declared: Declared, probl
   const functions = keys.filter((key) => key.startsWith('Fn::'));
   for (const name of functions) {
     if (!KNOWN_INTRINSICS.has(name)) problems.push(`${where(path)}: unknown intrinsic function ${name} (known: Ref, ${INTRINSIC_FUNCTIONS.join(', ')})`);
+    else if (name === 'Fn::Transform') problems.push(`${where(path)}: Fn::Transform is refused: a macro puts content in the stack that nobody reviewed; expand it before planning`);
   }
   if ((functions.length > 0 || keys.includes('Ref')) && keys.length !== 1) {
     problems.push(`${where(path)}: an intrinsic function is an object with exactly one key, got ${keys.join(', ')}`);
