@@ -6,7 +6,9 @@ import { SandboxPlaneError } from '../domain/errors';
 import { cdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
 import { FAILING_RESOURCE_STATUSES, iacTargetOfTarget, type IacResourceRow, type IacRuntimeRef, type ShownPlan } from '../domain/iac/iac-run';
 import type { TargetRecord } from '../domain/targets';
+import type { ParameterSeal } from '../crypto/parameter-seal';
 import { buildPlan, pseudoParameters } from '../domain/iac/plan';
+import { isSealedParameterValue, parametersForDigest } from '../domain/iac/sealed-parameters';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { AdapterName } from '../domain/service-catalog';
 import { withTaxonomy } from './activity-failure';
@@ -108,14 +110,18 @@ async function withStacks<T>(resolve: IacAccessResolver, place: IacPlace, work: 
  * emulator holds it, cross-checked with the emulator's change set `name` (created, or
  * found again on a retry). A CDK template's bootstrap parameters are put in first.
  */
-async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string, purpose: 'plan' | 'apply'): Promise<PlannedChange> {
+async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: IacChangeRequest, name: string, purpose: 'plan' | 'apply', seal: ParameterSeal): Promise<PlannedChange> {
   if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
   const base = await stacks.current(input.stack, name);
-  const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: input.parameters, create: base === null });
+  // Opened here, for the change set and the plan's evaluation only: they never leave this step.
+  const opened = Object.fromEntries(Object.entries(input.parameters).map(([key, value]) => [key, isSealedParameterValue(value) ? seal.open(key, value) : value]));
+  const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: opened, create: base === null });
   const plan = buildPlan({
     stack: input.stack,
     base: base === null ? null : { template: base.template, parameters: base.parameters },
-    next: { template: input.template, parameters: input.parameters },
+    next: { template: input.template, parameters: opened },
+    digestParameters: parametersForDigest(input.parameters),
+    keyed: (parameter, value) => seal.digestForm(parameter, value),
     spec: cloudFormationResourceSpec,
     place: {
       // An approval of this plan is for this place: the same change elsewhere is another plan.
@@ -144,14 +150,14 @@ function heartbeatProgress(seen: StackSettled): void {
  * (the emulator listens on that host's loopback), or the targets worker's, with `resolve`
  * reaching each. Each is safe to retry; `executeIacChange` looks before it executes.
  */
-export function createIacActivities(resolve: IacAccessResolver) {
+export function createIacActivities(resolve: IacAccessResolver, seal: ParameterSeal) {
   return {
     /** A plan that changes nothing: its change set (and a new stack's REVIEW_IN_PROGRESS shell) is removed again. */
     async planIacChange(input: IacChangeRequest): Promise<PlannedChange> {
       return withStacks(resolve, input.place, async (stacks, access) => {
         const name = changeSetName(input.runId, 'plan');
         try {
-          return await planWith(stacks, access, input, name, 'plan');
+          return await planWith(stacks, access, input, name, 'plan', seal);
         } finally {
           await stacks.discardChangeSet(input.stack, name);
         }
@@ -160,7 +166,7 @@ export function createIacActivities(resolve: IacAccessResolver) {
 
     /** The approved change's own change set, planned again: the workflow compares the digest with the approved one before executing. */
     async prepareIacApply(input: IacChangeRequest): Promise<PlannedChange> {
-      return withStacks(resolve, input.place, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply'), 'apply'));
+      return withStacks(resolve, input.place, (stacks, access) => planWith(stacks, access, input, changeSetName(input.runId, 'apply'), 'apply', seal));
     },
 
     /** Removes the apply's change set when the run will not execute it (a stale plan). */

@@ -3,6 +3,7 @@ import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import type { ContainerBroker } from '../docker';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
+import type { ParameterSeal } from '../crypto/parameter-seal';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
@@ -39,6 +40,8 @@ export interface DockerRoleDeps {
   readonly plane: string;
   /** The host's warm pools, when it keeps any (DESIGN §13). */
   readonly warmPools?: WarmPoolReporter;
+  /** Opens the NoEcho parameter values an IaC run carries sealed (the payload codec's keys). */
+  readonly parameterSeal: ParameterSeal;
 }
 
 export type { AppliedChange, IacPlace, PlannedChange } from './iac-activities';
@@ -61,14 +64,14 @@ export function createDockerActivities(deps: DockerRoleDeps) {
     ...createRuntimeActivities(deps),
     ...createHostSweepActivities(deps),
     ...createWarmPoolActivities(deps),
-    ...createIacActivities(sandboxAccess(deps.adapters)),
+    ...createIacActivities(sandboxAccess(deps.adapters), deps.parameterSeal),
     ...createSnapshotRuntimeActivities(deps),
   };
 }
 
 /** The targets role's activities, on `<tq>-targets`: IaC against operators' targets, with this worker's AWS credential chain. */
-export function createTargetActivities() {
-  return createIacActivities(targetAccess);
+export function createTargetActivities(deps: { readonly parameterSeal: ParameterSeal }) {
+  return createIacActivities(targetAccess, deps.parameterSeal);
 }
 
 /** The targets role's activities, as workflows schedule them on `<tq>-targets`. */

@@ -26,7 +26,10 @@ export interface GatewayClientOptions {
   readonly apiKey: string;
 }
 
-const errorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional(), runId: z.string().max(100).optional() }), status: z.unknown().optional() });
+const errorBodySchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional(), runId: z.string().max(100).optional() }),
+  status: z.unknown().optional(),
+});
 
 const optionsSchema = z
   .object({ url: z.string().url('must be the gateway URL, e.g. http://127.0.0.1:8787'), apiKey: z.string().min(1, 'must be an API key (sandboxctl keys add)') })

@@ -1,3 +1,4 @@
+import { AesGcmPayloadCodec } from '../codec/aes-gcm-codec';
 import { agentIacView } from '../domain/caller-view';
 import { randomBytes } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
@@ -17,6 +18,7 @@ import {
   type IacState,
   type IacStatus,
 } from '../domain/iac/iac-run';
+import { isSealedParameterValue, noEchoParameters } from '../domain/iac/sealed-parameters';
 import { defaultStackName, validateTemplate, type CfnTemplate } from '../domain/iac/template';
 import { readTemplateText } from '../domain/iac/template-yaml';
 import { sandboxIdSchema } from '../domain/sandbox-id';
@@ -249,8 +251,9 @@ export class IacClient {
       source = { kind: 'template', name };
       stack ??= defaultStackName(name);
     }
-    const parameters = { ...(request.parameters ?? {}) };
-    validateTemplate(template, parameters);
+    const given = { ...(request.parameters ?? {}) };
+    validateTemplate(template, given);
+    const parameters = this.sealNoEcho(template, given);
     return parseOrThrow(
       iacRunInputSchema,
       {
@@ -266,6 +269,24 @@ export class IacClient {
       },
       'IaC request',
     );
+  }
+
+  /**
+   * NoEcho values sealed before they enter the run's input (DESIGN §14), with the keys of
+   * this client's payload codec; without the plane's codec there is nothing to seal with,
+   * and they are refused rather than sent in clear.
+   */
+  private sealNoEcho(template: CfnTemplate, parameters: Record<string, string>): Record<string, string> {
+    const secret = noEchoParameters(template).filter((name) => Object.hasOwn(parameters, name) && !isSealedParameterValue(parameters[name] as string));
+    if (secret.length === 0) return parameters;
+    const codec = this.client.options.loadedDataConverter.payloadCodecs.find((one): one is AesGcmPayloadCodec => one instanceof AesGcmPayloadCodec);
+    if (codec === undefined) {
+      throw new SandboxPlaneError('INVALID_INPUT', `NoEcho parameters (${secret.join(', ')}) are sealed with the plane's payload codec keys, and this client has none`, {
+        hint: "Connect with the plane's payload codec (the default of SandboxClient.connect), or leave the NoEcho parameters to their Defaults.",
+      });
+    }
+    const seal = codec.parameterSeal();
+    return Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, secret.includes(name) ? seal.seal(name, value) : value]));
   }
 
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {
@@ -299,7 +320,10 @@ export class IacClient {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw notFoundAsRun(err, run.runId);
       status = await this.finalStatus(run.runId);
       if (status.requestDigest !== digest) {
-        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `IaC run ${run.runId} exists for a different request`, { hint: 'Choose another run id, or leave it out.', details: { runId: run.runId } });
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `IaC run ${run.runId} exists for a different request`, {
+          hint: 'Choose another run id, or leave it out.',
+          details: { runId: run.runId },
+        });
       }
     }
     return this.settle(status, wait, timeoutMs);

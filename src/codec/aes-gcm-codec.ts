@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { SandboxPlaneError } from '../domain/errors';
+import { ParameterSeal } from '../crypto/parameter-seal';
 import type { CodecKey } from './codec-keys';
 import { readPayload, writePayload } from './payload-wire';
 import { ProtobufWireError, ProtobufWriter } from './protobuf-wire';
@@ -45,6 +46,11 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (first === undefined) throw new SandboxPlaneError('CONFIG_INVALID', 'the payload codec needs at least one key');
     this.current = first;
     this.byId = new Map(keys.map((key) => [key.id, key]));
+  }
+
+  /** Seals NoEcho parameter values with keys derived from this codec's (DESIGN §14): whoever encodes payloads for the plane can seal them. */
+  parameterSeal(): ParameterSeal {
+    return new ParameterSeal([this.current, ...[...this.byId.values()].filter((key) => key.id !== this.current.id)]);
   }
 
   /** The id of the key new payloads are encrypted with. */

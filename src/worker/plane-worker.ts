@@ -207,7 +207,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           ...common,
           taskQueue,
           identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`,
-          activities: createDockerActivities({ adapters, broker, plane: planeId, warmPools }),
+          activities: createDockerActivities({ adapters, broker, plane: planeId, warmPools, parameterSeal: payloadCodec.parameterSeal() }),
         }),
       );
       queues.docker = taskQueue;
@@ -217,7 +217,14 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     if (has('targets')) {
       // IaC against operators' targets: their keys come from this process's AWS SDK credential chain.
       const taskQueue = targetsQueue(config.taskQueue);
-      workers.push(await Worker.create({ ...common, taskQueue, identity: `sandboxplane-targets@${os.hostname()}:${process.pid}`, activities: createTargetActivities() }));
+      workers.push(
+        await Worker.create({
+          ...common,
+          taskQueue,
+          identity: `sandboxplane-targets@${os.hostname()}:${process.pid}`,
+          activities: createTargetActivities({ parameterSeal: payloadCodec.parameterSeal() }),
+        }),
+      );
       queues.targets = taskQueue;
     }
     if (has('lifecycle')) {

@@ -37,6 +37,7 @@ import {
 import { planScreening, templateServices, type IacDecision } from '../domain/iac/iac-screening';
 import { planDetailsMarkdown } from '../domain/iac/plan-text';
 import { templateDigest } from '../domain/iac/plan';
+import { unsealedNoEchoParameters } from '../domain/iac/sealed-parameters';
 import { validateTemplate } from '../domain/iac/template';
 import { MAX_PAYLOAD_CHARS, payloadChars, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
@@ -132,6 +133,8 @@ class IacRunRecord {
     else {
       try {
         validateTemplate(parsed.data.template, parsed.data.parameters);
+        const clear = unsealedNoEchoParameters(parsed.data.template, parsed.data.parameters);
+        if (clear.length > 0) problem = `parameters: NoEcho ${clear.join(', ')} arrived in clear; sandboxctl and the SDK seal them with the plane's payload codec keys`;
       } catch (err) {
         problem = isSandboxPlaneError(err) ? err.message : String(err);
       }
@@ -375,7 +378,8 @@ class IacRunRecord {
     const services = [...new Set([...fromTemplate, ...screening.services])].sort();
     const again = await storeActivities().screenIacRun({ principal: run.principal, capability, plan: { services, dataLoss: screening.dataLoss } });
     this.decision = again.decision;
-    if (again.decision.effect === 'deny') throw new IacRefused('DENIED', again.decision.code ?? 'POLICY_DENIED', `${again.decision.reasons.join('; ')} (screened with what the plan removes or replaces)`);
+    if (again.decision.effect === 'deny')
+      throw new IacRefused('DENIED', again.decision.code ?? 'POLICY_DENIED', `${again.decision.reasons.join('; ')} (screened with what the plan removes or replaces)`);
     if (again.decision.effect === 'require_approval') this.approvalsNeeded = Math.max(this.approvalsNeeded, 1);
   }
 

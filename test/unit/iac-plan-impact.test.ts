@@ -115,10 +115,28 @@ describe('replacement and data loss, from the resource specification', () => {
 
 describe('every verdict is the specification’s', () => {
   const specDb = () => {
-    const require = createRequire(import.meta.url);
-    return (require('@aws-cdk/aws-service-spec') as { loadAwsServiceSpecSync(): { lookup(...args: string[]): { only(): { properties: Record<string, { causesReplacement?: string }>; isStateful?: boolean } } } }).loadAwsServiceSpecSync();
+    const require = createRequire(__filename);
+    return (
+      require('@aws-cdk/aws-service-spec') as {
+        loadAwsServiceSpecSync(): { lookup(...args: string[]): { only(): { properties: Record<string, { causesReplacement?: string }>; isStateful?: boolean } } };
+      }
+    ).loadAwsServiceSpecSync();
   };
-  const CHECKED = ['AWS::S3::Bucket', 'AWS::SQS::Queue', 'AWS::DynamoDB::Table', 'AWS::SNS::Topic', 'AWS::SNS::Subscription', 'AWS::SSM::Parameter', 'AWS::IAM::Role', 'AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy', 'AWS::IAM::User', 'AWS::KMS::Key', 'AWS::Logs::LogGroup', 'AWS::Events::Rule'];
+  const CHECKED = [
+    'AWS::S3::Bucket',
+    'AWS::SQS::Queue',
+    'AWS::DynamoDB::Table',
+    'AWS::SNS::Topic',
+    'AWS::SNS::Subscription',
+    'AWS::SSM::Parameter',
+    'AWS::IAM::Role',
+    'AWS::IAM::Policy',
+    'AWS::IAM::ManagedPolicy',
+    'AWS::IAM::User',
+    'AWS::KMS::Key',
+    'AWS::Logs::LogGroup',
+    'AWS::Events::Rule',
+  ];
   const expected = (causes: string | undefined) => (causes === 'yes' ? 'Always' : causes === 'maybe' ? 'Conditionally' : 'Never');
 
   test('each property of the checked types, against @aws-cdk/aws-service-spec itself', () => {
@@ -126,13 +144,16 @@ describe('every verdict is the specification’s', () => {
     for (const type of CHECKED) {
       const resource = db.lookup('resource', 'cloudFormationType', 'equals', type).only();
       assert.equal(cloudFormationResourceSpec.type(type)?.stateful, resource.isStateful === true, type);
-      for (const [name, property] of Object.entries(resource.properties)) assert.equal(requiresRecreation(cloudFormationResourceSpec, type, name), expected(property.causesReplacement), `${type}.${name}`);
+      for (const [name, property] of Object.entries(resource.properties))
+        assert.equal(requiresRecreation(cloudFormationResourceSpec, type, name), expected(property.causesReplacement), `${type}.${name}`);
     }
   });
 
   test('generated template pairs: the plan of a changed property says what the specification says', () => {
     const db = specDb();
-    const cases = CHECKED.flatMap((type) => Object.entries(db.lookup('resource', 'cloudFormationType', 'equals', type).only().properties).map(([name, property]) => ({ type, name, causes: property.causesReplacement })));
+    const cases = CHECKED.flatMap((type) =>
+      Object.entries(db.lookup('resource', 'cloudFormationType', 'equals', type).only().properties).map(([name, property]) => ({ type, name, causes: property.causesReplacement })),
+    );
     fc.assert(
       fc.property(fc.constantFrom(...cases), fc.string({ minLength: 1, maxLength: 8 }), fc.string({ minLength: 1, maxLength: 8 }), ({ type, name, causes }, a, b) => {
         fc.pre(a !== b);
@@ -226,11 +247,11 @@ describe('refused by name (INVALID_INPUT)', () => {
     );
 
   test('a nested stack, Fn::Transform, a Transform section and serverless types', () => {
-    refused('Resources:\n  Inner: { Type: AWS::CloudFormation::Stack, Properties: { TemplateURL: http://x } }\n', /Resources\.Inner\.Type: AWS::CloudFormation::Stack is refused: a nested stack/);
     refused(
-      "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      Fn::Transform: { Name: AWS::Include, Parameters: { Location: 's3://b/k' } }\n",
-      /Fn::Transform is refused/,
+      'Resources:\n  Inner: { Type: AWS::CloudFormation::Stack, Properties: { TemplateURL: http://x } }\n',
+      /Resources\.Inner\.Type: AWS::CloudFormation::Stack is refused: a nested stack/,
     );
+    refused("Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      Fn::Transform: { Name: AWS::Include, Parameters: { Location: 's3://b/k' } }\n", /Fn::Transform is refused/);
     refused('Transform: AWS::Serverless-2016-10-31\nResources:\n  Q: { Type: AWS::SQS::Queue }\n', /Transform: transforms/);
     refused('Resources:\n  F: { Type: AWS::Serverless::Function }\n', /AWS::Serverless::Function is refused/);
   });
@@ -248,7 +269,15 @@ describe('refused by name (INVALID_INPUT)', () => {
 
 describe('screening sees what the plan removes and what loses data', () => {
   const flags = Object.fromEntries(FEATURE_FLAG_NAMES.map((flag) => [flag, true])) as FeatureFlags;
-  const row = (id: number, effect: PolicyRow['effect'], services: string[] | null): PolicyRow => ({ id, principalPattern: 'agent-1', capability: 'cloud.iac.local', effect, maxTtlSeconds: null, services, maxConcurrent: null });
+  const row = (id: number, effect: PolicyRow['effect'], services: string[] | null): PolicyRow => ({
+    id,
+    principalPattern: 'agent-1',
+    capability: 'cloud.iac.local',
+    effect,
+    maxTtlSeconds: null,
+    services,
+    maxConcurrent: null,
+  });
 
   test('removing a table under a row that would ask a person for dynamodb asks a person', () => {
     const base = read(`${TABLE('pk')}  Queue: { Type: AWS::SQS::Queue }\n`);

@@ -402,8 +402,7 @@ describe('the plan and its digest', () => {
   });
 
   test('the digest does not depend on key order, and changes with anything it binds', () => {
-    const plan = (input: Partial<BuildInput> = {}) =>
-      build({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
+    const plan = (input: Partial<BuildInput> = {}) => build({ target: 'sandbox:sbx-1', stack: 'orders', base: FIRST, next: SECOND, isSupported: withoutSubscriptions, ...input }).digest;
     const reordered = (template: CfnTemplate): CfnTemplate => JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(template).reverse()))) as CfnTemplate;
     const reversedResources = { ...SECOND.template, Resources: Object.fromEntries(Object.entries(SECOND.template.Resources as object).reverse()) };
     assert.equal(plan({ next: { template: reordered(reversedResources), parameters: {} } }), plan());

@@ -23,11 +23,7 @@ const byId = (a: [string, unknown], b: [string, unknown]) => (a[0] < b[0] ? -1 :
  * it calls Modify that the plane finds unchanged is re-created there (with a new physical id);
  * CloudFormation's Replacement is compared with the plane's where both give one.
  */
-export function crossCheck(
-  plane: readonly { action: string; logicalId: string; replacement?: Replacement | null }[],
-  emulator: readonly EmulatorChange[],
-  emulatorName: string,
-): string[] {
+export function crossCheck(plane: readonly { action: string; logicalId: string; replacement?: Replacement | null }[], emulator: readonly EmulatorChange[], emulatorName: string): string[] {
   if (emulator.length === 0 && plane.length > 0) return [`${emulatorName}'s change set lists no changes (it gives no preview); the plane's own diff is all there is to read`];
   const ours = new Map(plane.map((change) => [change.logicalId, change]));
   const theirs = new Map(emulator.map((change) => [change.logicalId, change]));

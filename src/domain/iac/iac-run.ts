@@ -4,6 +4,7 @@ import { cleanDisplayText } from '../display-text';
 import { isErrorCode, type ErrorCode } from '../error-codes';
 import { sandboxIdSchema } from '../sandbox-id';
 import type { IacPlan } from './plan';
+import { isSealedParameterValue, parametersForDigest } from './sealed-parameters';
 import { sha256Hex } from '../sha256';
 import { targetNameSchema } from '../targets';
 import { canonicalJson, stackNameSchema, utf8ByteLength } from './template';
@@ -86,7 +87,16 @@ export const iacRunInputSchema = z
     principal: z.string().trim().min(1, 'name the principal').max(200),
     stack: stackNameSchema,
     template: z.record(z.string(), z.unknown()),
-    parameters: z.record(z.string(), z.string().max(4096)).default({}),
+    // CloudFormation takes 4096 characters a value; a sealed NoEcho value carries its MAC, IV and tag besides.
+    parameters: z
+      .record(
+        z.string(),
+        z
+          .string()
+          .max(8192)
+          .refine((value) => value.length <= 4096 || isSealedParameterValue(value), 'must be at most 4096 characters'),
+      )
+      .default({}),
     source: iacSourceSchema,
   })
   .strict()
@@ -263,5 +273,6 @@ export function iacTargetOfTarget(name: string): string {
 
 /** The digest of a run's request: the same run id sent again with anything else is IDEMPOTENCY_CONFLICT. */
 export function iacRequestDigest(input: AdmittedIacRun): string {
-  return sha256Hex(canonicalJson(input));
+  // Sealed NoEcho values by their keyed MAC: a resent request seals afresh, and is still the same request.
+  return sha256Hex(canonicalJson({ ...input, parameters: parametersForDigest(input.parameters) }));
 }

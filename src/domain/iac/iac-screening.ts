@@ -51,7 +51,14 @@ export function planScreening(changes: readonly { logicalId: string; type: strin
  * the services of what it removes or replaces count too, and a change that loses data
  * needs a person whatever the row says.
  */
-export function screenIacRun(input: { principal: string; capability: Capability; template?: CfnTemplate; flags: FeatureFlags; policies: readonly PolicyRow[]; plan?: PlanScreening }): IacDecision {
+export function screenIacRun(input: {
+  principal: string;
+  capability: Capability;
+  template?: CfnTemplate;
+  flags: FeatureFlags;
+  policies: readonly PolicyRow[];
+  plan?: PlanScreening;
+}): IacDecision {
   const flag = CAPABILITY_RULES[input.capability].flag;
   if (!input.flags[flag]) return { effect: 'deny', code: 'FLAG_DISABLED', reasons: [`${input.capability} is behind ${flagEnvName(flag)}, which is off`] };
   const services = [...new Set([...(input.template === undefined ? [] : templateServices(input.template)), ...(input.plan?.services ?? [])])].sort();

@@ -81,7 +81,8 @@ export function referencedIds(value: unknown, found: Set<string> = new Set(), de
     }
     if (keys[0] === 'Fn::Sub') {
       const text = Array.isArray(argument) ? argument[0] : argument;
-      if (typeof text === 'string') for (const [, reference] of text.matchAll(SUB_REFERENCE)) if (reference !== undefined && !reference.startsWith('!')) found.add(reference.split('.')[0] ?? '');
+      if (typeof text === 'string')
+        for (const [, reference] of text.matchAll(SUB_REFERENCE)) if (reference !== undefined && !reference.startsWith('!')) found.add(reference.split('.')[0] ?? '');
     }
   }
   for (const key of keys) referencedIds(value[key], found, depth + 1);
@@ -115,7 +116,7 @@ export function judgeChanges(
     }, 'False');
   for (const change of diffed) if (change.action === 'Modify' && judgeModify(change) !== 'False') replaced.set(change.logicalId, judgeModify(change));
 
-  for (let pending = [...replaced.keys()]; pending.length > 0; ) {
+  for (let pending = [...replaced.keys()]; pending.length > 0;) {
     const next: string[] = [];
     for (const [logicalId, resource] of Object.entries(nextResources)) {
       const change = byId.get(logicalId);
@@ -131,10 +132,19 @@ export function judgeChanges(
         upstream = worst(upstream, certain ? 'True' : 'Conditional');
         refreshed.push({ path: `Properties.${name}`, before: value, after: KNOWN_AFTER_APPLY });
         const which = refersTo.length === 1 ? `${refersTo[0] as string}, which is` : `${refersTo.join(', ')}, which are`;
-        warnings.push({ logicalId, code: 'REFERENCE_REPLACED', message: `${logicalId}.Properties.${name} refers to ${which} ${certain ? '' : 'possibly '}replaced: its value changes at apply` });
+        warnings.push({
+          logicalId,
+          code: 'REFERENCE_REPLACED',
+          message: `${logicalId}.Properties.${name} refers to ${which} ${certain ? '' : 'possibly '}replaced: its value changes at apply`,
+        });
       }
       if (refreshed.length === 0) continue;
-      const merged: DiffedChange = { action: 'Modify', logicalId, type, properties: [...(change?.properties ?? []), ...refreshed].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
+      const merged: DiffedChange = {
+        action: 'Modify',
+        logicalId,
+        type,
+        properties: [...(change?.properties ?? []), ...refreshed].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      };
       byId.set(logicalId, merged);
       // A "may be replaced" upstream makes every downstream verdict a "may".
       const verdict = judgeModify(merged);

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { SandboxPlaneError } from '../errors';
 import { sha256Hex } from '../sha256';
 import { crossCheck, type EmulatorChange } from './cross-check';
+import { noEchoParameters, parametersForDigest } from './sealed-parameters';
 import { judgeChanges, type DiffedChange, type JudgedChange, type PlanWarning, type Replacement } from './plan-impact';
 import type { RequiresRecreation, ResourceSpec } from './resource-spec';
 import { canonicalJson, cloneJson, isJsonObject, utf8ByteLength, type CfnTemplate } from './template';
@@ -94,14 +95,12 @@ export const planDigestSchema = z.string().regex(/^[0-9a-f]{64}$/, 'must be a pl
 /** One changed property; a missing `before` or `after` reads as null. */
 export const propertyChangeSchema = z
   .object({ path: z.string().min(1), before: z.unknown(), after: z.unknown(), requiresRecreation: z.enum(['Never', 'Conditionally', 'Always']).optional() })
-  .transform(
-    (change): PropertyChange => ({
-      path: change.path,
-      before: change.before ?? null,
-      after: change.after ?? null,
-      ...(change.requiresRecreation === undefined ? {} : { requiresRecreation: change.requiresRecreation }),
-    }),
-  );
+  .transform((change): PropertyChange => ({
+    path: change.path,
+    before: change.before ?? null,
+    after: change.after ?? null,
+    ...(change.requiresRecreation === undefined ? {} : { requiresRecreation: change.requiresRecreation }),
+  }));
 
 export const planChangeSchema = z.object({
   action: z.enum(['Add', 'Modify', 'Remove']),
@@ -572,12 +571,16 @@ export function planDigest(input: {
   warnings?: readonly PlanWarning[];
   crossCheck?: readonly string[];
 }): string {
-  return sha256Hex(canonicalJson(input));
+  return sha256Hex(canonicalJson({ ...input, parameters: parametersForDigest(input.parameters) }));
 }
 
-/** A template with its parameters, as one digest: what an apply is proven by and a later plan is based on. */
+/**
+ * A template with its parameters, as one digest: what an apply is proven by and a later
+ * plan is based on. Sealed NoEcho values count by their keyed MAC, so the same value
+ * sealed twice is the same template, and the digest is no oracle for guessing it.
+ */
 export function templateDigest(template: CfnTemplate, parameters: Readonly<Record<string, string>>): string {
-  return sha256Hex(canonicalJson({ template, parameters }));
+  return sha256Hex(canonicalJson({ template, parameters: parametersForDigest(parameters) }));
 }
 
 /** What the plane knows of the emulator or target a plan is made for. */
@@ -602,7 +605,12 @@ export interface PlanPlace {
 export function buildPlan(input: {
   stack: string;
   base: TemplateWithParameters | null;
+  /** The template with its parameters as evaluated: NoEcho values opened. */
   next: TemplateWithParameters;
+  /** The parameters as the digest binds them (sealed NoEcho values by their keyed MAC); by default `next`'s. */
+  digestParameters?: Readonly<Record<string, string>>;
+  /** A NoEcho value's keyed digest form, for the base's: no digest covers a secret unkeyed. Without it, they are masked. */
+  keyed?: (parameter: string, value: string) => string;
   spec: ResourceSpec;
   place: PlanPlace;
 }): IacPlan & { readonly crossCheck: readonly string[] } {
@@ -630,8 +638,8 @@ export function buildPlan(input: {
     warnings,
     crossCheck: place.emulator === undefined ? [] : crossCheck(changes, place.emulator.changes, place.emulator.name),
   };
-  const baseTemplateDigest = base === null ? null : templateDigest(base.template, base.parameters);
-  const digest = planDigest({ target: place.target, stack, template: next.template, parameters: next.parameters, baseTemplateDigest, ...shown });
+  const baseTemplateDigest = base === null ? null : templateDigest(base.template, keyedNoEcho(base, input.keyed));
+  const digest = planDigest({ target: place.target, stack, template: next.template, parameters: input.digestParameters ?? next.parameters, baseTemplateDigest, ...shown });
   const plan = { digest, ...shown };
   const bytes = utf8ByteLength(canonicalJson(plan));
   if (bytes > MAX_PLAN_BYTES) {
@@ -640,6 +648,14 @@ export function buildPlan(input: {
     });
   }
   return plan;
+}
+
+/** A side's parameters with each NoEcho value in its keyed form (or masked): what a digest may cover. */
+function keyedNoEcho(side: TemplateWithParameters, keyed: ((parameter: string, value: string) => string) | undefined): Record<string, string> {
+  const secret = new Set(noEchoParameters(side.template));
+  return Object.fromEntries(
+    Object.entries(side.parameters).map(([name, value]) => [name, !secret.has(name) || value === NO_ECHO_MASK ? value : keyed === undefined ? NO_ECHO_MASK : keyed(name, value)]),
+  );
 }
 
 function asPlanChange(change: JudgedChange): PlanChange {
