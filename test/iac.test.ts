@@ -23,7 +23,7 @@ import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCliEnv } from './helpers/aws-cli';
 import { REPO_ROOT, runCli } from './helpers/cli';
-import { cliFailure, cliOutput } from './helpers/cli-json';
+import { cliFailure, cliOutput, type CliError } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
@@ -177,7 +177,15 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     const template = file('second.yaml', SECOND);
     const planned = cliOutput<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', template, '--stack', 'app'));
     assert.deepEqual(planned.plan?.changes, [
-      { action: 'Modify', logicalId: 'Queue', type: 'AWS::SQS::Queue', properties: [{ path: 'Properties.VisibilityTimeout', before: 30, after: 60 }] },
+      {
+        action: 'Modify',
+        logicalId: 'Queue',
+        type: 'AWS::SQS::Queue',
+        properties: [{ path: 'Properties.VisibilityTimeout', before: 30, after: 60, requiresRecreation: 'Never' }],
+        replacement: 'False',
+        dataLoss: false,
+        retained: false,
+      },
       planned.plan?.changes.find((change) => change.logicalId === 'Subscription'),
     ]);
     assert.equal(planned.plan?.changes[1]?.action, 'Remove');
@@ -198,12 +206,17 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
 
   test('a bucket name that is taken ends FAILED within seconds, listing what is really there', async () => {
     const started = Date.now();
-    const { message } = cliFailure(await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'), 1, 'IAC_APPLY_FAILED');
+    const { message, runId } = cliFailure(
+      await asAgent('iac', 'apply', sandboxId, '--template', file('taken.json', TAKEN), '--stack', 'clash', '--wait'),
+      1,
+      'IAC_APPLY_FAILED',
+    ) as CliError & { runId?: string };
     assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
     assert.match(message, /BucketAlreadyExists/);
     const runs = cliOutput<{ runs: { runId: string; state: string }[] }>(await asAgent('iac', 'list', '--sandbox', sandboxId));
     const failed = runs.runs.find((run) => run.state === 'FAILED');
     assert.ok(failed !== undefined, JSON.stringify(runs));
+    assert.equal(runId, failed.runId, 'the error names its run as a field of its own');
     const status = cliOutput<IacStatus>(await asAgent('iac', 'status', failed.runId));
     const rows = Object.fromEntries(status.resources.map((row) => [row.logicalId, row.status]));
     assert.equal(rows.Early, 'ORPHANED', 'the queue made before the failure is listed as there');

@@ -7,7 +7,7 @@ import { cdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
 import { FAILING_RESOURCE_STATUSES, iacTargetOfTarget, type IacResourceRow, type IacRuntimeRef, type ShownPlan } from '../domain/iac/iac-run';
 import type { TargetRecord } from '../domain/targets';
 import type { ParameterSeal } from '../crypto/parameter-seal';
-import { buildPlan, pseudoParameters } from '../domain/iac/plan';
+import { buildPlan, plannedProperties, pseudoParameters } from '../domain/iac/plan';
 import { isSealedParameterValue, parametersForDigest } from '../domain/iac/sealed-parameters';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { AdapterName } from '../domain/service-catalog';
@@ -38,6 +38,8 @@ export interface PlannedChange {
   readonly removed: readonly { logicalId: string; type: string; physicalId: string | null; retained?: boolean }[];
   /** For an apply: what the change adds that already exists by its name, by logical id (see CloudFormationStacks.alreadyThere). */
   readonly preexisting: Readonly<Record<string, string>>;
+  /** False when the place made no change set because nothing changes (moto refuses one at once): there is nothing to execute. */
+  readonly executable?: boolean;
 }
 
 /** How an apply ended, as the plane checked it. */
@@ -114,7 +116,7 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
   if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
   const base = await stacks.current(input.stack, name);
   // Opened here, for the change set and the plan's evaluation only: they never leave this step.
-  const opened = Object.fromEntries(Object.entries(input.parameters).map(([key, value]) => [key, isSealedParameterValue(value) ? seal.open(key, value) : value]));
+  const opened = openParameters(input.parameters, seal);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: opened, create: base === null });
   const plan = buildPlan({
     stack: input.stack,
@@ -127,9 +129,9 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
       // An approval of this plan is for this place: the same change elsewhere is another plan.
       target: access.target,
       isSupported: (type) => access.supports(type),
-      ...(access.updateGaps === undefined ? {} : { updateGaps: (type: string) => access.updateGaps?.(type) }),
+      ...(access.updateGaps === undefined ? {} : { updateGaps: (type: string, properties: readonly string[]) => access.updateGaps?.(type, properties) }),
       pseudo: pseudoParameters(access.region, input.stack),
-      emulator: { name: access.name, changes: emulator },
+      emulator: { name: access.name, changes: emulator.changes },
     },
   });
   const removed = plan.changes
@@ -137,7 +139,12 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
     .map((change) => ({ logicalId: change.logicalId, type: change.type, physicalId: base?.physicalIds[change.logicalId] ?? null, retained: change.retained }));
   const added = plan.changes.filter((change) => change.action === 'Add').map((change) => change.logicalId);
   const preexisting = purpose === 'apply' ? await stacks.alreadyThere(input.template, added) : {};
-  return { plan, removed, preexisting };
+  return { plan, removed, preexisting, executable: emulator.made };
+}
+
+/** The parameters with their sealed NoEcho values opened: for this step's own calls, never returned. */
+function openParameters(parameters: Readonly<Record<string, string>>, seal: ParameterSeal): Record<string, string> {
+  return Object.fromEntries(Object.entries(parameters).map(([key, value]) => [key, isSealedParameterValue(value) ? seal.open(key, value) : value]));
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */
@@ -194,7 +201,9 @@ export function createIacActivities(resolve: IacAccessResolver, seal: ParameterS
         // A refused execution changes nothing more: look once, do not wait for a stack that will not move.
         const since = input.sinceIso ?? null;
         const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress, since) : await stacks.look(input.stack, since);
-        const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed, preexisting: input.preexisting ?? {} });
+        const opened = openParameters(input.parameters, seal);
+        const resolved = plannedProperties({ template: input.template, parameters: opened }, pseudoParameters(access.region, input.stack));
+        const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed, preexisting: input.preexisting ?? {}, resolved });
         const problems: string[] = [];
         if (input.executionError !== null) problems.push(`${access.name} refused to execute the change: ${input.executionError}`);
         if (seen.stuck) problems.push(`stack ${input.stack} was still ${seen.status} after ${SETTLE_TIMEOUT_MS / 60_000} minutes`);

@@ -45,6 +45,7 @@ export interface DockerRoleDeps {
 }
 
 export type { AppliedChange, IacPlace, PlannedChange } from './iac-activities';
+export type { ApprovalProof } from './approver-proof';
 
 /** The store role's activities, on `<tq>-store`. */
 export function createStoreActivities(deps: StoreRoleDeps) {

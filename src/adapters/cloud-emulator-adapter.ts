@@ -75,6 +75,12 @@ export interface IacAccess {
   readonly signer: { readonly kind: 'operator' } | { readonly kind: 'chain'; readonly profile?: string };
   /** Whether the CloudFormation there really creates resources of `type`; every other type is `unsupported` in a plan. */
   supports(type: string): boolean;
+  /**
+   * Why this emulator cannot apply an UPDATE of a resource of `type` as CloudFormation
+   * would (it has no update for the type, or drops some properties), in words a plan can
+   * warn with; `undefined` when nothing is known to be lost. Absent where nothing is known.
+   */
+  updateGaps?(type: string, properties: readonly string[]): string | undefined;
   /** What the plan calls what it changes, e.g. `sandbox:sbx-1` or `target:staging` (an approval is for one). */
   readonly target: string;
   /** Whether the plane may seed what a CDK app's default synthesizer expects (a sandbox: yes; a target is bootstrapped by its owners). */

@@ -1,4 +1,3 @@
-import { withAwsSpans } from '../telemetry/aws-spans';
 import {
   ChangeSetNotFoundException,
   CloudFormationClient,
@@ -14,19 +13,19 @@ import {
   ListStackResourcesCommand,
   ListStacksCommand,
   type Parameter,
+  type ResourceChange,
   type StackResourceSummary,
 } from '@aws-sdk/client-cloudformation';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { GetTopicAttributesCommand, ListTopicsCommand, SNSClient } from '@aws-sdk/client-sns';
-import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { GetParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { SandboxPlaneError } from '../domain/errors';
 import { CDK_BOOTSTRAP_VERSION, type CdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
 import type { IacResourceRow, IacResourceStatus } from '../domain/iac/iac-run';
-import type { PlanAction } from '../domain/iac/plan';
+import type { EmulatorChange } from '../domain/iac/cross-check';
 import type { CfnTemplate } from '../domain/iac/template';
 import { readTemplateText } from '../domain/iac/template-yaml';
+import { errorName, isAbsent, isForbidden, isServerFault, operatorClient, withClient, type OperatorClientSettings } from './aws-operator-client';
+import { describeMismatches, resolveStackRefs } from './aws-property-compare';
+import { AWS_SERVICES, type PlannedProperties } from './aws-services';
 import type { IacAccess } from './cloud-emulator-adapter';
 
 /** A stack as the emulator holds it now; `null` when there is none (or only a plan's REVIEW_IN_PROGRESS shell). */
@@ -36,13 +35,6 @@ export interface StackNow {
   readonly parameters: Record<string, string>;
   /** Physical ids of the stack's resources, by logical id. */
   readonly physicalIds: Record<string, string>;
-}
-
-/** One row of the emulator's change set: all moto says (Floci says nothing). */
-export interface EmulatorChange {
-  readonly action: string;
-  readonly logicalId: string;
-  readonly type: string;
 }
 
 /** A stack resource as the emulator lists it (`resources` shows these). */
@@ -77,145 +69,13 @@ export function changeSetName(runId: string, purpose: 'plan' | 'apply'): string 
   return purpose === 'plan' ? `sandboxplane-plan-${runId}` : `sandboxplane-${runId}`;
 }
 
-function errorName(err: unknown): string {
-  return typeof err === 'object' && err !== null && 'name' in err ? String((err as { name: unknown }).name) : 'Error';
-}
-
 function describeError(err: unknown): string {
   return `${errorName(err)}: ${(err as Error).message}`;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * The settings of an AWS SDK client that calls the emulator as the plane (the operator
- * headers of {@link IacAccess}); the credentials sign nothing moto checks on that path.
- */
-function operatorClient<T extends { middlewareStack: { add: (...args: never[]) => void } }>(
-  make: (settings: { endpoint?: string; region: string; credentials?: { accessKeyId: string; secretAccessKey: string }; profile?: string; maxAttempts: number }) => T,
-  access: IacAccess,
-): T {
-  const client = withAwsSpans(
-    make({
-      ...(access.endpoint === undefined ? {} : { endpoint: access.endpoint }),
-      region: access.region,
-      // A target's key comes from the SDK's chain inside this process and never leaves it.
-      ...(access.signer.kind === 'operator'
-        ? { credentials: { accessKeyId: 'sandboxplane-operator', secretAccessKey: 'not-a-secret' } }
-        : access.signer.profile === undefined
-          ? {}
-          : { profile: access.signer.profile }),
-      maxAttempts: 2,
-    }),
-  );
-  const headers = access.headers;
-  if (Object.keys(headers).length > 0) {
-    const addHeaders = (next: (args: { request: unknown }) => Promise<unknown>) => async (args: { request: unknown }) => {
-      const request = args.request as { headers?: Record<string, string> };
-      if (request.headers !== undefined) Object.assign(request.headers, headers);
-      return next(args);
-    };
-    (client.middlewareStack.add as unknown as (middleware: unknown, options: { step: string; name: string }) => void)(addHeaders, { step: 'build', name: 'sandboxplaneOperatorHeaders' });
-  }
-  return client;
-}
-
-type Checker = (access: IacAccess, physicalId: string) => Promise<boolean>;
-type NameLookup = (access: IacAccess, name: string) => Promise<string | null>;
-
-/** 404-like answers: the thing is not there. */
-function isAbsent(err: unknown): boolean {
-  return (
-    /NotFound|NoSuch|NonExistent|DoesNotExist|ParameterNotFound|ResourceNotFoundException/i.test(errorName(err)) ||
-    (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404
-  );
-}
-
-async function exists(probe: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await probe();
-    return true;
-  } catch (err) {
-    if (isAbsent(err)) return false;
-    // Forbidden is somebody's: on a real account a bucket name another account holds answers 403.
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 403) return true;
-    throw err;
-  }
-}
-
-function withClient<C extends { destroy(): void; middlewareStack: { add: (...args: never[]) => void } }, R>(
-  make: (settings: never) => C,
-  access: IacAccess,
-  use: (client: C) => Promise<R>,
-): Promise<R> {
-  const client = operatorClient(make as (settings: unknown) => C, access);
-  return use(client).finally(() => client.destroy());
-}
-
-const s3 = (settings: never) => new S3Client({ ...(settings as object), forcePathStyle: true });
-const sqs = (settings: never) => new SQSClient(settings);
-const dynamodb = (settings: never) => new DynamoDBClient(settings);
-const sns = (settings: never) => new SNSClient(settings);
-const ssm = (settings: never) => new SSMClient(settings);
-
-const queueName = (urlOrName: string) => urlOrName.slice(urlOrName.lastIndexOf('/') + 1);
-
-/**
- * The types the plane checks through the service's own API, not only the stack's word:
- * `check` by the stack's physical id, `byName` finds one by the name its template gives
- * (a failed apply can leave a resource the stack never listed).
- */
-const SERVICE_CHECKS: Readonly<Record<string, { check: Checker; nameProperty: string; byName: NameLookup }>> = {
-  'AWS::S3::Bucket': {
-    check: (access, id) => withClient(s3, access, (client) => exists(() => client.send(new HeadBucketCommand({ Bucket: id })))),
-    nameProperty: 'BucketName',
-    byName: async (access, name) => ((await withClient(s3, access, (client) => exists(() => client.send(new HeadBucketCommand({ Bucket: name }))))) ? name : null),
-  },
-  'AWS::SQS::Queue': {
-    check: (access, id) => withClient(sqs, access, (client) => exists(() => client.send(new GetQueueUrlCommand({ QueueName: queueName(id) })))),
-    nameProperty: 'QueueName',
-    byName: (access, name) =>
-      withClient(sqs, access, async (client) => {
-        try {
-          return (await client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
-        } catch (err) {
-          if (isAbsent(err)) return null;
-          throw err;
-        }
-      }),
-  },
-  'AWS::DynamoDB::Table': {
-    check: (access, id) => withClient(dynamodb, access, (client) => exists(() => client.send(new DescribeTableCommand({ TableName: id })))),
-    nameProperty: 'TableName',
-    byName: async (access, name) => ((await withClient(dynamodb, access, (client) => exists(() => client.send(new DescribeTableCommand({ TableName: name }))))) ? name : null),
-  },
-  'AWS::SNS::Topic': {
-    check: (access, id) => withClient(sns, access, (client) => exists(() => client.send(new GetTopicAttributesCommand({ TopicArn: id })))),
-    nameProperty: 'TopicName',
-    byName: (access, name) =>
-      withClient(sns, access, async (client) => {
-        for (let token: string | undefined, first = true; first || token !== undefined; first = false) {
-          const page = await client.send(new ListTopicsCommand(token === undefined ? {} : { NextToken: token }));
-          const found = (page.Topics ?? []).find((topic) => topic.TopicArn?.endsWith(`:${name}`));
-          if (found?.TopicArn !== undefined) return found.TopicArn;
-          token = page.NextToken;
-        }
-        return null;
-      }),
-  },
-  'AWS::SSM::Parameter': {
-    check: (access, id) => withClient(ssm, access, (client) => exists(() => client.send(new GetParameterCommand({ Name: id })))),
-    nameProperty: 'Name',
-    byName: async (access, name) => ((await withClient(ssm, access, (client) => exists(() => client.send(new GetParameterCommand({ Name: name }))))) ? name : null),
-  },
-};
-
-/** The literal name a resource's template gives it, when it gives one (an intrinsic is no name to look up). */
-function literalName(template: CfnTemplate, logicalId: string, property: string): string | null {
-  const resource = (template.Resources as Record<string, { Properties?: Record<string, unknown> }> | undefined)?.[logicalId];
-  const value = resource?.Properties?.[property];
-  return typeof value === 'string' ? value : null;
-}
+const ssm = (settings: OperatorClientSettings) => new SSMClient(settings);
 
 function parametersOf(parameters: readonly Parameter[] | undefined): Record<string, string> {
   return Object.fromEntries((parameters ?? []).flatMap((parameter) => (parameter.ParameterKey === undefined ? [] : [[parameter.ParameterKey, parameter.ParameterValue ?? '']])));
@@ -319,29 +179,38 @@ export class CloudFormationStacks {
    * The run's change set of `purpose`, created (CREATE for a new stack, UPDATE otherwise)
    * unless an earlier attempt did, and computed: the emulator's rows of it.
    */
-  async changeSet(input: { stack: string; name: string; template: CfnTemplate; parameters: Record<string, string>; create: boolean }): Promise<EmulatorChange[]> {
+  async changeSet(input: { stack: string; name: string; template: CfnTemplate; parameters: Record<string, string>; create: boolean }): Promise<{ changes: EmulatorChange[]; made: boolean }> {
     const existing = await this.describeChangeSet(input.stack, input.name);
     if (existing === undefined) {
-      await this.client.send(
-        new CreateChangeSetCommand({
-          StackName: input.stack,
-          ChangeSetName: input.name,
-          ChangeSetType: input.create ? 'CREATE' : 'UPDATE',
-          TemplateBody: JSON.stringify(input.template),
-          Parameters: Object.entries(input.parameters).map(([ParameterKey, ParameterValue]) => ({ ParameterKey, ParameterValue })),
-          Capabilities: ['CAPABILITY_IAM', 'CAPABILITY_NAMED_IAM', 'CAPABILITY_AUTO_EXPAND'],
-        }),
-      );
+      try {
+        await this.client.send(
+          new CreateChangeSetCommand({
+            StackName: input.stack,
+            ChangeSetName: input.name,
+            ChangeSetType: input.create ? 'CREATE' : 'UPDATE',
+            TemplateBody: JSON.stringify(input.template),
+            Parameters: Object.entries(input.parameters).map(([ParameterKey, ParameterValue]) => ({ ParameterKey, ParameterValue })),
+            // No CAPABILITY_AUTO_EXPAND: a template that needs a macro is refused before it gets here.
+            Capabilities: ['CAPABILITY_IAM', 'CAPABILITY_NAMED_IAM'],
+          }),
+        );
+      } catch (err) {
+        // moto refuses a change set that changes nothing at once (CloudFormation makes one that FAILED, below): there is nothing to execute.
+        if (/No updates are to be performed/i.test((err as Error).message ?? '')) return { changes: [], made: false };
+        throw err;
+      }
     }
     const deadline = Date.now() + CHANGE_SET_WAIT_MS;
     for (;;) {
       this.beat();
       const described = await this.describeChangeSet(input.stack, input.name);
       const status = described?.Status;
-      if (status === 'CREATE_COMPLETE') return (described?.Changes ?? []).flatMap((change) => (change.ResourceChange === undefined ? [] : [toEmulatorChange(change.ResourceChange)]));
+      if (status === 'CREATE_COMPLETE') {
+        return { changes: (described?.Changes ?? []).flatMap((change) => (change.ResourceChange === undefined ? [] : [toEmulatorChange(change.ResourceChange)])), made: true };
+      }
       if (status === 'FAILED') {
         // A change set with nothing to change fails so in CloudFormation; the plane's own diff says the same.
-        if (/didn't contain changes|no updates/i.test(described?.StatusReason ?? '')) return [];
+        if (/didn't contain changes|no updates/i.test(described?.StatusReason ?? '')) return { changes: [], made: true };
         throw new SandboxPlaneError('INVALID_INPUT', `the emulator refused the change set of stack ${input.stack}: ${described?.StatusReason ?? 'no reason given'}`);
       }
       if (Date.now() > deadline)
@@ -469,60 +338,95 @@ export class CloudFormationStacks {
   }
 
   /**
-   * What the stack holds against what the applied template says it should: each
-   * resource of `template` by the stack's physical id and the service's own answer, and
-   * each one `removed` (with the physical id it had) gone or not.
-   */
-  /**
    * The resources the change adds that already exist by the name the template gives them
    * (another stack's, or made by hand): looked up before executing, so a failed apply
    * tells them from what it made itself.
    */
   async alreadyThere(template: CfnTemplate, added: readonly string[]): Promise<Record<string, string>> {
-    const resources = (template.Resources ?? {}) as Record<string, { Type?: unknown }>;
+    const resources = (template.Resources ?? {}) as Record<string, { Type?: unknown; Properties?: PlannedProperties }>;
     const found: Record<string, string> = {};
     for (const logicalId of added) {
       this.beat();
-      const check = SERVICE_CHECKS[String(resources[logicalId]?.Type)];
-      const name = check === undefined ? null : literalName(template, logicalId, check.nameProperty);
-      const physicalId = name === null || check === undefined ? null : await check.byName(this.access, name);
+      const physicalId = await this.findByName(String(resources[logicalId]?.Type), resources[logicalId]?.Properties ?? {});
       if (physicalId !== null) found[logicalId] = physicalId;
     }
     return found;
   }
 
+  /** The physical id of the resource of `type` named as `planned` names it, when it names one and the service has it. */
+  private async findByName(type: string, planned: PlannedProperties): Promise<string | null> {
+    const service = AWS_SERVICES[type];
+    if (service?.nameProperty === undefined || service.byName === undefined) return null;
+    const name = planned[service.nameProperty];
+    // An intrinsic is no name to look up.
+    return typeof name === 'string' ? service.byName(this.access, name) : null;
+  }
+
+  /**
+   * What the stack holds against what the applied template says it should: each
+   * resource of `template` by the stack's physical id and the service's own answer, its
+   * planned properties read back, and each one `removed` (with the physical id it had)
+   * gone or not.
+   */
   async verify(input: {
     stack: string;
     template: CfnTemplate;
-    removed: readonly { logicalId: string; type: string; physicalId: string | null }[];
+    /** `retained`: its DeletionPolicy keeps it, so the service still having it is right. */
+    removed: readonly { logicalId: string; type: string; physicalId: string | null; retained?: boolean }[];
     /** What {@link alreadyThere} found before the change ran. */
     preexisting?: Readonly<Record<string, string>>;
+    /**
+     * Each resource's Properties with parameters and conditions resolved, by logical id;
+     * without it the template's own are read back (what an intrinsic sets is not compared).
+     */
+    resolved?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   }): Promise<IacResourceRow[]> {
-    const listed = new Map((await this.stackResources(input.stack)).map((row) => [row.logicalId, row]));
-    const resources = (input.template.Resources ?? {}) as Record<string, { Type?: unknown }>;
+    const listing = await this.stackResources(input.stack);
+    const listed = new Map(listing.map((row) => [row.logicalId, row]));
+    const physicalIds = Object.fromEntries(listing.flatMap((row) => (row.physicalId === null ? [] : [[row.logicalId, row.physicalId]])));
+    const resources = (input.template.Resources ?? {}) as Record<string, { Type?: unknown; Properties?: PlannedProperties }>;
     const rows: IacResourceRow[] = [];
     for (const [logicalId, resource] of Object.entries(resources)) {
-      const type = String(resource.Type);
+      // A resource whose condition is false is not created: nothing to find.
+      if (input.resolved !== undefined && !Object.hasOwn(input.resolved, logicalId)) continue;
       this.beat();
-      rows.push(await this.verifyOne(input.template, logicalId, type, listed.get(logicalId), input.preexisting?.[logicalId]));
+      // A Ref of another resource of the stack is its physical id, known now.
+      const planned = resolveStackRefs(input.resolved?.[logicalId] ?? resource.Properties ?? {}, physicalIds);
+      rows.push(await this.verifyOne({ logicalId, type: String(resource.Type), planned }, listed.get(logicalId), input.preexisting?.[logicalId]));
     }
     for (const gone of input.removed) {
-      const check = SERVICE_CHECKS[gone.type];
+      const service = AWS_SERVICES[gone.type];
       if (listed.has(gone.logicalId)) {
         rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'STILL_PRESENT', detail: 'the stack still lists it' });
         continue;
       }
-      if (gone.physicalId === null || check === undefined || !this.access.supports(gone.type)) {
+      const still = gone.physicalId === null || service === undefined || !this.access.supports(gone.type) ? null : await service.exists(this.access, gone.physicalId);
+      if (still === null) {
         rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'REMOVED', detail: 'the stack no longer lists it' });
         continue;
       }
-      const still = await check.check(this.access, gone.physicalId);
+      if (gone.retained === true && still) {
+        rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'REMOVED', detail: 'the stack no longer lists it, and its DeletionPolicy kept it' });
+        continue;
+      }
+      if (gone.retained === true) {
+        // What the emulator did not do is never a proof: Retain was the plan, and the resource is gone.
+        const mismatches = [{ path: 'DeletionPolicy', planned: 'Retain', observed: 'deleted' }];
+        const detail = `the stack no longer lists it, but ${this.access.name} deleted it although its DeletionPolicy keeps it`;
+        rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: 'MISMATCHED', detail, mismatches });
+        continue;
+      }
       rows.push({ logicalId: gone.logicalId, type: gone.type, physicalId: gone.physicalId, status: still ? 'STILL_PRESENT' : 'REMOVED' });
     }
     return rows.sort((a, b) => a.logicalId.localeCompare(b.logicalId));
   }
 
-  private async verifyOne(template: CfnTemplate, logicalId: string, type: string, listed: StackResourceListing | undefined, preexisting: string | undefined): Promise<IacResourceRow> {
+  private async verifyOne(
+    resource: { logicalId: string; type: string; planned: PlannedProperties },
+    listed: StackResourceListing | undefined,
+    preexisting: string | undefined,
+  ): Promise<IacResourceRow> {
+    const { logicalId, type, planned } = resource;
     const row = (status: IacResourceStatus, physicalId: string | null, detail?: string): IacResourceRow => ({
       logicalId,
       type,
@@ -531,15 +435,28 @@ export class CloudFormationStacks {
       ...(detail === undefined ? {} : { detail }),
     });
     if (!this.access.supports(type)) return row('NOT_CREATED', null, `${this.access.name} does not create this type here`);
-    const check = SERVICE_CHECKS[type];
+    const service = AWS_SERVICES[type];
     if (listed?.physicalId !== undefined && listed.physicalId !== null) {
-      if (check === undefined) return row('UNVERIFIED', listed.physicalId, `the stack says ${listed.status}; the plane has no check of its own for ${type}`);
-      return (await check.check(this.access, listed.physicalId))
-        ? row('VERIFIED', listed.physicalId)
-        : row('MISSING', listed.physicalId, `the stack lists it (${listed.status}), but the service does not know ${listed.physicalId}`);
+      const physicalId = listed.physicalId;
+      if (service === undefined) return row('UNVERIFIED', physicalId, `the stack says ${listed.status}; the plane has no check of its own for ${type}`);
+      let mismatches;
+      try {
+        const there = await service.exists(this.access, physicalId, planned);
+        if (there === null) return row('UNVERIFIED', physicalId, `the stack says ${listed.status}; its physical id is no name the service knows, and the template names nothing to look at`);
+        if (!there) return row('MISSING', physicalId, `the stack lists it (${listed.status}), but the service does not know ${physicalId}`);
+        mismatches = await service.readBack(this.access, physicalId, planned);
+      } catch (err) {
+        if (isAbsent(err)) return row('MISSING', physicalId, `the stack lists it (${listed.status}), but the service lost ${physicalId} while its properties were read`);
+        // A target's role may see a resource and not its properties: no proof either way.
+        if (isForbidden(err)) return row('UNVERIFIED', physicalId, `the service has it, but refused to show its properties (${errorName(err)})`);
+        // moto 5.2.5 fails on every call about a key whose KeyPolicy a template gave as an object: no proof either way, and no retry mends it.
+        if (isServerFault(err)) return row('UNVERIFIED', physicalId, `the stack says ${listed.status}, but the service fails when asked for it (${describeError(err)})`);
+        throw err;
+      }
+      if (mismatches.length === 0) return row('VERIFIED', physicalId);
+      return { ...row('MISMATCHED', physicalId, describeMismatches(this.access.name, mismatches)), mismatches };
     }
-    const name = check === undefined ? null : literalName(template, logicalId, check.nameProperty);
-    const found = name === null || check === undefined ? null : await check.byName(this.access, name);
+    const found = await this.findByName(type, planned);
     if (found !== null && preexisting !== undefined) return row('TAKEN', found, await this.holderOf(found));
     if (found !== null) return row('ORPHANED', found, 'the service has it, but the stack does not list it');
     return row('MISSING', null, listed === undefined ? 'the stack does not list it' : `the stack lists it (${listed.status}) with no physical id`);
@@ -578,33 +495,18 @@ function executionOutcome(status: string | undefined, reason: string | undefined
   }
 }
 
-function toEmulatorChange(change: { Action?: string; LogicalResourceId?: string; ResourceType?: string }): EmulatorChange {
-  return { action: change.Action ?? 'Unknown', logicalId: change.LogicalResourceId ?? '', type: change.ResourceType ?? '' };
-}
-
-/**
- * Where the emulator's change set and the plane's diff disagree, in words a reviewer can
- * act on. The plane's diff is the verdict; moto executes what it says, so a resource it
- * calls Modify that the plane finds unchanged is re-created there (with a new physical id).
- */
-export function crossCheck(plane: readonly { action: PlanAction; logicalId: string }[], emulator: readonly EmulatorChange[], emulatorName: string): string[] {
-  if (emulator.length === 0 && plane.length > 0) return [`${emulatorName}'s change set lists no changes (it gives no preview); the plane's own diff is all there is to read`];
-  const ours = new Map(plane.map((change) => [change.logicalId, change.action]));
-  const theirs = new Map(emulator.map((change) => [change.logicalId, change.action]));
-  const notes: string[] = [];
-  for (const [logicalId, action] of [...theirs].sort(([a], [b]) => a.localeCompare(b))) {
-    const planned = ours.get(logicalId);
-    if (planned === action) continue;
-    if (planned === undefined && action === 'Modify') {
-      notes.push(`${emulatorName}'s change set says Modify for ${logicalId}, which the plane finds unchanged; ${emulatorName} may re-create it with a new physical id`);
-    } else if (planned === undefined) {
-      notes.push(`${emulatorName}'s change set says ${action} for ${logicalId}, which the plane finds unchanged`);
-    } else {
-      notes.push(`${emulatorName}'s change set says ${action} for ${logicalId}; the plane says ${planned}`);
-    }
-  }
-  for (const [logicalId, action] of [...ours].sort(([a], [b]) => a.localeCompare(b))) {
-    if (!theirs.has(logicalId)) notes.push(`the plane says ${action} for ${logicalId}; ${emulatorName}'s change set does not list it`);
-  }
-  return notes;
+/** A change set row: moto gives the action alone; CloudFormation its Replacement and which properties change, kept for the cross-check. */
+function toEmulatorChange(change: ResourceChange): EmulatorChange {
+  const details = (change.Details ?? []).flatMap((detail) =>
+    detail.Target?.Attribute === 'Properties' && detail.Target.Name !== undefined
+      ? [{ name: detail.Target.Name, ...(detail.Target.RequiresRecreation === undefined ? {} : { requiresRecreation: detail.Target.RequiresRecreation }) }]
+      : [],
+  );
+  return {
+    action: change.Action ?? 'Unknown',
+    logicalId: change.LogicalResourceId ?? '',
+    type: change.ResourceType ?? '',
+    ...(change.Replacement === undefined ? {} : { replacement: change.Replacement }),
+    ...(details.length === 0 ? {} : { details }),
+  };
 }

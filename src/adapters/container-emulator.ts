@@ -105,6 +105,8 @@ export interface ContainerEmulatorOptions {
   readonly cloudFormation?: {
     readonly supportedTypes: (labels: Readonly<Record<string, string>>) => ReadonlySet<string>;
     readonly operatorHeader?: string;
+    /** What its CloudFormation cannot apply in an UPDATE of a type (see IacAccess.updateGaps). */
+    readonly updateGaps?: (type: string, properties: readonly string[]) => string | undefined;
   };
   /** The emulator's state as the plane keeps it; without it a snapshot is SNAPSHOT_UNSUPPORTED with `noSnapshots` as the reason. */
   readonly state?: EmulatorStateStore;
@@ -430,6 +432,7 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       headers,
       signer: { kind: 'operator' },
       supports: (type) => supported.has(type) && runs(type),
+      ...(cloudFormation.updateGaps === undefined ? {} : { updateGaps: cloudFormation.updateGaps }),
       target: iacTargetOfSandbox(sandboxId),
       seedsCdkBootstrap: true,
       name: this.name,

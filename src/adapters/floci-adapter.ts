@@ -49,6 +49,9 @@ export function flociEnvironment(baseUrl: string | undefined, labels: Readonly<R
  * a template bucket, and AWS::CDK::Metadata is a no-op. Floci accepts any other type
  * with a made-up physical id and CREATE_COMPLETE, so a plan names every other type
  * unsupported. Floci's image cannot run on this machine: the list is its word, untested here.
+ * Left out although listed: EC2::SecurityGroupIngress and EC2::SecurityGroupEgress, which
+ * Floci 1.7.0 only stubs (CREATE_COMPLETE with a made-up id; DescribeSecurityGroups shows
+ * no rule), so a plan must call them unsupported rather than claim a rule was made.
  */
 export const FLOCI_CLOUDFORMATION_TYPES: ReadonlySet<string> = new Set(
   [
@@ -57,7 +60,7 @@ export const FLOCI_CLOUDFORMATION_TYPES: ReadonlySet<string> = new Set(
     'IAM::Role IAM::User IAM::AccessKey IAM::Policy IAM::ManagedPolicy IAM::InstanceProfile SSM::Parameter KMS::Key KMS::Alias',
     'SecretsManager::Secret SecretsManager::SecretTargetAttachment ECR::Repository ECS::Cluster ECS::TaskDefinition ECS::Service EKS::Cluster EKS::Nodegroup',
     'RDS::DBInstance RDS::DBCluster RDS::DBSubnetGroup RDS::DBParameterGroup RDS::DBClusterParameterGroup',
-    'EC2::VPC EC2::Subnet EC2::SecurityGroup EC2::SecurityGroupIngress EC2::SecurityGroupEgress EC2::InternetGateway EC2::RouteTable',
+    'EC2::VPC EC2::Subnet EC2::SecurityGroup EC2::InternetGateway EC2::RouteTable',
     'EC2::SubnetRouteTableAssociation EC2::Route EC2::NatGateway EC2::EIP EC2::Instance EC2::LaunchTemplate EC2::VPCGatewayAttachment',
     'EC2::NetworkAcl EC2::NetworkAclEntry EC2::SubnetNetworkAclAssociation EC2::FlowLog',
     'ElasticLoadBalancingV2::LoadBalancer ElasticLoadBalancingV2::TargetGroup ElasticLoadBalancingV2::Listener ElasticLoadBalancingV2::ListenerRule',

@@ -53,6 +53,43 @@ export function motoCloudFormationTypes(labels: Readonly<Record<string, string>>
   return new Set(listed.split(','));
 }
 
+/**
+ * What moto 5.2.5's CloudFormation does not apply when it updates a resource of a type
+ * (IacAccess.updateGaps), each read in its source (moto/<service>/models.py,
+ * `update_from_cloudformation_json`) and seen in a sandbox here. A type with no update
+ * handler keeps the resource as it was, and the stack stops listing it.
+ */
+export const MOTO_UPDATE_GAPS: Readonly<Record<string, { readonly applies: readonly string[]; readonly gap: string }>> = {
+  'AWS::DynamoDB::Table': { applies: [], gap: 'moto 5.2.5 has no update for a DynamoDB table: the table stays as it was and the stack stops listing it' },
+  'AWS::KMS::Key': { applies: [], gap: 'moto 5.2.5 has no update for a KMS key: the key stays as it was and the stack stops listing it' },
+  'AWS::Logs::LogGroup': { applies: [], gap: 'moto 5.2.5 has no update for a log group: the group stays as it was (its retention too) and the stack stops listing it' },
+  'AWS::IAM::ManagedPolicy': { applies: [], gap: 'moto 5.2.5 has no update for a managed policy: the policy stays as it was and the stack stops listing it' },
+  'AWS::S3::Bucket': {
+    applies: ['BucketEncryption', 'Tags', 'BucketName'],
+    gap: 'moto 5.2.5 updates a bucket only for BucketEncryption and Tags (a new BucketName replaces it): any other change, VersioningConfiguration among them, is dropped',
+  },
+  'AWS::SQS::Queue': {
+    applies: ['VisibilityTimeout', 'ReceiveMessageWaitTimeSeconds'],
+    gap: 'moto 5.2.5 updates a queue only for VisibilityTimeout and ReceiveMessageWaitTimeSeconds: a new QueueName keeps the old queue, and any other change is dropped',
+  },
+  'AWS::IAM::User': {
+    applies: ['Path'],
+    gap: 'moto 5.2.5 takes any update of a user whose template gives its UserName for a replacement, which fails on the name the user already holds (EntityAlreadyExists); else it updates only Path',
+  },
+  'AWS::IAM::Role': {
+    applies: ['Description'],
+    gap: 'moto 5.2.5 updates a role only for Description, and sets its MaxSessionDuration back to 3600: AssumeRolePolicyDocument, Path, Policies and any other change are dropped',
+  },
+};
+
+/** Why moto cannot apply an update of `type` that changes `properties`, or undefined when it applies them all. */
+export function motoUpdateGap(type: string, properties: readonly string[]): string | undefined {
+  const known = Object.hasOwn(MOTO_UPDATE_GAPS, type) ? MOTO_UPDATE_GAPS[type] : undefined;
+  if (known === undefined) return undefined;
+  const dropped = properties.filter((property) => !known.applies.includes(property));
+  return dropped.length === 0 ? undefined : `${known.gap} (this change sets ${dropped.join(', ')})`;
+}
+
 export interface MotoAdapterOptions {
   readonly broker: ContainerBroker;
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
@@ -92,7 +129,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
-    cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER },
+    cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER, updateGaps: motoUpdateGap },
     state: { capture: captureMotoRecording, restore: restoreMotoRecording },
   });
 }

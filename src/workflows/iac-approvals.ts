@@ -1,10 +1,8 @@
-import { isCancellation, workflowInfo } from '@temporalio/workflow';
 import { iacApprovalPayloadSchema, type IacApproval } from '../domain/iac/iac-run';
-import { MAX_PAYLOAD_CHARS, type ApprovalAttempt, type ApprovalRefusal } from '../domain/lifecycle-messages';
-import { describeIssues } from '../domain/validation';
+import type { ApprovalAttempt } from '../domain/lifecycle-messages';
 import { storeActivities } from './activity-routes';
 import { ApprovalInbox, type PendingApproval } from './approval-inbox';
-import { failureCode } from './workflow-failures';
+import { judgeApproval } from './approval-judge';
 
 /** The approvals that did not count that status shows: the newest (the audit trail has them all). */
 const ATTEMPTS_SHOWN = 20;
@@ -51,37 +49,26 @@ export class IacApprovals {
     this.taken.add(pending);
   }
 
-  /** Validates one approve/deny of plan `digest`, for a run that needs `needed` different approvers. */
+  /** Validates one approve/deny of plan `digest`, for a run that needs `needed` different approvers (the rules every approval follows, and these). */
   async judge(pending: PendingApproval, digest: string, needed: number): Promise<ApprovalAttempt> {
-    const at = new Date().toISOString();
-    const ignore = async (approver: string | null, why: string, refusalCode?: ApprovalRefusal): Promise<ApprovalAttempt> => {
-      const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusalCode !== undefined ? { refusal: refusalCode } : {}) };
-      this.ignored.push(attempt);
-      this.ignoredInAll += 1;
-      if (this.ignored.length > ATTEMPTS_SHOWN) this.ignored.shift();
-      await this.audit(`iac_${pending.signal}_ignored`, approver ?? 'unknown', 'ignored', why);
-      return attempt;
-    };
-    if (pending.oversizedChars !== undefined) return ignore(null, `the payload is ${pending.oversizedChars} characters of JSON, more than ${MAX_PAYLOAD_CHARS}`);
-    const parsed = iacApprovalPayloadSchema.safeParse(pending.payload);
-    if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send {"approver", "reason", "code", "planDigest": "${digest}"}`);
-    const { approver, reason, code, planDigest } = parsed.data;
-    if (approver === this.requester) return ignore(approver, `${approver} requested this change and cannot ${pending.signal} it`);
-    if (pending.signal === 'approve' && this.given.some((given) => given.approver === approver)) {
-      return ignore(approver, `${approver} approved this run already; it needs ${needed} different approvers`);
-    }
-    if (planDigest !== digest) return ignore(approver, `PLAN_STALE: the ${pending.signal} names plan ${planDigest}, but this run holds plan ${digest}`);
-    const { workflowId, runId } = workflowInfo();
-    let proof;
-    try {
-      proof = await storeActivities().verifyApproval({ approver, code: code ?? null, use: `${workflowId}/${runId}/${this.inbox.nextProofCheck()}` });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      const error = failureCode(err, 'STORE_UNAVAILABLE');
-      return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send it again`);
-    }
-    if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
-    if (proof.verdict === 'unverified') return ignore(approver, `${proof.refusal ?? 'APPROVAL_UNVERIFIED'}: ${proof.why}`, proof.refusal ?? 'APPROVAL_UNVERIFIED');
-    return { signal: pending.signal, approver, verdict: 'accepted', reason, at };
+    return judgeApproval(pending, {
+      schema: iacApprovalPayloadSchema,
+      example: `{"approver", "reason", "code", "planDigest": "${digest}"}`,
+      requester: this.requester,
+      subject: 'change',
+      check: ({ approver, planDigest }) => {
+        if (pending.signal === 'approve' && this.given.some((given) => given.approver === approver)) return `${approver} approved this run already; it needs ${needed} different approvers`;
+        if (planDigest !== digest) return `PLAN_STALE: the ${pending.signal} names plan ${planDigest}, but this run holds plan ${digest}`;
+        return undefined;
+      },
+      verify: (input) => storeActivities().verifyApproval(input),
+      nextProofCheck: () => this.inbox.nextProofCheck(),
+      ignored: async (attempt) => {
+        this.ignored.push(attempt);
+        this.ignoredInAll += 1;
+        if (this.ignored.length > ATTEMPTS_SHOWN) this.ignored.shift();
+        await this.audit(`iac_${attempt.signal}_ignored`, attempt.approver ?? 'unknown', 'ignored', attempt.reason);
+      },
+    });
   }
 }

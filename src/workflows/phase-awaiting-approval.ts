@@ -1,12 +1,11 @@
-import { condition, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import { condition, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
-import { approvalPayloadSchema, MAX_PAYLOAD_CHARS, type ApprovalAttempt, type ApprovalRefusal } from '../domain/lifecycle-messages';
+import { approvalPayloadSchema, type ApprovalAttempt } from '../domain/lifecycle-messages';
 import type { Approval, Phase, PhaseNamed } from '../domain/lifecycle-record';
-import { describeIssues } from '../domain/validation';
 import type { PendingApproval } from './approval-inbox';
+import { judgeApproval } from './approval-judge';
 import type { LifecycleContext } from './lifecycle-context';
 import { ended, withdraw } from './phase-ending';
-import { failureCode } from './workflow-failures';
 
 /** What a person types into the UI's signal dialog. */
 export const APPROVAL_EXAMPLE = '{"approver": "<your name>", "reason": "<why>", "code": "<the 6 digits your authenticator shows>"}';
@@ -65,34 +64,21 @@ export async function awaitingApproval(ctx: LifecycleContext, phase: PhaseNamed<
   }
 }
 
-/** Validates one approve/deny; an invalid or unauthorized one is audited and ignored, never fatal. */
+/** Validates one approve/deny (the rules every approval follows); an invalid or unauthorized one is audited and ignored, never fatal. */
 async function judge(ctx: LifecycleContext, pending: PendingApproval): Promise<ApprovalAttempt> {
-  const at = new Date().toISOString();
-  const ignore = async (approver: string | null, why: string, refusal?: ApprovalRefusal): Promise<ApprovalAttempt> => {
-    const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'ignored', reason: why, at, ...(refusal !== undefined ? { refusal } : {}) };
-    ctx.noteAttempt(attempt);
-    log.warn('approval ignored', { signal: pending.signal, approver, why });
-    await ctx.journal.audit({ action: `${pending.signal}_ignored`, actor: approver ?? 'unknown', effect: 'ignored', reason: why }, ctx.record);
-    return attempt;
-  };
-  if (pending.oversizedChars !== undefined) return ignore(null, `the payload is ${pending.oversizedChars} characters of JSON, more than ${MAX_PAYLOAD_CHARS}; send ${APPROVAL_EXAMPLE}`);
-  const parsed = approvalPayloadSchema.safeParse(pending.payload);
-  if (!parsed.success) return ignore(null, `malformed payload (${describeIssues(parsed.error.issues)}); send ${APPROVAL_EXAMPLE}`);
-  const { approver, reason } = parsed.data;
-  if (approver === ctx.record.request.principal) return ignore(approver, `${approver} requested this sandbox and cannot ${pending.signal} it`);
-  const { workflowId, runId } = workflowInfo();
-  let proof: Awaited<ReturnType<LifecycleContext['projection']['verifyApproval']>>;
-  try {
-    proof = await ctx.projection.verifyApproval({ approver, code: parsed.data.code ?? null, use: `${workflowId}/${runId}/${ctx.inbox.nextProofCheck()}` });
-  } catch (err) {
-    if (isCancellation(err)) throw err;
-    const error = failureCode(err, 'STORE_UNAVAILABLE');
-    return ignore(approver, `the approval could not be checked (${error.code}: ${error.message}); send the ${pending.signal} again`);
-  }
-  if (proof.verdict === 'unlisted') return ignore(approver, `${approver} is not on the approvers list`);
-  // A forged or replayed approval is audited and ignored: the sandbox goes on waiting for a real one.
-  if (proof.verdict === 'unverified') return ignore(approver, `${proof.refusal ?? 'APPROVAL_UNVERIFIED'}: ${proof.why}`, proof.refusal ?? 'APPROVAL_UNVERIFIED');
-  const attempt: ApprovalAttempt = { signal: pending.signal, approver, verdict: 'accepted', reason, at };
-  ctx.noteAttempt(attempt);
+  const attempt = await judgeApproval(pending, {
+    schema: approvalPayloadSchema,
+    example: APPROVAL_EXAMPLE,
+    requester: ctx.record.request.principal,
+    subject: 'sandbox',
+    verify: (input) => ctx.projection.verifyApproval(input),
+    nextProofCheck: () => ctx.inbox.nextProofCheck(),
+    ignored: async (ignored) => {
+      ctx.noteAttempt(ignored);
+      log.warn('approval ignored', { signal: ignored.signal, approver: ignored.approver, why: ignored.reason });
+      await ctx.journal.audit({ action: `${ignored.signal}_ignored`, actor: ignored.approver ?? 'unknown', effect: 'ignored', reason: ignored.reason }, ctx.record);
+    },
+  });
+  if (attempt.verdict === 'accepted') ctx.noteAttempt(attempt);
   return attempt;
 }

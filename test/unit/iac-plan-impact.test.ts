@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { cloudFormationResourceSpec } from '../../src/adapters/cloudformation-resource-spec';
+import { motoUpdateGap } from '../../src/adapters/moto-adapter';
 import { planScreening, screenIacRun } from '../../src/domain/iac/iac-screening';
 import { buildPlan, type PlanChange, type TemplateWithParameters } from '../../src/domain/iac/plan';
 import { requiresRecreation } from '../../src/domain/iac/resource-spec';
@@ -110,6 +111,27 @@ describe('replacement and data loss, from the resource specification', () => {
     const { changes, warnings } = plan(custom(1), custom(2));
     assert.equal(change(changes, 'Thing').replacement, 'Conditional');
     assert.ok(warnings.some((warning) => warning.code === 'TYPE_NOT_IN_SPECIFICATION'));
+  });
+});
+
+describe("the emulator's gaps are said before the apply", () => {
+  const queue = (props: string) => read(`Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    Properties: { ${props} }\n`);
+  const planAt = (base: TemplateWithParameters, next: TemplateWithParameters) =>
+    buildPlan({ stack: 'app', base, next, spec: cloudFormationResourceSpec, place: { target: 'sandbox:sbx-1', isSupported: () => true, updateGaps: motoUpdateGap } });
+
+  test('moto drops a queue DelaySeconds change: a warning names it; VisibilityTimeout, which it applies, warns nothing', () => {
+    const dropped = planAt(queue('DelaySeconds: 0'), queue('DelaySeconds: 5')).warnings;
+    assert.deepEqual(
+      dropped.map((warning) => `${warning.logicalId} ${warning.code}`),
+      ['Queue EMULATOR_CANNOT_UPDATE'],
+    );
+    assert.match(dropped[0]?.message ?? '', /this change sets DelaySeconds/);
+    assert.deepEqual(planAt(queue('VisibilityTimeout: 30'), queue('VisibilityTimeout: 60')).warnings, []);
+    assert.deepEqual(
+      planAt(read(TABLE('pk')), read(TABLE('id'))).warnings.map((warning) => warning.code),
+      ['EMULATOR_CANNOT_UPDATE'],
+      'moto has no table update at all',
+    );
   });
 });
 

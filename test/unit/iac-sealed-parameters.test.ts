@@ -27,7 +27,16 @@ describe('sealed NoEcho parameters', () => {
 
   test('digests bind the keyed MAC: the same value sealed twice is the same request, another value another, and no unkeyed hash of it is there', () => {
     const run = (password: string) =>
-      iacRunInputSchema.parse({ runId: 'r1', mode: 'plan', sandboxId: 'sbx-1', principal: 'p', stack: 's', template: TEMPLATE, parameters: { Password: seal.seal('Password', password) }, source: { kind: 'template', name: 't' } });
+      iacRunInputSchema.parse({
+        runId: 'r1',
+        mode: 'plan',
+        sandboxId: 'sbx-1',
+        principal: 'p',
+        stack: 's',
+        template: TEMPLATE,
+        parameters: { Password: seal.seal('Password', password) },
+        source: { kind: 'template', name: 't' },
+      });
     const [first, again, other] = [run('hunter2'), run('hunter2'), run('hunter3')];
     assert.notEqual(first.parameters.Password, again.parameters.Password, 'a fresh IV each time');
     assert.equal(iacRequestDigest(first), iacRequestDigest(again));

@@ -193,6 +193,30 @@ export function evaluateSides(base: TemplateWithParameters | null, next: Templat
   };
 }
 
+/** Stands for a NoEcho value while the planned properties are worked out; never shown. */
+const NO_ECHO_MARK = '\u0000sandboxplane-noecho\u0000';
+
+/**
+ * The Properties each resource the template creates (its condition not false) is planned
+ * to have, what an apply is read back against. A value a NoEcho parameter decides becomes
+ * a `Ref` to it, so it is never compared (nor written into a mismatch).
+ */
+export function plannedProperties(next: TemplateWithParameters, pseudo: PseudoParameters = {}): Record<string, Record<string, unknown>> {
+  const context = parameterContext(next.template, next.parameters, (name) => `${NO_ECHO_MARK}${name}${NO_ECHO_MARK}`);
+  const evaluated = evaluateTemplate(next.template, { ...context, pseudo });
+  const hide = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      const name = value.includes(NO_ECHO_MARK) ? value.split(NO_ECHO_MARK)[1] : undefined;
+      return name === undefined ? value : { Ref: name };
+    }
+    if (Array.isArray(value)) return value.map(hide);
+    return isJsonObject(value) ? Object.fromEntries(Object.entries(value).map(([key, item]) => [key, hide(item)])) : value;
+  };
+  return Object.fromEntries(
+    Object.entries(evaluated.resources).map(([logicalId, { resource }]) => [logicalId, hide(isJsonObject(resource.Properties) ? resource.Properties : {}) as Record<string, unknown>]),
+  );
+}
+
 /** NoEcho parameters whose value the stack does not give back (`****`): whatever uses them is compared as unknown. */
 function unreadableNoEchoWarnings(base: TemplateWithParameters | null, next: TemplateWithParameters): PlanWarning[] {
   if (base === null) return [];
@@ -589,8 +613,8 @@ export interface PlanPlace {
   readonly target: string;
   /** Whether its CloudFormation really creates resources of a type. */
   readonly isSupported: (type: string) => boolean;
-  /** Why it cannot apply an update of a type, where it cannot (an emulator's gap). */
-  readonly updateGaps?: (type: string) => string | undefined;
+  /** Why it cannot apply an update of a type that changes these top-level properties, where it cannot (an emulator's gap). */
+  readonly updateGaps?: (type: string, properties: readonly string[]) => string | undefined;
   readonly pseudo?: PseudoParameters;
   /** Its own change set of the change, and who made it ("moto", "staging"): cross-checked with the plan. */
   readonly emulator?: { readonly name: string; readonly changes: readonly EmulatorChange[] };
@@ -674,7 +698,8 @@ function conditionWarnings(next: EvaluatedTemplate): PlanWarning[] {
 /** Modifies of types the emulator cannot update: said before the apply, not found after it. */
 function updateGapWarnings(changes: readonly PlanChange[], place: PlanPlace): PlanWarning[] {
   return changes.flatMap((change) => {
-    const gap = change.action === 'Modify' ? place.updateGaps?.(change.type) : undefined;
+    const properties = [...new Set(change.properties.flatMap((property) => /^Properties\.([^.[]+)/.exec(property.path)?.[1] ?? []))];
+    const gap = change.action === 'Modify' && properties.length > 0 ? place.updateGaps?.(change.type, properties) : undefined;
     return gap === undefined ? [] : [{ logicalId: change.logicalId, code: 'EMULATOR_CANNOT_UPDATE', message: gap }];
   });
 }
