@@ -212,4 +212,18 @@ describe('an apply reads back what the plan set (real dev server, engine, moto a
     const nightly = JSON.parse(await aws(config, ['events', 'describe-rule', '--name', 'verify-nightly'])) as { State: string };
     assert.equal(nightly.State, 'DISABLED');
   });
+  test('a bucket removed with DeletionPolicy Retain: the plan says retained, not data loss; moto deletes it all the same, which is MISMATCHED, never a proof', async () => {
+    const kept = { Resources: { Kept: { Type: 'AWS::S3::Bucket', DeletionPolicy: 'Retain', Properties: { BucketName: 'verify-kept' } }, Q: { Type: 'AWS::SQS::Queue' } } };
+    assert.equal((await apply('retained', kept)).state, 'APPLIED');
+    const removed = await apply('retained', { Resources: { Q: { Type: 'AWS::SQS::Queue' } } });
+    const change = removed.plan?.changes.find((one) => one.logicalId === 'Kept');
+    assert.deepEqual([change?.action, change?.retained, change?.dataLoss], ['Remove', true, false]);
+    // moto 5.2.5 deletes a resource its update removes from the stack, whatever its DeletionPolicy.
+    const row = byLogicalId(removed.resources).Kept;
+    assert.equal(row?.status, 'MISMATCHED', JSON.stringify(row));
+    assert.deepEqual(row?.mismatches, [{ path: 'DeletionPolicy', planned: 'Retain', observed: 'deleted' }]);
+    assert.equal(removed.state, 'FAILED');
+    assert.match(removed.waitingFor, /put back as it was before the apply/);
+    assert.match(await aws(config, ['s3api', 'list-buckets']), /verify-kept/, 'the checkpoint put the kept bucket back');
+  });
 });

@@ -8,7 +8,7 @@ import { FAILING_RESOURCE_STATUSES, iacTargetOfTarget, type IacResourceRow, type
 import type { TargetRecord } from '../domain/targets';
 import type { ParameterSeal } from '../crypto/parameter-seal';
 import { buildPlan, plannedProperties, pseudoParameters } from '../domain/iac/plan';
-import { isSealedParameterValue, parametersForDigest } from '../domain/iac/sealed-parameters';
+import { isSealedParameterValue, parametersForDigest, sealingProblems } from '../domain/iac/sealed-parameters';
 import type { CfnTemplate } from '../domain/iac/template';
 import type { AdapterName } from '../domain/service-catalog';
 import { withTaxonomy } from './activity-failure';
@@ -29,6 +29,8 @@ export interface IacChangeRequest {
   readonly stack: string;
   readonly template: CfnTemplate;
   readonly parameters: Record<string, string>;
+  /** Whose change it is: a sealed NoEcho value opens only for its principal. */
+  readonly principal?: string;
 }
 
 /** A computed plan, and what an apply checks afterwards: the physical ids of what the change removes. */
@@ -116,14 +118,14 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
   if (access.seedsCdkBootstrap) await stacks.bootstrap(cdkBootstrapNeeds(input.template));
   const base = await stacks.current(input.stack, name);
   // Opened here, for the change set and the plan's evaluation only: they never leave this step.
-  const opened = openParameters(input.parameters, seal);
+  const opened = openParameters(input, seal);
   const emulator = await stacks.changeSet({ stack: input.stack, name, template: input.template, parameters: opened, create: base === null });
   const plan = buildPlan({
     stack: input.stack,
     base: base === null ? null : { template: base.template, parameters: base.parameters },
     next: { template: input.template, parameters: opened },
     digestParameters: parametersForDigest(input.parameters),
-    keyed: (parameter, value) => seal.digestForm(parameter, value),
+    keyed: (parameter, value) => seal.digestForm({ principal: input.principal ?? '', parameter }, value),
     spec: cloudFormationResourceSpec,
     place: {
       // An approval of this plan is for this place: the same change elsewhere is another plan.
@@ -142,9 +144,16 @@ async function planWith(stacks: CloudFormationStacks, access: IacAccess, input: 
   return { plan, removed, preexisting, executable: emulator.made };
 }
 
-/** The parameters with their sealed NoEcho values opened: for this step's own calls, never returned. */
-function openParameters(parameters: Readonly<Record<string, string>>, seal: ParameterSeal): Record<string, string> {
-  return Object.fromEntries(Object.entries(parameters).map(([key, value]) => [key, isSealedParameterValue(value) ? seal.open(key, value) : value]));
+/**
+ * The parameters with their sealed NoEcho values opened, each for the run's principal: for
+ * this step's own calls, never returned. Sealed text for a parameter that is not NoEcho is
+ * refused, never opened: it would show a value copied from another run in clear.
+ */
+function openParameters(input: Pick<IacChangeRequest, 'template' | 'parameters' | 'principal'>, seal: ParameterSeal): Record<string, string> {
+  const problems = sealingProblems(input.template, input.parameters);
+  if (problems.length > 0) throw new SandboxPlaneError('INVALID_INPUT', `parameters: ${problems.join('; ')}`);
+  const principal = input.principal ?? '';
+  return Object.fromEntries(Object.entries(input.parameters).map(([parameter, value]) => [parameter, isSealedParameterValue(value) ? seal.open({ principal, parameter }, value) : value]));
 }
 
 /** What the run heartbeats while it waits for a stack: its status and newest events, so the UI shows the apply as it goes. */
@@ -201,7 +210,7 @@ export function createIacActivities(resolve: IacAccessResolver, seal: ParameterS
         // A refused execution changes nothing more: look once, do not wait for a stack that will not move.
         const since = input.sinceIso ?? null;
         const seen = input.executionError === null ? await stacks.settle(input.stack, SETTLE_TIMEOUT_MS, heartbeatProgress, since) : await stacks.look(input.stack, since);
-        const opened = openParameters(input.parameters, seal);
+        const opened = openParameters(input, seal);
         const resolved = plannedProperties({ template: input.template, parameters: opened }, pseudoParameters(access.region, input.stack));
         const resources = await stacks.verify({ stack: input.stack, template: input.template, removed: input.removed, preexisting: input.preexisting ?? {}, resolved });
         const problems: string[] = [];

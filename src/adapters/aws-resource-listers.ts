@@ -1,52 +1,19 @@
-import { withAwsSpans } from '../telemetry/aws-spans';
-import { DynamoDBClient, paginateListTables } from '@aws-sdk/client-dynamodb';
-import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
-import { paginateListQueues, SQSClient } from '@aws-sdk/client-sqs';
 import type { ClientConfig } from '../domain/client-config';
 import type { ResourceListing, UnlistedService } from '../domain/resources';
 import type { ServiceCatalog } from '../domain/service-catalog';
+import { AWS_SERVICES } from './aws-services';
 import type { ResourceRef } from './cloud-emulator-adapter';
 
 type Lister = (config: ClientConfig) => Promise<ResourceRef[]>;
 
-/** Services whose resources we can enumerate through their own AWS API. */
-const LISTERS: Readonly<Record<string, Lister>> = {
-  s3: async (config) => {
-    const client = withAwsSpans(new S3Client({ ...config, maxAttempts: 2 }));
-    try {
-      const { Buckets = [] } = await client.send(new ListBucketsCommand({}));
-      return Buckets.map((bucket) => ({ service: 's3', type: 'bucket', id: bucket.Name ?? '' }));
-    } finally {
-      client.destroy();
-    }
-  },
-  dynamodb: async (config) => {
-    const client = withAwsSpans(new DynamoDBClient({ ...config, maxAttempts: 2 }));
-    try {
-      const tables: ResourceRef[] = [];
-      for await (const page of paginateListTables({ client }, {})) {
-        for (const name of page.TableNames ?? []) tables.push({ service: 'dynamodb', type: 'table', id: name });
-      }
-      return tables;
-    } finally {
-      client.destroy();
-    }
-  },
-  sqs: async (config) => {
-    const client = withAwsSpans(new SQSClient({ ...config, maxAttempts: 2 }));
-    try {
-      const queues: ResourceRef[] = [];
-      for await (const page of paginateListQueues({ client }, {})) {
-        for (const url of page.QueueUrls ?? []) queues.push({ service: 'sqs', type: 'queue', id: url.slice(url.lastIndexOf('/') + 1) });
-      }
-      return queues;
-    } finally {
-      client.destroy();
-    }
-  },
-};
+/** Services whose resources we can enumerate through their own AWS API: those the one service table can list. */
+const LISTERS: Readonly<Record<string, Lister>> = Object.fromEntries(
+  Object.values(AWS_SERVICES).flatMap((entry) =>
+    entry.lists === undefined ? [] : [[entry.lists.service, (config: ClientConfig) => (entry.lists as NonNullable<typeof entry.lists>).all(config)] as const],
+  ),
+);
 
-export const LISTABLE_SERVICES: readonly string[] = Object.freeze(Object.keys(LISTERS));
+export const LISTABLE_SERVICES: readonly string[] = Object.freeze(Object.keys(LISTERS).sort());
 
 type ServiceOutcome = { listed: ResourceRef[] } | { unlisted: UnlistedService };
 

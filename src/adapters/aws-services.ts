@@ -1,5 +1,5 @@
 import { CloudWatchLogsClient, DescribeLogGroupsCommand, type LogGroup } from '@aws-sdk/client-cloudwatch-logs';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, DynamoDBClient, paginateListTables } from '@aws-sdk/client-dynamodb';
 import { DescribeRuleCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import {
   GetGroupPolicyCommand,
@@ -15,12 +15,15 @@ import {
   ListPoliciesCommand,
 } from '@aws-sdk/client-iam';
 import { DescribeKeyCommand, GetKeyPolicyCommand, GetKeyRotationStatusCommand, KMSClient } from '@aws-sdk/client-kms';
-import { GetBucketTaggingCommand, GetBucketVersioningCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetBucketTaggingCommand, GetBucketVersioningCommand, HeadBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetTopicAttributesCommand, ListTopicsCommand, SNSClient } from '@aws-sdk/client-sns';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, paginateListQueues, SQSClient } from '@aws-sdk/client-sqs';
 import { DescribeParametersCommand, GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { comparePlanned, plannedAt, type Observed, type PropertyMismatch } from './aws-property-compare';
 import { exists, isAbsent, withClient, type OperatorClientSettings } from './aws-operator-client';
+import type { ClientConfig } from '../domain/client-config';
+import type { ResourceRef } from '../domain/resources';
+import { withAwsSpans } from '../telemetry/aws-spans';
 import type { IacAccess } from './cloud-emulator-adapter';
 
 export type { PropertyMismatch } from './aws-property-compare';
@@ -44,6 +47,13 @@ export interface AwsServiceAccess {
   byName?(access: IacAccess, name: string): Promise<string | null>;
   /** Each property `planned` sets that the service reads back otherwise (see comparePlanned). */
   readBack(access: IacAccess, physicalId: string, planned: PlannedProperties): Promise<PropertyMismatch[]>;
+  /** Every resource of the type, for `resources` (with the sandbox's own key, as its agent sees them), under its service's name. */
+  readonly lists?: { readonly service: string; all(config: ClientConfig): Promise<ResourceRef[]> };
+}
+
+/** A client with the sandbox's own key (what `resources` lists is what its agent sees), traced like every AWS call, destroyed after use. */
+function withSandboxClient<C extends { destroy(): void; middlewareStack: { add: (...args: never[]) => void } }, R>(client: C, use: (client: C) => Promise<R>): Promise<R> {
+  return use(withAwsSpans(client)).finally(() => client.destroy());
 }
 
 const s3 = (settings: OperatorClientSettings) => new S3Client({ ...settings, forcePathStyle: true });
@@ -162,6 +172,13 @@ async function inlinePolicies(access: IacAccess, planned: PlannedProperties): Pr
 export const AWS_SERVICES: Readonly<Record<string, AwsServiceAccess>> = {
   // Physical id: the bucket's name.
   'AWS::S3::Bucket': service({
+    lists: {
+      service: 's3',
+      all: (config) =>
+        withSandboxClient(new S3Client({ ...config, maxAttempts: 2 }), async (client) =>
+          ((await client.send(new ListBucketsCommand({}))).Buckets ?? []).map((bucket) => ({ service: 's3', type: 'bucket', id: bucket.Name ?? '' })),
+        ),
+    },
     exists: (access, id) => withClient(s3, access, (client) => exists(() => client.send(new HeadBucketCommand({ Bucket: id })))),
     nameProperty: 'BucketName',
     byName: async (access, name) => ((await withClient(s3, access, (client) => exists(() => client.send(new HeadBucketCommand({ Bucket: name }))))) ? name : null),
@@ -185,6 +202,15 @@ export const AWS_SERVICES: Readonly<Record<string, AwsServiceAccess>> = {
   }),
   // Physical id: the queue's URL, as moto makes it (its host is not the endpoint's), so a queue is found by its name.
   'AWS::SQS::Queue': service({
+    lists: {
+      service: 'sqs',
+      all: (config) =>
+        withSandboxClient(new SQSClient({ ...config, maxAttempts: 2 }), async (client) => {
+          const queues: ResourceRef[] = [];
+          for await (const page of paginateListQueues({ client }, {})) for (const url of page.QueueUrls ?? []) queues.push({ service: 'sqs', type: 'queue', id: queueName(url) });
+          return queues;
+        }),
+    },
     exists: (access, id) => withClient(sqs, access, (client) => exists(() => client.send(new GetQueueUrlCommand({ QueueName: queueName(id) })))),
     nameProperty: 'QueueName',
     byName: (access, name) => withClient(sqs, access, async (client) => (await orAbsent(() => client.send(new GetQueueUrlCommand({ QueueName: name }))))?.QueueUrl ?? null),
@@ -203,6 +229,15 @@ export const AWS_SERVICES: Readonly<Record<string, AwsServiceAccess>> = {
   }),
   // Physical id: the table's name.
   'AWS::DynamoDB::Table': service({
+    lists: {
+      service: 'dynamodb',
+      all: (config) =>
+        withSandboxClient(new DynamoDBClient({ ...config, maxAttempts: 2 }), async (client) => {
+          const tables: ResourceRef[] = [];
+          for await (const page of paginateListTables({ client }, {})) for (const name of page.TableNames ?? []) tables.push({ service: 'dynamodb', type: 'table', id: name });
+          return tables;
+        }),
+    },
     exists: (access, id) => withClient(dynamodb, access, (client) => exists(() => client.send(new DescribeTableCommand({ TableName: id })))),
     nameProperty: 'TableName',
     byName: async (access, name) => ((await withClient(dynamodb, access, (client) => exists(() => client.send(new DescribeTableCommand({ TableName: name }))))) ? name : null),

@@ -20,6 +20,7 @@ import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { SandboxPlaneError } from '../domain/errors';
 import { CDK_BOOTSTRAP_VERSION, type CdkBootstrapNeeds } from '../domain/iac/cdk-bootstrap';
 import type { IacResourceRow, IacResourceStatus } from '../domain/iac/iac-run';
+import { executionOutcome } from '../domain/iac/change-set-outcome';
 import type { EmulatorChange } from '../domain/iac/cross-check';
 import type { CfnTemplate } from '../domain/iac/template';
 import { readTemplateText } from '../domain/iac/template-yaml';
@@ -473,25 +474,6 @@ export class CloudFormationStacks {
   /** Whether a settled status is a success. */
   static succeeded(status: string | null): boolean {
     return status !== null && SETTLED_OK.has(status);
-  }
-}
-
-/** What a change set's execution status says of an execution: not yet (`available`), under way or done, or impossible. */
-function executionOutcome(status: string | undefined, reason: string | undefined): 'available' | { outcome: 'already' } | { outcome: 'failed'; error: string } {
-  switch (status) {
-    case 'AVAILABLE':
-      return 'available';
-    case 'EXECUTE_IN_PROGRESS':
-    case 'EXECUTE_COMPLETE':
-    case 'EXECUTE_FAILED':
-      return { outcome: 'already' };
-    case 'OBSOLETE':
-      return { outcome: 'failed', error: 'the change set is obsolete: the stack changed after it was made' };
-    case 'UNAVAILABLE':
-      // CloudFormation's "no changes": nothing to execute, and the stack is checked all the same.
-      return { outcome: 'already' };
-    default:
-      return { outcome: 'failed', error: `the change set cannot be executed (${status ?? 'no status'}${reason ? `: ${reason}` : ''})` };
   }
 }
 

@@ -253,7 +253,7 @@ export class IacClient {
     }
     const given = { ...(request.parameters ?? {}) };
     validateTemplate(template, given);
-    const parameters = this.sealNoEcho(template, given);
+    const parameters = this.sealNoEcho(template, given, principal);
     return parseOrThrow(
       iacRunInputSchema,
       {
@@ -276,7 +276,7 @@ export class IacClient {
    * this client's payload codec; without the plane's codec there is nothing to seal with,
    * and they are refused rather than sent in clear.
    */
-  private sealNoEcho(template: CfnTemplate, parameters: Record<string, string>): Record<string, string> {
+  private sealNoEcho(template: CfnTemplate, parameters: Record<string, string>, principal: string): Record<string, string> {
     const secret = noEchoParameters(template).filter((name) => Object.hasOwn(parameters, name) && !isSealedParameterValue(parameters[name] as string));
     if (secret.length === 0) return parameters;
     const codec = this.client.options.loadedDataConverter.payloadCodecs.find((one): one is AesGcmPayloadCodec => one instanceof AesGcmPayloadCodec);
@@ -286,7 +286,7 @@ export class IacClient {
       });
     }
     const seal = codec.parameterSeal();
-    return Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, secret.includes(name) ? seal.seal(name, value) : value]));
+    return Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, secret.includes(name) ? seal.seal({ principal, parameter: name }, value) : value]));
   }
 
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {

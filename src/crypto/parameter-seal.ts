@@ -2,6 +2,12 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, ti
 import { SandboxPlaneError } from '../domain/errors';
 import { SEALED_PARAMETER_PREFIX, sealedParts } from '../domain/iac/sealed-parameters';
 
+/** Whose value it is: a sealed value opens only for the same principal's parameter of the same name. */
+export interface SealOwner {
+  readonly principal: string;
+  readonly parameter: string;
+}
+
 /** One key of the payload codec, as the seal derives its own from it. */
 export interface SealKeySource {
   readonly id: string;
@@ -21,8 +27,9 @@ const base64url = (bytes: Buffer) => bytes.toString('base64url');
  * (HKDF, one purpose each): whoever holds the codec keys (the plane's clients and
  * workers) seals and opens; the codec server, which shows decoded payloads to people in
  * the UI, shows only the sealed text. The MAC is keyed, so a digest over it is no
- * oracle for guessing a weak secret. Bound to the parameter's name: a value moved to
- * another parameter does not open.
+ * oracle for guessing a weak secret. Bound to the principal and the parameter's name: a
+ * value copied into another principal's run, or moved to another parameter, does not
+ * open (and its MAC says nothing of another principal's equal value).
  */
 export class ParameterSeal {
   private readonly current: { readonly id: string; readonly keys: SealKeys };
@@ -36,40 +43,44 @@ export class ParameterSeal {
     this.byId = new Map(derived.map((entry) => [entry.id, entry.keys]));
   }
 
-  private static mac(keys: SealKeys, name: string, value: string): Buffer {
-    return createHmac('sha256', keys.mac).update(`${name}\u0000${value}`).digest();
+  private static mac(keys: SealKeys, owner: SealOwner, value: string): Buffer {
+    return createHmac('sha256', keys.mac).update(`${owner.principal}\u0000${owner.parameter}\u0000${value}`).digest();
   }
 
-  /** `value` of parameter `name`, sealed with the current key. */
-  seal(name: string, value: string): string {
+  private static boundTo(owner: SealOwner): Buffer {
+    return Buffer.from(`${owner.principal}\u0000${owner.parameter}`);
+  }
+
+  /** `value` of `owner`'s parameter, sealed with the current key. */
+  seal(owner: SealOwner, value: string): string {
     const { id, keys } = this.current;
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', keys.encrypt, iv);
-    cipher.setAAD(Buffer.from(name));
+    cipher.setAAD(ParameterSeal.boundTo(owner));
     const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-    return `${SEALED_PARAMETER_PREFIX}${id}:${base64url(ParameterSeal.mac(keys, name, value))}:${base64url(iv)}:${base64url(cipher.getAuthTag())}:${base64url(ciphertext)}`;
+    return `${SEALED_PARAMETER_PREFIX}${id}:${base64url(ParameterSeal.mac(keys, owner, value))}:${base64url(iv)}:${base64url(cipher.getAuthTag())}:${base64url(ciphertext)}`;
   }
 
-  /** The value `sealed` holds for parameter `name`; INVALID_INPUT when it does not open here (another plane's keys, or moved). */
-  open(name: string, sealed: string): string {
+  /** The value `sealed` holds for `owner`'s parameter; INVALID_INPUT when it does not open here (another plane's keys, another principal's, or moved). */
+  open(owner: SealOwner, sealed: string): string {
     const parts = sealedParts(sealed);
     const keys = parts === undefined ? undefined : this.byId.get(parts.keyId);
-    if (parts === undefined || keys === undefined) throw unopenable(name, parts === undefined ? 'it is not sealed text' : `no key ${parts.keyId} here`);
+    if (parts === undefined || keys === undefined) throw unopenable(owner.parameter, parts === undefined ? 'it is not sealed text' : `no key ${parts.keyId} here`);
     try {
       const decipher = createDecipheriv('aes-256-gcm', keys.encrypt, Buffer.from(parts.iv, 'base64url'));
-      decipher.setAAD(Buffer.from(name));
+      decipher.setAAD(ParameterSeal.boundTo(owner));
       decipher.setAuthTag(Buffer.from(parts.tag, 'base64url'));
       const value = Buffer.concat([decipher.update(Buffer.from(parts.ciphertext, 'base64url')), decipher.final()]).toString('utf8');
-      if (!timingSafeEqual(ParameterSeal.mac(keys, name, value), Buffer.from(parts.mac, 'base64url'))) throw new Error('its MAC does not match');
+      if (!timingSafeEqual(ParameterSeal.mac(keys, owner, value), Buffer.from(parts.mac, 'base64url'))) throw new Error('its MAC does not match');
       return value;
     } catch (err) {
-      throw unopenable(name, (err as Error).message);
+      throw unopenable(owner.parameter, `it was not sealed for this principal and parameter (${(err as Error).message})`);
     }
   }
 
   /** A value's keyed digest form (what {@link parametersForDigest} keeps of a sealed one), with the current key. */
-  digestForm(name: string, value: string): string {
-    return `${SEALED_PARAMETER_PREFIX}${this.current.id}:${base64url(ParameterSeal.mac(this.current.keys, name, value))}`;
+  digestForm(owner: SealOwner, value: string): string {
+    return `${SEALED_PARAMETER_PREFIX}${this.current.id}:${base64url(ParameterSeal.mac(this.current.keys, owner, value))}`;
   }
 }
 

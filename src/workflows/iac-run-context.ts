@@ -113,7 +113,7 @@ export class IacRunContext {
 
   /** What every planning step needs. */
   changeRequest() {
-    return { place: this.granted.place, runId: this.run.runId, stack: this.run.stack, template: this.run.template, parameters: this.run.parameters };
+    return { place: this.granted.place, runId: this.run.runId, stack: this.run.stack, template: this.run.template, parameters: this.run.parameters, principal: this.run.principal };
   }
 
   status(): IacStatus {

@@ -3,7 +3,7 @@ import { iacWorkflowIdFor } from '../domain/contract-names';
 import type { ErrorCode } from '../domain/error-codes';
 import { isSandboxPlaneError } from '../domain/errors';
 import { iacRunInputSchema, type AdmittedIacRun, type IacStatus } from '../domain/iac/iac-run';
-import { unsealedNoEchoParameters } from '../domain/iac/sealed-parameters';
+import { sealingProblems } from '../domain/iac/sealed-parameters';
 import { validateTemplate } from '../domain/iac/template';
 import { describeIssues } from '../domain/validation';
 import { awaitingApproval } from './iac-phase-approval';
@@ -60,8 +60,8 @@ function admit(input: unknown): { run?: AdmittedIacRun; problem?: string } {
   } catch (err) {
     return { problem: isSandboxPlaneError(err) ? err.message : String(err) };
   }
-  const clear = unsealedNoEchoParameters(parsed.data.template, parsed.data.parameters);
-  if (clear.length > 0) return { problem: `parameters: NoEcho ${clear.join(', ')} arrived in clear; sandboxctl and the SDK seal them with the plane's payload codec keys` };
+  const sealing = sealingProblems(parsed.data.template, parsed.data.parameters);
+  if (sealing.length > 0) return { problem: `parameters: ${sealing.join('; ')}` };
   return { run: parsed.data };
 }
 

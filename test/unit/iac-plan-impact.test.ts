@@ -94,7 +94,9 @@ describe('replacement and data loss, from the resource specification', () => {
     const kept = change(plan(bucket('\n    DeletionPolicy: Retain'), queueOnly).changes, 'Bucket');
     assert.deepEqual([kept.action, kept.dataLoss, kept.retained], ['Remove', false, true]);
     const snapshot = change(plan(bucket('\n    DeletionPolicy: Snapshot'), queueOnly).changes, 'Bucket');
-    assert.deepEqual([snapshot.dataLoss, snapshot.retained], [false, false]);
+    assert.deepEqual([snapshot.dataLoss, snapshot.retained], [true, false], 'CloudFormation snapshots no bucket: Snapshot deletes it');
+    const database = read('Resources:\n  Db: { Type: AWS::RDS::DBInstance, DeletionPolicy: Snapshot, Properties: { Engine: postgres } }\n  Queue: { Type: AWS::SQS::Queue }\n');
+    assert.equal(change(plan(database, queueOnly).changes, 'Db').dataLoss, false, 'a database removed with Snapshot keeps its data');
   });
 
   test('a logical id renamed while its name stays is a warning', () => {
@@ -187,6 +189,44 @@ describe('every verdict is the specification’s', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('what only the apply knows is shown as unknown, never unchanged', () => {
+  test('a NoEcho value the stack gives back as **** shows every property using it as unknown, judged by the specification', () => {
+    const db = (given: Record<string, string>) =>
+      read('Parameters:\n  User: { Type: String, NoEcho: true }\nResources:\n  Db: { Type: AWS::RDS::DBInstance, Properties: { Engine: postgres, MasterUsername: !Ref User } }\n', given);
+    const { changes, warnings } = plan(db({ User: '****' }), db({ User: 'admin2' }));
+    const modified = change(changes, 'Db');
+    assert.deepEqual(modified.properties, [{ path: 'Properties.MasterUsername', before: '****', after: '**** (unknown)', requiresRecreation: 'Always' }]);
+    assert.equal(modified.replacement, 'True');
+    assert.deepEqual(
+      warnings.map((warning) => warning.code),
+      ['NO_ECHO_UNKNOWN'],
+    );
+  });
+
+  test('an SSM-typed parameter pointing at another SSM parameter changes what uses it; the same one is read at apply', () => {
+    const instance = (path: string) =>
+      read(
+        `Parameters:\n  Ami: { Type: 'AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>', Default: ${path} }\nResources:\n  Vm: { Type: AWS::EC2::Instance, Properties: { ImageId: !Ref Ami } }\n`,
+      );
+    const moved = plan(instance('/aws/service/a'), instance('/aws/service/b'));
+    assert.deepEqual(change(moved.changes, 'Vm').properties[0]?.after, '(SSM parameter /aws/service/b, read at apply)');
+    const same = plan(instance('/aws/service/a'), instance('/aws/service/a'));
+    assert.deepEqual(same.changes, []);
+    assert.deepEqual(
+      same.warnings.map((warning) => `${warning.logicalId} ${warning.code}`),
+      ['Vm SSM_READ_AT_APPLY'],
+    );
+  });
+
+  test('an output that refers to a replaced resource changes at apply, its export too', () => {
+    const bucket = (name: string) =>
+      read(`Resources:\n  B: { Type: AWS::S3::Bucket, Properties: { BucketName: ${name} } }\nOutputs:\n  Arn: { Value: !GetAtt B.Arn, Export: { Name: bucket-arn } }\n`);
+    const { outputs, warnings } = plan(bucket('a'), bucket('b'));
+    assert.deepEqual(outputs, [{ name: 'Arn', action: 'Modify', before: { Value: { 'Fn::GetAtt': ['B', 'Arn'] }, Export: 'bucket-arn' }, after: '(known after apply)' }]);
+    assert.match(warnings.find((warning) => warning.logicalId === 'Arn')?.message ?? '', /its export, for every stack that imports it/);
   });
 });
 

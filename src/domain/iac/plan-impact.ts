@@ -34,9 +34,24 @@ export interface PlanWarning {
   readonly message: string;
 }
 
-/** Deletion policies that keep the resource (or its data) when CloudFormation removes it from the stack. */
+/** Deletion policies that keep the resource when CloudFormation removes it from the stack. */
 const KEEPS_RESOURCE: ReadonlySet<string> = new Set(['Retain', 'RetainExceptOnCreate']);
-const KEEPS_DATA: ReadonlySet<string> = new Set([...KEEPS_RESOURCE, 'Snapshot']);
+/**
+ * The types whose `Snapshot` policy CloudFormation honours (its DeletionPolicy reference;
+ * the resource specification does not carry it): for any other, Snapshot deletes the data.
+ */
+const SNAPSHOT_TYPES: ReadonlySet<string> = new Set([
+  'AWS::EC2::Volume',
+  'AWS::ElastiCache::CacheCluster',
+  'AWS::ElastiCache::ReplicationGroup',
+  'AWS::Neptune::DBCluster',
+  'AWS::RDS::DBCluster',
+  'AWS::RDS::DBInstance',
+  'AWS::Redshift::Cluster',
+]);
+
+/** Whether `policy` keeps a `type` resource's data once CloudFormation removes or replaces it. */
+const keepsData = (type: string, policy: string | undefined) => KEEPS_RESOURCE.has(policy ?? '') || (policy === 'Snapshot' && SNAPSHOT_TYPES.has(type));
 
 /** Where a refreshed value is shown: it is known only once the replacement has run. */
 export const KNOWN_AFTER_APPLY = '(known after apply)';
@@ -167,7 +182,7 @@ export function judgeChanges(
       if (change.action === 'Add') return { ...change, replacement: null, dataLoss: false, retained: false };
       if (change.action === 'Remove') {
         const policy = policyOf(baseResources[change.logicalId], 'DeletionPolicy');
-        return { ...change, replacement: null, dataLoss: stateful && !KEEPS_DATA.has(policy ?? ''), retained: KEEPS_RESOURCE.has(policy ?? '') };
+        return { ...change, replacement: null, dataLoss: stateful && !keepsData(change.type, policy), retained: KEEPS_RESOURCE.has(policy ?? '') };
       }
       const replacement = replaced.get(change.logicalId) ?? 'False';
       const policy = policyOf(nextResources[change.logicalId], 'UpdateReplacePolicy');
@@ -179,7 +194,7 @@ export function judgeChanges(
           return { ...property, requiresRecreation: name === undefined ? 'Never' : requiresRecreation(spec, change.type, name) };
         }),
         replacement,
-        dataLoss: replacing && stateful && !KEEPS_DATA.has(policy ?? ''),
+        dataLoss: replacing && stateful && !keepsData(change.type, policy),
         retained: replacing && KEEPS_RESOURCE.has(policy ?? ''),
       };
     });

@@ -10,9 +10,10 @@ import { SandboxPlaneError } from '../errors';
 import { sha256Hex } from '../sha256';
 import { crossCheck, type EmulatorChange } from './cross-check';
 import { noEchoParameters, parametersForDigest } from './sealed-parameters';
-import { judgeChanges, type DiffedChange, type JudgedChange, type PlanWarning, type Replacement } from './plan-impact';
+import { judgeChanges, KNOWN_AFTER_APPLY, referencedIds, type DiffedChange, type JudgedChange, type PlanWarning, type Replacement } from './plan-impact';
 import type { RequiresRecreation, ResourceSpec } from './resource-spec';
 import { canonicalJson, cloneJson, isJsonObject, utf8ByteLength, type CfnTemplate } from './template';
+import { showSsmParameters } from './ssm-parameters';
 import { evaluateTemplate, parameterContext, type EvaluatedTemplate, type EvaluationContext } from './template-evaluation';
 
 export type { PlanWarning, Replacement } from './plan-impact';
@@ -177,9 +178,13 @@ function isIntrinsic(value: unknown): boolean {
  * CloudFormation would hold. NoEcho values are masked, marked as changed when they differ
  * from `base`'s; the real values decide conditions only.
  */
-export function evaluateSides(base: TemplateWithParameters | null, next: TemplateWithParameters, pseudo: PseudoParameters = {}): { base: EvaluatedTemplate | null; next: EvaluatedTemplate } {
-  // CloudFormation answers `****` for a NoEcho value it holds: such a value is unknown, not changed.
-  const baseContext = base === null ? null : parameterContext(base.template, base.parameters, (_name, value) => (value === NO_ECHO_MASK ? NO_ECHO_UNREADABLE_MASK : NO_ECHO_MASK));
+export function evaluateSides(
+  base: TemplateWithParameters | null,
+  next: TemplateWithParameters,
+  pseudo: PseudoParameters = {},
+): { base: EvaluatedTemplate | null; next: EvaluatedTemplate; warnings: PlanWarning[] } {
+  // CloudFormation answers `****` for a NoEcho value it holds: whether it changes is unknown, so whatever uses it is shown `**** (unknown)`, never unchanged.
+  const baseContext = base === null ? null : parameterContext(base.template, base.parameters, () => NO_ECHO_MASK);
   const maskOfNext = (name: string, value: string) => {
     const before = baseContext?.parameters.get(name);
     if (baseContext === null) return NO_ECHO_MASK;
@@ -187,9 +192,11 @@ export function evaluateSides(base: TemplateWithParameters | null, next: Templat
     return before !== undefined && [before].flat().join(',') === value ? NO_ECHO_MASK : NO_ECHO_CHANGED_MASK;
   };
   const nextContext = parameterContext(next.template, next.parameters, maskOfNext);
+  const shown = showSsmParameters(next.template, next.parameters, evaluateTemplate(next.template, { ...nextContext, pseudo }));
   return {
-    base: base === null || baseContext === null ? null : evaluateTemplate(base.template, { ...baseContext, pseudo }),
-    next: evaluateTemplate(next.template, { ...nextContext, pseudo }),
+    base: base === null || baseContext === null ? null : showSsmParameters(base.template, base.parameters, evaluateTemplate(base.template, { ...baseContext, pseudo })).evaluated,
+    next: shown.evaluated,
+    warnings: shown.warnings,
   };
 }
 
@@ -226,7 +233,7 @@ function unreadableNoEchoWarnings(base: TemplateWithParameters | null, next: Tem
     .map(([name]) => ({
       logicalId: name,
       code: 'NO_ECHO_UNKNOWN',
-      message: `parameter ${name} is NoEcho and the stack gives back only ${NO_ECHO_MASK}: whether its value changes is unknown, and so is whatever uses it`,
+      message: `parameter ${name} is NoEcho and the stack gives back only ${NO_ECHO_MASK}: whether its value changes is unknown, so whatever uses it is shown ${NO_ECHO_UNREADABLE_MASK}`,
     }));
 }
 
@@ -649,16 +656,22 @@ export function buildPlan(input: {
   const nextResources = { Resources: evaluatedResources(sides.next) };
   const unsupported = unsupportedResources(nextResources, place.isSupported);
   const security = securityFindings(base?.template ?? null, changes, next.template);
-  const warnings = [...judged.warnings, ...conditionWarnings(sides.next), ...updateGapWarnings(changes, place), ...unreadableNoEchoWarnings(base, next)].sort(
-    (a, b) => compareText(a.logicalId, b.logicalId) || compareText(a.code, b.code) || compareText(a.message, b.message),
-  );
+  const outputs = withReplacedReferences(diffOutputs(sides.base, sides.next), sides.next, changes);
+  const warnings = [
+    ...judged.warnings,
+    ...sides.warnings,
+    ...outputs.warnings,
+    ...conditionWarnings(sides.next),
+    ...updateGapWarnings(changes, place),
+    ...unreadableNoEchoWarnings(base, next),
+  ].sort((a, b) => compareText(a.logicalId, b.logicalId) || compareText(a.code, b.code) || compareText(a.message, b.message));
   const shown = {
     changes,
     unsupported,
     security,
     conditions: { ...sides.next.conditions },
     skipped: [...sides.next.skipped],
-    outputs: diffOutputs(sides.base, sides.next),
+    outputs: outputs.changes,
     warnings,
     crossCheck: place.emulator === undefined ? [] : crossCheck(changes, place.emulator.changes, place.emulator.name),
   };
@@ -684,6 +697,26 @@ function keyedNoEcho(side: TemplateWithParameters, keyed: ((parameter: string, v
 
 function asPlanChange(change: JudgedChange): PlanChange {
   return { ...change, properties: change.properties.map((property) => ({ ...property })) };
+}
+
+/**
+ * Outputs whose value refers to a replaced resource change at apply, whatever their text:
+ * listed as Modify, known after apply (an export others import most of all).
+ */
+function withReplacedReferences(diffed: OutputChange[], next: EvaluatedTemplate, changes: readonly PlanChange[]): { changes: OutputChange[]; warnings: PlanWarning[] } {
+  const replaced = new Set(changes.filter((change) => change.replacement === 'True' || change.replacement === 'Conditional').map((change) => change.logicalId));
+  const listed = new Set(diffed.map((output) => output.name));
+  const added: OutputChange[] = [];
+  const warnings: PlanWarning[] = [];
+  for (const [name, output] of Object.entries(next.outputs)) {
+    const refersTo = [...referencedIds([output.value, output.exportName])].filter((id) => replaced.has(id));
+    if (listed.has(name) || refersTo.length === 0) continue;
+    const shown = output.exportName === undefined ? { Value: output.value } : { Value: output.value, Export: output.exportName };
+    added.push({ name, action: 'Modify', before: shown, after: KNOWN_AFTER_APPLY });
+    const exported = output.exportName === undefined ? '' : ', and so does its export, for every stack that imports it';
+    warnings.push({ logicalId: name, code: 'REFERENCE_REPLACED', message: `output ${name} refers to ${refersTo.join(', ')}, replaced: its value changes at apply${exported}` });
+  }
+  return { changes: [...diffed, ...added].sort((a, b) => compareText(a.name, b.name)), warnings };
 }
 
 /** A resource whose condition is known only at apply: the plan cannot say whether it is created. */

@@ -48,3 +48,20 @@ export function noEchoParameters(template: CfnTemplate): string[] {
 export function unsealedNoEchoParameters(template: CfnTemplate, parameters: Readonly<Record<string, string>>): string[] {
   return noEchoParameters(template).filter((name) => Object.hasOwn(parameters, name) && !isSealedParameterValue(parameters[name] as string));
 }
+
+/**
+ * Parameters whose values a run cannot take as they are: a NoEcho value in clear (a caller
+ * that cannot seal must not send it), and sealed text for a parameter that is not NoEcho
+ * (opening it would show a secret copied from another run in clear). Problems in words.
+ */
+export function sealingProblems(template: CfnTemplate, parameters: Readonly<Record<string, string>>): string[] {
+  const secret = new Set(noEchoParameters(template));
+  const clear = unsealedNoEchoParameters(template, parameters);
+  const misplaced = Object.entries(parameters)
+    .filter(([name, value]) => !secret.has(name) && isSealedParameterValue(value))
+    .map(([name]) => name);
+  return [
+    ...(clear.length > 0 ? [`NoEcho ${clear.join(', ')} arrived in clear; sandboxctl and the SDK seal them with the plane's payload codec keys`] : []),
+    ...(misplaced.length > 0 ? [`${misplaced.join(', ')} carry sealed values but are not NoEcho: only a NoEcho parameter's value is opened`] : []),
+  ];
+}
