@@ -24,6 +24,13 @@ const HASHES_AT_ONCE = 2;
 /** Keys waiting for a slot; past it, refused at once (many keys at once, at a gateway start, still get through). */
 const MAX_WAITING = 64;
 
+/**
+ * What a key id that does not exist (or is revoked) is checked against: a hash of the
+ * same cost that no secret matches, so such a key takes as long to refuse as a wrong
+ * secret for a real one, and its time says nothing of which key ids exist.
+ */
+const NO_KEY_HASH = `scrypt$32768$8$1$${'A'.repeat(22)}$${'A'.repeat(43)}`;
+
 /** One text for every reason, so a refusal says nothing of which keys exist. */
 const refused = () => new SandboxPlaneError('UNAUTHENTICATED', 'no valid API key: send `Authorization: Bearer spk_…` with a key that is not revoked');
 
@@ -56,29 +63,42 @@ export class KeyVerifier {
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
     const parsed = bearer === undefined ? undefined : parseApiKey(bearer);
     if (parsed === undefined) throw refused();
-    const row = this.keys.credential(parsed.keyId);
-    if (row === undefined || row.revokedAt !== null) throw refused();
-    const seen = `${row.secretHash} ${createHash('sha256').update(parsed.secret).digest('hex')}`;
-    if (this.matched.get(row.keyId) !== seen) {
-      await this.slowCheck(parsed.secret, row);
+    const found = this.keys.credential(parsed.keyId);
+    const row = found === undefined || found.revokedAt !== null ? undefined : found;
+    const seen = row === undefined ? undefined : `${row.secretHash} ${createHash('sha256').update(parsed.secret).digest('hex')}`;
+    if (row === undefined || this.matched.get(row.keyId) !== seen) {
+      // An unknown or revoked key id pays the same slow hash as a wrong secret would, under the same limits.
+      await this.slowCheck(parsed.keyId, parsed.secret, row?.secretHash ?? NO_KEY_HASH);
+      if (row === undefined || seen === undefined) throw refused();
       this.matched.set(row.keyId, seen);
     }
     return { keyId: row.keyId, principal: row.principal, ratePerMinute: row.ratePerMinute };
   }
 
-  private async slowCheck(secret: string, row: ApiKeyCredential): Promise<void> {
+  private async slowCheck(keyId: string, secret: string, secretHash: string): Promise<void> {
     try {
-      this.hashBudget.take(row.keyId, HASHES_PER_KEY_PER_MINUTE);
+      this.hashBudget.take(keyId, HASHES_PER_KEY_PER_MINUTE);
     } catch {
       throw refused();
     }
     await this.hashSlot();
     try {
-      if (!(await this.check(secret, row.secretHash))) throw refused();
+      if (!(await this.check(secret, secretHash))) throw refused();
     } finally {
-      this.hashing -= 1;
-      this.waiting.shift()?.();
+      this.releaseSlot();
     }
+  }
+
+  /** Gives the slot to the next waiter (it stays counted: it passes straight on), or frees it. */
+  private releaseSlot(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.hashing -= 1;
+  }
+
+  /** Slow hashes running now and keys waiting for a slot: at most {@link HASHES_AT_ONCE} and {@link MAX_WAITING}, whatever came before. */
+  get load(): { readonly hashing: number; readonly waiting: number } {
+    return { hashing: this.hashing, waiting: this.waiting.length };
   }
 
   /** Waits for one of the {@link HASHES_AT_ONCE} slots; refused when {@link MAX_WAITING} wait already. */

@@ -3,6 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 interface Bucket {
   tokens: number;
   at: number;
+  rate: number;
 }
 
 /**
@@ -11,6 +12,8 @@ interface Bucket {
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
+  /** Buckets kept before the full ones are forgotten: guessed key ids must not grow the map without end. */
+  private static readonly PRUNE_ABOVE = 10_000;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -31,10 +34,19 @@ export class RateLimiter {
 
   private refilled(keyId: string, ratePerMinute: number): Bucket {
     const now = this.now();
-    const bucket = this.buckets.get(keyId) ?? { tokens: ratePerMinute, at: now };
+    const bucket = this.buckets.get(keyId) ?? { tokens: ratePerMinute, at: now, rate: ratePerMinute };
     bucket.tokens = Math.min(ratePerMinute, bucket.tokens + ((now - bucket.at) * ratePerMinute) / 60_000);
     bucket.at = now;
+    bucket.rate = ratePerMinute;
     this.buckets.set(keyId, bucket);
+    if (this.buckets.size > RateLimiter.PRUNE_ABOVE) this.forgetFull(now);
     return bucket;
+  }
+
+  /** A bucket refilled to its rate is what a new one would be: forgetting it changes nothing. */
+  private forgetFull(now: number): void {
+    for (const [keyId, bucket] of this.buckets) {
+      if (bucket.tokens + ((now - bucket.at) * bucket.rate) / 60_000 >= bucket.rate) this.buckets.delete(keyId);
+    }
   }
 }

@@ -81,6 +81,56 @@ describe('API keys', () => {
   });
 });
 
+describe('the slow hash under bursts (issue 39)', () => {
+  test('200 concurrent bad keys, twice over: never more than two hashes at once, never more than 64 waiting, and the count comes back to zero', async () => {
+    // Every id is a key (a wrong secret for each): each one pays a hash, old code and new.
+    const anyKey = (keyId: string): ApiKeyCredential => ({
+      keyId,
+      principal: 'agent-b',
+      ratePerMinute: 5,
+      createdAt: 'now',
+      revokedAt: null,
+      secretHash: `scrypt$2$1$1$${'A'.repeat(22)}$${'A'.repeat(43)}`,
+    });
+    let running = 0;
+    let mostAtOnce = 0;
+    const slow = async () => {
+      running += 1;
+      mostAtOnce = Math.max(mostAtOnce, running);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      running -= 1;
+      return false;
+    };
+    const verifier = new KeyVerifier({ credential: anyKey }, { check: slow });
+    let mostWaiting = 0;
+    for (let round = 0; round < 2; round += 1) {
+      const keys = Array.from({ length: 200 }, (_, index) => `Bearer spk_${(round * 1000 + index).toString(16).padStart(12, '0')}_${'K'.repeat(43)}`);
+      const watching = setInterval(() => (mostWaiting = Math.max(mostWaiting, verifier.load.waiting)), 0);
+      const codes = await Promise.all(keys.map((key) => codeOf(verifier.verify(key))));
+      clearInterval(watching);
+      assert.deepEqual(new Set(codes), new Set(['UNAUTHENTICATED']));
+      assert.deepEqual(verifier.load, { hashing: 0, waiting: 0 }, `round ${round + 1}: every slot is back`);
+    }
+    assert.equal(mostAtOnce, 2, 'two hashes at once, in the second burst too');
+    assert.ok(mostWaiting <= 64, `${mostWaiting} waiting`);
+  });
+
+  test('an unknown key id costs the same slow hash as a wrong secret for a known one', async () => {
+    const made = await newApiKey();
+    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-t', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
+    const hashed: string[] = [];
+    const verifier = new KeyVerifier(
+      { credential: (keyId) => (keyId === made.keyId ? row : undefined) },
+      { check: async (secret, hash) => (hashed.push(hash), secretMatches(secret, hash)) },
+    );
+    assert.equal(await codeOf(verifier.verify(`Bearer spk_${made.keyId}_${'W'.repeat(43)}`)), 'UNAUTHENTICATED');
+    assert.equal(await codeOf(verifier.verify(`Bearer spk_ffffffffffff_${'W'.repeat(43)}`)), 'UNAUTHENTICATED');
+    assert.equal(hashed.length, 2, 'both paid a slow hash');
+    const cost = (hash: string | undefined) => hash?.split('$').slice(0, 4).join('$');
+    assert.equal(cost(hashed[1]), cost(hashed[0]), 'of the same cost (scrypt, N, r, p)');
+  });
+});
+
 describe('the per-key rate limit', () => {
   test('a key holds its rate per minute at once, gets them back evenly, and is told how long to wait; each key its own bucket', () => {
     let now = 0;
