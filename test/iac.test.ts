@@ -376,7 +376,15 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--parameter', 'Nope=1'), 2, 'INVALID_INPUT');
     cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--stack', '1-not-a-stack'), 2, 'INVALID_INPUT');
     cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('huge.json', `{"Resources": {}, "Description": "${'x'.repeat(1_100_000)}"}`)), 2, 'INVALID_INPUT');
+    // iac-turns-staging is the keeper of staging's stack turns: no run may take its id.
+    const reserved = cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--run-id', 'turns-staging'), 2, 'INVALID_INPUT');
+    assert.match(reserved.message, /must not begin 'turns-'/);
     assert.equal(cliOutput<{ runs: unknown[] }>(await asAgent('iac', 'list')).runs.length, before, 'no run was started');
+    assert.equal(
+      cliOutput<IacStatus>(await asAgent('iac', 'plan', sandboxId, '--template', file('q.json', QUEUE_ONLY('q')), '--run-id', 'ok-run-1')).state,
+      'PLANNED',
+      'an ordinary run id plans',
+    );
   });
 
   test('a CDK app made with aws-cdk-lib (a bucket and a queue) applies', async () => {

@@ -60,7 +60,12 @@ export interface IacResourceRow {
 
 /** A run's id: its workflow is `iac-<runId>`; it also names the run's change sets. */
 export const IAC_RUN_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
-export const iacRunIdSchema = z.string().regex(IAC_RUN_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit');
+/** Run ids no caller may choose: `iac-turns-<target>` is the workflow that keeps a target's stack turns (DESIGN §18: no agent-chosen id names a plane workflow). */
+export const RESERVED_IAC_RUN_ID_PREFIX = 'turns-';
+export const iacRunIdSchema = z
+  .string()
+  .regex(IAC_RUN_ID_PATTERN, 'must be 1-63 lowercase letters, digits or dashes, starting with a letter or digit')
+  .refine((id) => !id.startsWith(RESERVED_IAC_RUN_ID_PREFIX), `must not begin '${RESERVED_IAC_RUN_ID_PREFIX}': iac-turns-<target> keeps a target's stack turns`);
 
 export const IAC_MODES = ['plan', 'apply'] as const;
 export type IacMode = (typeof IAC_MODES)[number];
