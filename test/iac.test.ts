@@ -360,6 +360,21 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
       assert.equal((refused.structuredContent as { error: { code: string } }).error.code, 'NOT_FOUND');
       const hidden = await call(other, 'iac_status', { runId: applied.runId });
       assert.equal((hidden.structuredContent as { error: { code: string } }).error.code, 'NOT_FOUND', "another principal's run is not shown");
+
+      // A CDK app runs its code when synthesized: the stdio server, which holds the plane's keys, never does (issue 39).
+      const app = fs.mkdtempSync(path.join(dir, 'steal-'));
+      const marker = path.join(dir, 'stolen');
+      fs.writeFileSync(path.join(app, 'cdk.json'), JSON.stringify({ app: 'node steal.js' }));
+      fs.writeFileSync(path.join(app, 'steal.js'), `require('fs').writeFileSync(${JSON.stringify(marker)}, JSON.stringify(process.env));\n`);
+      for (const tool of ['plan_iac', 'apply_iac']) {
+        const stolen = await call(own, tool, { sandboxId, cdkApp: app });
+        assert.equal(stolen.isError, true);
+        const error = (stolen.structuredContent as { error: { code: string; message: string } }).error;
+        assert.equal(error.code, 'INVALID_INPUT');
+        assert.match(error.message, /cdkApp\) is refused by every MCP server/);
+        assert.ok(!JSON.stringify(stolen).includes(worker.env.TEMPORAL_ADDRESS ?? '127.0.0.1:'), "nothing of the server's environment in the answer");
+      }
+      assert.equal(fs.existsSync(marker), false, "the app's code never ran");
     } finally {
       await Promise.all([own.close(), other.close()]);
     }

@@ -111,7 +111,7 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
   const serveMcp = async (req: IncomingMessage, res: ServerResponse, caller: Caller, body: unknown) => {
     // Stateless: each request its own server and transport, so nothing lives between calls;
     // a tools/call then has no initialize before it to name its client, and the key names the caller anyway.
-    const server = createSandboxMcpServer(() => sandboxesFor(caller), { actor: () => `mcp key:${caller.keyId}`, localCdk: false });
+    const server = createSandboxMcpServer(() => sandboxesFor(caller), { actor: () => `mcp key:${caller.keyId}` });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

@@ -9,7 +9,7 @@ import { iacRunIdSchema } from '../domain/iac/iac-run';
 import { principalSchema, sandboxIdSchema } from '../domain/sandbox-request';
 import { SandboxPlaneError } from '../domain/errors';
 import { parseOrThrow } from '../domain/validation';
-import { changeInput } from '../mcp/iac-tools';
+import { CDK_APP_REFUSED, changeInput } from '../mcp/iac-tools';
 import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
 
 /** What a route gets: its path's parameters, the query, the parsed JSON body, the bound client and the audit trail's actor. */
@@ -44,12 +44,12 @@ export const createBody = createSandboxInput.extend({
 const extendBody = extendSandboxInput.omit({ id: true });
 const destroyBody = destroySandboxInput.omit({ id: true });
 export const iacBody = changeInput
-  .omit({ sandboxId: true, target: true, cdkApp: true })
+  .omit({ sandboxId: true, target: true })
   .extend({
     mode: z.enum(['plan', 'apply']).describe("'plan': the plan only, nothing changes. 'apply': plan, approval if policy asks, apply, verify."),
     wait: z.enum(['planned', 'ended']).default('planned').describe("For an apply: 'planned' (default) returns once the plan is shown; 'ended' once APPLIED, FAILED, DENIED or EXPIRED."),
   })
-  .strict();
+  .strict(CDK_APP_REFUSED);
 
 const sandboxId = (context: RouteContext) => parseOrThrow(sandboxIdSchema, context.params.id, 'sandbox id (in the path)');
 

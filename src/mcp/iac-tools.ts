@@ -7,7 +7,15 @@ import { sandboxIdSchema } from '../domain/sandbox-id';
 import { targetNameSchema } from '../domain/targets';
 import { DEFAULT_WAIT_SECONDS, ERRORS, registerTool, structured } from './sandbox-tools';
 
-/** What plan_iac and apply_iac take (the gateway's IaC route takes the same, less what its path says). */
+/**
+ * Why an MCP tool takes no `cdkApp` (DESIGN §18): synthesizing a CDK app runs its code, and
+ * here that code would run with the server's rights and environment (its Temporal
+ * credentials, the codec keys), not the agent's.
+ */
+export const CDK_APP_REFUSED =
+  "unknown field: give only the fields this tool lists. A CDK app (cdkApp) is refused by every MCP server and the gateway: synthesizing it would run the app's code with the plane's rights; run `cdk synth` on your side and send the template";
+
+/** What plan_iac and apply_iac take (the gateway's IaC route takes the same, less what its path says): templates, never a CDK app. */
 export const changeInput = z
   .object({
     sandboxId: sandboxIdSchema.optional().describe('The READY sandbox to change (one of yours: a moto or Floci sandbox). Give this or target.'),
@@ -20,10 +28,11 @@ export const changeInput = z
       .string()
       .max(MAX_TEMPLATE_BYTES, 'must be at most 1 MiB')
       .optional()
-      .describe("A CloudFormation template's text, JSON or YAML (CloudFormation's short tags such as !Ref and !GetAtt work). Give this or cdkApp."),
+      .describe(
+        "A CloudFormation template's text, JSON or YAML (CloudFormation's short tags such as !Ref and !GetAtt work). For a CDK app, run `cdk synth` on your side and send its template.",
+      ),
     templateName: z.string().max(300).optional().describe('The file the template came from, e.g. stack.yaml: shown to reviewers, and the default stack name.'),
-    cdkApp: z.string().max(4096).optional().describe("A CDK v2 app directory (with its cdk.json) on this machine: synthesized here with the app's own aws-cdk-lib. Give this or template."),
-    stack: stackNameSchema.optional().describe('The stack to change (default: from templateName, or the CDK stack).'),
+    stack: stackNameSchema.optional().describe('The stack to change (default: from templateName).'),
     parameters: z.record(z.string(), z.string()).optional().describe('Template parameters by name; only parameters the template declares.'),
     runId: iacRunIdSchema.optional().describe('The run id, also the idempotency key: the same id and request return the same run. Omit it for a fresh one.'),
     timeoutSeconds: z
@@ -34,10 +43,7 @@ export const changeInput = z
       .optional()
       .describe(`Stop waiting after this many seconds (default ${DEFAULT_WAIT_SECONDS}) with WAIT_TIMEOUT; the run goes on: iac_status shows it.`),
   })
-  .strict();
-
-/** Over the gateway a CDK app is not offered: synthesizing it runs the app's code where the tool runs. */
-const remoteChangeInput = changeInput.omit({ cdkApp: true });
+  .strict(CDK_APP_REFUSED);
 
 const applyInput = changeInput.extend({
   wait: z
@@ -57,15 +63,11 @@ const RESULT =
 
 /**
  * plan_iac, apply_iac and iac_status (DESIGN §14), as the server's principal: another
- * principal's sandbox or run is NOT_FOUND. `localCdk: false` (the gateway) takes
- * templates only: `cdkApp` names a folder where the server runs, and synthesizing it
- * would run an agent's code there.
+ * principal's sandbox or run is NOT_FOUND. Templates only, on stdio as on the gateway
+ * ({@link CDK_APP_REFUSED}).
  */
-export function registerIacTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient>; readonly localCdk?: boolean }): void {
+export function registerIacTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient> }): void {
   const { sandboxes } = options;
-  const local = options.localCdk ?? true;
-  const changeSchema = (local ? changeInput : remoteChangeInput) as typeof changeInput;
-  const applySchema = (local ? applyInput : remoteChangeInput.extend({ wait: applyInput.shape.wait })) as typeof applyInput;
   const request = ({ timeoutSeconds, ...rest }: z.output<typeof changeInput>) => ({ request: rest, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
 
   registerTool(
@@ -74,14 +76,14 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
     {
       title: 'Plan infrastructure as code',
       description: [
-        "Plan a CloudFormation template (or a CDK app) against a stack in your sandbox: the plane's own diff of what will really happen there, what the emulator cannot create, and what touches security. Nothing is changed.",
+        "Plan a CloudFormation template against a stack in your sandbox: the plane's own diff of what will really happen there, what the emulator cannot create, and what touches security. Nothing is changed.",
         RESULT,
         ERRORS,
       ].join(' '),
-      // Not read-only: a CDK app's plan puts the bootstrap parameter into the sandbox.
+      // Not read-only: a CDK template's plan puts the bootstrap parameter into the sandbox.
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    changeSchema,
+    changeInput,
     (args) => args.sandboxId ?? args.target ?? '(none)',
     async (args) => {
       const { request: change, timeoutMs } = request(args);
@@ -95,7 +97,7 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
     {
       title: 'Apply infrastructure as code',
       description: [
-        'Plan and apply a CloudFormation template (or a CDK app) to a stack in your sandbox. When policy asks for a human, the run waits in AWAITING_APPROVAL for a reviewer who approves its plan digest; call iac_status to follow it.',
+        'Plan and apply a CloudFormation template to a stack in your sandbox. When policy asks for a human, the run waits in AWAITING_APPROVAL for a reviewer who approves its plan digest; call iac_status to follow it.',
         "The apply is checked through the services' own APIs: APPLIED only when the stack holds what the plan said.",
         "With target instead of sandboxId it promotes what worked in your sandbox to an operator's target: planned against the target itself, shown to reviewers with its sandbox proof, applied only once they approve.",
         RESULT,
@@ -104,7 +106,7 @@ export function registerIacTools(server: McpServer, options: { readonly sandboxe
       // Idempotent only with a runId: without one each call is a new run.
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    applySchema,
+    applyInput,
     (args) => args.sandboxId ?? args.target ?? '(none)',
     async ({ wait, ...args }) => {
       const { request: change, timeoutMs } = request(args);

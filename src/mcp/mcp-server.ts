@@ -70,8 +70,6 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
 export interface McpServerOptions {
   /** Who the audit trail names for extend, destroy and snapshots; by default `mcp:<client name>` from the handshake. */
   readonly actor?: () => string;
-  /** Whether plan_iac and apply_iac take a CDK app folder to synthesize where the server runs (not on the gateway). Default true. */
-  readonly localCdk?: boolean;
 }
 
 /** An MCP server with the sandbox tools, not yet connected to a transport. */
@@ -79,7 +77,7 @@ export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>, 
   const server = new McpServer({ name: MCP_SERVER_NAME, version: packageVersion() }, { instructions: INSTRUCTIONS });
   const actor = options.actor ?? (() => actorFor(server));
   registerSandboxTools(server, { sandboxes, actor });
-  registerIacTools(server, { sandboxes, localCdk: options.localCdk ?? true });
+  registerIacTools(server, { sandboxes });
   registerSnapshotTools(server, { sandboxes, actor });
   return server;
 }
