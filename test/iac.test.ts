@@ -330,9 +330,20 @@ describe('infrastructure as code in a moto sandbox (real dev server, engine, mot
     await worker.sandboxes.destroy('iac-narrow');
   });
 
-  test("another principal's caller cannot plan against the sandbox (NOT_FOUND)", async () => {
-    const result = await runCli(['iac', 'plan', sandboxId, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
-    cliFailure(result, 4, 'NOT_FOUND');
+  test("another principal's caller cannot plan against the sandbox: it reads like a sandbox that never existed, and nothing reaches it", async () => {
+    const asOther = (id: string) => runCli(['iac', 'plan', id, '--template', file('other.json', QUEUE_ONLY('other')), '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-reviewed' });
+    const trail = () => worker.store.sandboxes.audit(sandboxId).length;
+    const historyLength = async () => (await worker.client.workflow.getHandle(`sandbox-${sandboxId}`).fetchHistory()).events?.length ?? 0;
+    const [rowsBefore, eventsBefore] = [trail(), await historyLength()];
+    const theirs = cliFailure(await asOther(sandboxId), 4, 'NOT_FOUND');
+    const nobodys = cliFailure(await asOther('iac-never-was'), 4, 'NOT_FOUND');
+    assert.deepEqual(
+      { ...theirs, message: theirs.message.replace(sandboxId, 'ID') },
+      { ...nobodys, message: nobodys.message.replace('iac-never-was', 'ID') },
+      'the same code, message and hint as a sandbox that does not exist',
+    );
+    assert.equal(trail(), rowsBefore, "no audit row in the other principal's trail");
+    assert.equal(await historyLength(), eventsBefore, 'no signal or update in its history');
   });
 
   test("the MCP tools plan, apply and show a run as the server's principal; another principal's sandbox is NOT_FOUND", async () => {

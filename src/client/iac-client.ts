@@ -3,7 +3,7 @@ import { agentIacView } from '../domain/caller-view';
 import { randomBytes } from 'node:crypto';
 import { type Client, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
-import { IAC_RUN_WORKFLOW, IAC_WORKFLOW_ID_PREFIX, iacWorkflowIdFor } from '../domain/contract-names';
+import { IAC_RUN_WORKFLOW, IAC_WORKFLOW_ID_PREFIX, iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import {
@@ -26,6 +26,8 @@ import { targetNameSchema } from '../domain/targets';
 import { IacState as IacStateKey, IacTarget, SandboxCapability, SandboxPrincipal } from '../domain/search-attributes';
 import { parseOrThrow } from '../domain/validation';
 import { iacAwaitUpdate, iacDecideUpdate, iacStatusQuery } from '../workflows/iac-messages';
+import { statusQuery } from '../workflows/sandbox-messages';
+import { sandboxNotFound } from './sandbox-not-found';
 import { toSandboxError } from './client-errors';
 import { quoted } from './visibility-query';
 import { synthesizeCdkApp } from './cdk-synth';
@@ -289,9 +291,25 @@ export class IacClient {
     return Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, secret.includes(name) ? seal.seal({ principal, parameter: name }, value) : value]));
   }
 
+  /**
+   * Ownership before anything is written (DESIGN §18): a sandbox that is not the run's
+   * principal's reads exactly like one that does not exist, and no run, audit row or
+   * signal reaches it. The lifecycle's `status` query writes no history.
+   */
+  private async ownSandbox(sandboxId: string, principal: string): Promise<void> {
+    let owner: string;
+    try {
+      owner = (await this.client.workflow.getHandle(workflowIdFor(sandboxId)).query(statusQuery)).principal;
+    } catch (err) {
+      throw toSandboxError(err, sandboxId);
+    }
+    if (owner !== principal) throw sandboxNotFound(sandboxId);
+  }
+
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {
     const { wait, timeoutMs } = parseOrThrow(waitOptionsSchema, options, 'IaC wait options');
     const run = await this.prepare(mode, request);
+    if (run.sandboxId !== undefined) await this.ownSandbox(run.sandboxId, run.principal);
     const digest = iacRequestDigest(run);
     const workflowId = iacWorkflowIdFor(run.runId);
     const startOperation = new WithStartWorkflowOperation(IAC_RUN_WORKFLOW, {

@@ -260,7 +260,7 @@ export class SandboxClient {
       // The id belongs to a lifecycle that has ended: answer with how it ended, if it was this request.
       status = await this.finalStatus(request.id);
       if (status.requestDigest !== digest) {
-        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox ${request.id} exists for a different request (its digest is ${status.requestDigest}, this one is ${digest})`, {
+        throw new SandboxPlaneError('IDEMPOTENCY_CONFLICT', `sandbox ${request.id} exists for a different request`, {
           details: { sandboxId: request.id },
         });
       }

@@ -40,7 +40,7 @@ export function registerIacRunHandlers(ctx: IacRunContext): void {
         if (!parsed.success) throw refusal('INVALID_INPUT', `invalid awaitIac payload: ${describeIssues(parsed.error.issues)}`);
         const sent = parsed.data.requestDigest;
         if (sent !== undefined && ctx.admitted !== undefined && sent !== ctx.digest) {
-          throw refusal('IDEMPOTENCY_CONFLICT', `IaC run ${ctx.run.runId} exists for a different request (its digest is ${ctx.digest}, this one is ${sent})`);
+          throw refusal('IDEMPOTENCY_CONFLICT', `IaC run ${ctx.run.runId} exists for a different request`);
         }
       },
     },

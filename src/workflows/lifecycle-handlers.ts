@@ -90,7 +90,7 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
         const { requestDigest } = admitted(ctx, awaitStatePayloadSchema, payload, 'awaitState');
         const ours = ctx.record.requestDigest;
         if (requestDigest !== undefined && requestDigest !== ours) {
-          throw refusal('IDEMPOTENCY_CONFLICT', `sandbox ${ctx.record.request.id} exists for a different request (its digest is ${ours}, this one is ${requestDigest})`);
+          throw refusal('IDEMPOTENCY_CONFLICT', `sandbox ${ctx.record.request.id} exists for a different request`);
         }
       },
     },
