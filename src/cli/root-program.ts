@@ -27,6 +27,8 @@ export function rootProgram(): Command {
     new Command('sandboxctl')
       .description('Cloud Sandbox Plane: throw-away, policy-governed AWS-shaped sandboxes for agents, on Temporal.')
       .showHelpAfterError(false)
+      // Every command (they inherit it) refuses what it does not take: `snapshots delete S` must not list snapshots and exit 0.
+      .allowExcessArguments(false)
       .exitOverride()
       // Commander's own error lines are dropped: main() reports them in our format (and as JSON with --json).
       .configureOutput({ outputError: () => undefined })

@@ -29,3 +29,23 @@ describe('sandboxctl --help', () => {
     );
   });
 });
+
+describe('arguments a command does not take (issue 39)', () => {
+  test('are refused with INVALID_INPUT (exit 2) before anything is asked of Temporal: `snapshots delete S` lists nothing and says so', async () => {
+    // An address nobody answers at: a command that got past its arguments would fail otherwise (TEMPORAL_UNREACHABLE, exit 1).
+    const env = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
+    for (const args of [
+      ['snapshots', 'delete', 'snap-1'],
+      ['status', 'sbx-1', 'sbx-2'],
+      ['policy', 'list', 'extra'],
+      ['iac', 'status', 'run-1', 'run-2'],
+    ]) {
+      const result = await runCli([...args, '--json'], env);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stdout, '');
+      const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
+      assert.equal(error.code, 'INVALID_INPUT');
+      assert.match(error.message, /too many arguments/);
+    }
+  });
+});
