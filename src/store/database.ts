@@ -79,18 +79,36 @@ const COMPANIONS = ['', '-wal', '-shm', '-journal'];
  * The file holds audit rows, purposes and encrypted approver secrets: it is created 0600
  * (in a directory created 0700) before SQLite opens it, since SQLite creates a file 0644
  * and gives its -wal and -shm the main file's mode; a file left 0644 by an earlier build
- * is narrowed here too.
+ * is narrowed here too. No symbolic link is followed: each file is opened with O_NOFOLLOW
+ * and narrowed through that descriptor, so a link planted beside the store cannot get
+ * another file's mode changed (or the store written into it).
  */
 function createPrivately(file: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  fs.closeSync(fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600));
-  for (const suffix of COMPANIONS) {
-    try {
-      fs.chmodSync(`${file}${suffix}`, 0o600);
-    } catch (err) {
-      // Absent is fine; a file another user owns keeps its mode, and SQLite says whether it can be used.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+  for (const suffix of COMPANIONS) narrow(`${file}${suffix}`, suffix === '');
+}
+
+function narrow(pathname: string, create: boolean): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(pathname, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | (create ? fs.constants.O_CREAT : 0), 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') {
+      throw new SandboxPlaneError('CONFIG_INVALID', `${pathname} is a symbolic link: the store opens only files of its own, never through a link`, {
+        hint: 'Point SANDBOXPLANE_DB at the real file (and remove the link beside it).',
+      });
     }
+    // Absent is fine; a file another user owns keeps its mode, and SQLite says whether it can be used.
+    if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM') return;
+    throw err;
+  }
+  try {
+    fs.fchmodSync(fd, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -54,3 +54,27 @@ describe('the store file and its companions are private to their owner', () => {
     assert.equal(modeOf(file), '640');
   });
 });
+
+describe('the store follows no symbolic link (issue 39)', () => {
+  test("a link planted as the store's -wal is refused, and the file it points at keeps its mode", () => {
+    const file = path.join(dir, 'linked', 'plane.sqlite');
+    Store.open(file).close();
+    const outside = path.join(dir, 'outside.txt');
+    fs.writeFileSync(outside, 'not the store');
+    fs.chmodSync(outside, 0o644);
+    fs.rmSync(`${file}-wal`, { force: true });
+    fs.symlinkSync(outside, `${file}-wal`);
+    assert.throws(() => Store.open(file), /plane\.sqlite-wal is a symbolic link/);
+    assert.equal(modeOf(outside), '644');
+  });
+
+  test('a store path that is itself a link is refused', () => {
+    const real = path.join(dir, 'real.sqlite');
+    Store.open(real).close();
+    fs.chmodSync(real, 0o644);
+    const link = path.join(dir, 'link.sqlite');
+    fs.symlinkSync(real, link);
+    assert.throws(() => Store.open(link), /link\.sqlite is a symbolic link/);
+    assert.equal(modeOf(real), '644');
+  });
+});
