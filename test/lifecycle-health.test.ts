@@ -109,4 +109,36 @@ describe('the health watch of READY sandboxes (real dev server)', () => {
       assert.deepEqual(await broker.list({ [SANDBOX_ID_LABEL]: 'health-moto' }), []);
     },
   );
+  for (const [how, freeze] of [
+    ['docker pause', (id: string) => execFileSync('docker', ['pause', id], { env: process.env, stdio: 'ignore' })],
+    ['SIGSTOP of its emulator', (id: string) => execFileSync('docker', ['kill', '--signal', 'STOP', id], { env: process.env, stdio: 'ignore' })],
+  ] as const) {
+    test(
+      `moto: a READY sandbox's emulator frozen by ${how} is restarted like a dead one, and the old container never comes back (issue 39)`,
+      { skip: motoImage === undefined && 'needs the moto image (SANDBOXPLANE_MOTO_IMAGE, built by scripts/build-moto-image.sh)' },
+      async () => {
+        const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });
+        const id = `health-frozen-${how.startsWith('docker') ? 'pause' : 'stop'}`;
+        const created = await worker.sandboxes.create({ id, principal: 'agent-3', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
+        try {
+          const [first] = created.runtimeIds;
+          assert.ok(first !== undefined);
+          freeze(first);
+          const restarted = await waitForStatus(worker, id, (status) => status.health.restarts === 1, 'a restart', 60_000);
+          assert.equal(restarted.state, 'READY');
+          assert.notDeepEqual(restarted.runtimeIds, created.runtimeIds, 'a new container');
+          assert.ok(restarted.clientConfig !== null);
+          assert.deepEqual((await new S3Client(restarted.clientConfig).send(new ListBucketsCommand({}))).Buckets ?? [], [], 'the new emulator answers');
+          // The frozen one was removed: unpausing it (or continuing it) cannot bring a second emulator of the sandbox back.
+          assert.throws(() => execFileSync('docker', ['unpause', first], { env: process.env, stdio: 'ignore' }));
+          assert.deepEqual(
+            (await broker.list({ [SANDBOX_ID_LABEL]: id })).map((container) => container.id),
+            [...restarted.runtimeIds],
+          );
+        } finally {
+          await worker.sandboxes.destroy(id);
+        }
+      },
+    );
+  }
 });

@@ -26,6 +26,9 @@ import { waitUntilHealthy, type HealthProbe } from './health-gate';
 import type { OperatorAccess } from './operator-endpoint';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
+
+/** How long one health look waits for the emulator's answer. */
+const HEALTH_PROBE_TIMEOUT_MS = 5_000;
 export const OPERATOR_TOKEN_LABEL = 'io.sandboxplane.operator-token';
 
 /**
@@ -403,7 +406,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
         },
       );
     }
-    return this.options.probe(operatorAccess(container, this.options.containerPort), AbortSignal.timeout(5_000));
+    try {
+      return await this.options.probe(operatorAccess(container, this.options.containerPort), AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS));
+    } catch (err) {
+      // It runs and does not answer (frozen by SIGSTOP, wedged): unhealthy, which the looks that follow confirm, never "unknown" for ever.
+      const why = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError') ? `no answer within ${HEALTH_PROBE_TIMEOUT_MS / 1000} s` : String(err);
+      return { healthy: false, registeredServices: [], readyServices: [], detail: `its container runs, but the emulator does not answer (${why})` };
+    }
   }
 
   async listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing> {

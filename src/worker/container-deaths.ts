@@ -1,6 +1,6 @@
 /**
  * The docker role's watch on its engine (DESIGN §2, issue 30): when one of its plane's
- * containers dies or is OOM-killed, the engine says so and the sandbox's workflow is told
+ * containers dies, is OOM-killed or paused (DESIGN §18), the engine says so and the sandbox's workflow is told
  * at once (`checkHealth`: it looks and restarts or ends the sandbox), instead of every
  * READY sandbox polling on a short timer. The lifecycle's own timer stays as a slow
  * safety net, and the sweep reconciles whatever both miss.
@@ -14,8 +14,8 @@ import { containerOwner } from '../domain/warm-pool';
 import type { Logger } from '../logging/logger';
 import { checkHealthSignal } from '../workflows/sandbox-messages';
 
-/** What the engine says when a container stops serving: it exited (or was killed), or ran out of memory. */
-const DEATHS = ['die', 'oom'] as const;
+/** What the engine says when a container stops serving: it exited (or was killed), ran out of memory, or was frozen (`docker pause`). */
+const DEATHS = ['die', 'oom', 'pause'] as const;
 /** An `oom` and its `die`, or one event seen again after a reconnect: one signal. */
 const SAME_DEATH_MS = 10_000;
 
@@ -71,7 +71,8 @@ export function watchContainerDeaths(options: DeathWatchOptions): { stop(): void
         .list({ [PLANE_LABEL]: options.planeId })
         .then((containers) => {
           for (const container of containers)
-            if (container.state === 'exited' || container.state === 'dead') onDeath(container, `found ${container.state} when the event stream (re)connected`);
+            if (container.state === 'exited' || container.state === 'dead' || container.state === 'paused')
+              onDeath(container, `found ${container.state} when the event stream (re)connected`);
         })
         .catch((err: unknown) => logger.warn({ err }, "could not list this plane's containers; the health watch and the sweep will see dead ones")),
   });

@@ -104,8 +104,9 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'ha
 }
 
 /**
- * One look of the health watch. A look that gets no answer leaves the sandbox READY
- * (health `unknown`); a dead emulator is restarted once — its state is lost, and
+ * One look of the health watch. A look the host's worker does not answer leaves the
+ * sandbox READY (health `unknown`: not knowing is not a death); an emulator that is gone,
+ * paused, or runs without answering (looked at three times) is dead, and is restarted once — its state is lost, and
  * `waitingFor` says so — and a second death, or a failed restart, ends the sandbox.
  */
 async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined> {
