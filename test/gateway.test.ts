@@ -267,6 +267,25 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     assert.equal((await http('GET', '/v1/sandboxes', keyB.key)).status, 200, "another key's bucket is its own");
   });
 
+  test('requests in flight per key: with --max-in-flight 2, five creates that wait at once get three 429s; the two wait, and end', async () => {
+    worker.store.policies.add({ principalPattern: 'agent-waiting', capability: 'cloud.sandbox', effect: 'require_approval' });
+    const waiting = cliOutput<NewKey & { maxInFlight: number }>(await operator('keys', 'add', 'agent-waiting', '--max-in-flight', '2'));
+    assert.equal(waiting.maxInFlight, 2);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, index) => http('POST', '/v1/sandboxes', waiting.key, { id: `gw-wait-${index}`, services: ['s3'], wait: 'ready', timeoutSeconds: 8 })),
+    );
+    const statuses = answers.map((answer) => answer.status).sort();
+    assert.deepEqual(statuses, [429, 429, 429, 504, 504], JSON.stringify(answers.map((answer) => answer.body)));
+    for (const answer of answers.filter((one) => one.status === 429)) {
+      assert.match(refused(answer, 429, 'RATE_LIMITED').message, /has 2 requests in flight/);
+      assert.equal(answer.headers.get('retry-after'), '1');
+    }
+    // Once they ended, the key has its two again.
+    assert.equal((await http('GET', '/v1/sandboxes', waiting.key)).status, 200);
+    const made = await Promise.all(Array.from({ length: 5 }, (_, index) => worker.sandboxes.get(`gw-wait-${index}`)));
+    assert.equal(made.filter((status) => status !== undefined).length, 2, 'a refused request made nothing: only the two in flight asked for a sandbox');
+  });
+
   test('a revoked key is refused from its next request; every request is in the log with its key id', async () => {
     assert.equal((await http('GET', '/v1/sandboxes', keyB.key)).status, 200);
     const revoked = cliOutput<{ keyId: string; revokedAt: string | null }>(await operator('keys', 'revoke', keyB.keyId));

@@ -136,10 +136,17 @@ export class StoreClient {
    * Makes an API key for `principal` (DESIGN §18): the key is in the result this once;
    * the store keeps only a slow hash of it, made here, so the key never travels.
    */
-  async addKey(principal: string, options: { ratePerMinute?: number } = {}): Promise<ApiKeyRecord & NewApiKey> {
+  async addKey(principal: string, options: { ratePerMinute?: number; maxInFlight?: number } = {}): Promise<ApiKeyRecord & NewApiKey> {
     const { keyId, key, secretHash } = await newApiKey();
     const record = await this.run(
-      { kind: 'keys.add', keyId, principal, secretHash, ...(options.ratePerMinute !== undefined ? { ratePerMinute: options.ratePerMinute } : {}) },
+      {
+        kind: 'keys.add',
+        keyId,
+        principal,
+        secretHash,
+        ...(options.ratePerMinute !== undefined ? { ratePerMinute: options.ratePerMinute } : {}),
+        ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
+      },
       `keys add: ${principal}`,
     );
     return { ...record, key };

@@ -22,6 +22,7 @@ import { sendError, sendJson } from './http-errors';
 import { matchRoute } from './http-routes';
 import { KeyVerifier, type Caller } from './key-verifier';
 import { openApiDocument } from './openapi';
+import { InFlight } from './in-flight';
 import { RateLimiter } from './rate-limiter';
 
 /** Larger than any request the schemas allow (a template is at most 1 MiB). */
@@ -104,6 +105,7 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
   const store = openKeyTable(config);
   const verifier = new KeyVerifier(store.apiKeys);
   const limiter = new RateLimiter();
+  const inFlight = new InFlight();
   const temporal = lazyTemporal(config);
   const document = openApiDocument(packageVersion());
   const sandboxesFor = async (caller: Caller) => new SandboxClient({ client: await temporal.get(), taskQueue: config.taskQueue, principal: caller.principal });
@@ -134,10 +136,14 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
     }
     let caller: Caller | undefined;
     let route = url.pathname;
+    let leave: (() => void) | undefined;
     try {
       // Who asks comes first: an unknown path tells a caller without a key nothing.
       caller = await verifier.verify(req.headers.authorization);
       limiter.take(caller.keyId, caller.ratePerMinute);
+      leave = inFlight.enter(caller.keyId, caller.maxInFlight);
+      // A caller that hangs up stops counting, whatever its request still waits for.
+      res.once('close', leave);
       if (url.pathname === '/mcp') {
         // Stateless, with JSON answers: no stream to open (GET) or session to end (DELETE).
         if (method !== 'POST')
@@ -170,6 +176,8 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
       }
       const { status, code } = sendError(res, err, url.pathname.split('/')[3] ?? '(none)');
       return { status, code, route, ...(caller !== undefined ? { caller } : {}) };
+    } finally {
+      leave?.();
     }
   };
 

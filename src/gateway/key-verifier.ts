@@ -9,6 +9,7 @@ export interface Caller {
   readonly keyId: string;
   readonly principal: string;
   readonly ratePerMinute: number;
+  readonly maxInFlight: number;
 }
 
 /** Where the verifier reads a key's row: the store's file, read at every request. */
@@ -72,7 +73,7 @@ export class KeyVerifier {
       if (row === undefined || seen === undefined) throw refused();
       this.matched.set(row.keyId, seen);
     }
-    return { keyId: row.keyId, principal: row.principal, ratePerMinute: row.ratePerMinute };
+    return { keyId: row.keyId, principal: row.principal, ratePerMinute: row.ratePerMinute, maxInFlight: row.maxInFlight };
   }
 
   private async slowCheck(keyId: string, secret: string, secretHash: string): Promise<void> {

@@ -1,7 +1,7 @@
 import type { ApiKeyRecord, NewApiKeyRow } from '../domain/api-keys';
 import type { SqliteDatabase } from './database';
 
-const COLUMNS = 'key_id AS keyId, principal, rate_per_minute AS ratePerMinute, created_at AS createdAt, revoked_at AS revokedAt';
+const COLUMNS = 'key_id AS keyId, principal, rate_per_minute AS ratePerMinute, max_in_flight AS maxInFlight, created_at AS createdAt, revoked_at AS revokedAt';
 
 /** A key row with what verifying it needs. */
 export interface ApiKeyCredential extends ApiKeyRecord {
@@ -18,8 +18,8 @@ export class ApiKeyRepository {
    */
   add(key: NewApiKeyRow, now: Date = new Date()): ApiKeyRecord | undefined {
     this.db
-      .prepare('INSERT INTO api_keys (key_id, principal, secret_hash, rate_per_minute, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING')
-      .run(key.keyId, key.principal, key.secretHash, key.ratePerMinute, now.toISOString());
+      .prepare('INSERT INTO api_keys (key_id, principal, secret_hash, rate_per_minute, max_in_flight, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO NOTHING')
+      .run(key.keyId, key.principal, key.secretHash, key.ratePerMinute, key.maxInFlight, now.toISOString());
     const row = this.credential(key.keyId);
     if (row === undefined || row.secretHash !== key.secretHash) return undefined;
     const { secretHash: _hash, ...record } = row;

@@ -240,9 +240,13 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
     last_use      TEXT
   ) STRICT;
   `,
+  // 12: how many requests each gateway key may have in flight at once (DESIGN §18).
+  `
+  ALTER TABLE api_keys ADD COLUMN max_in_flight INTEGER NOT NULL DEFAULT 16 CHECK (max_in_flight > 0);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
 
-/** The version that made the gateway's key table (migration 11): the gateway reads files from it on. */
-export const API_KEYS_SCHEMA_VERSION = 11;
+/** The version the gateway's key table has all it reads (migration 12, its in-flight bound): the gateway reads files from it on. */
+export const API_KEYS_SCHEMA_VERSION = 12;

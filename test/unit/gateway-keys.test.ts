@@ -32,11 +32,11 @@ describe('API keys', () => {
   test('the verifier: the key names its principal; missing, malformed, wrong and revoked keys are all UNAUTHENTICATED; a revocation counts after the hash is cached', async () => {
     const made = await newApiKey();
     const rows = new Map<string, ApiKeyCredential>([
-      [made.keyId, { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash }],
+      [made.keyId, { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5, maxInFlight: 16, createdAt: 'now', revokedAt: null, secretHash: made.secretHash }],
     ]);
     const verifier = new KeyVerifier({ credential: (keyId) => rows.get(keyId) });
-    assert.deepEqual(await verifier.verify(`Bearer ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5 });
-    assert.deepEqual(await verifier.verify(`bearer   ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5 }, 'the scheme is case-insensitive');
+    assert.deepEqual(await verifier.verify(`Bearer ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5, maxInFlight: 16 });
+    assert.deepEqual(await verifier.verify(`bearer   ${made.key}`), { keyId: made.keyId, principal: 'agent-v', ratePerMinute: 5, maxInFlight: 16 }, 'the scheme is case-insensitive');
     const wrong = `spk_${made.keyId}_${'B'.repeat(43)}`;
     const refusals = await Promise.all(
       [undefined, '', made.key, `Basic ${made.key}`, `Bearer ${wrong}`, `Bearer spk_000000000000_${'C'.repeat(43)}`].map((header) => codeOf(verifier.verify(header))),
@@ -48,7 +48,7 @@ describe('API keys', () => {
 
   test('a key id costs at most ten slow hashes a minute, two at a time; past that the key waits too, unless already verified', async () => {
     const made = await newApiKey();
-    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-g', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
+    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-g', ratePerMinute: 5, maxInFlight: 16, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
     let now = 0;
     let hashes = 0;
     let running = 0;
@@ -88,6 +88,7 @@ describe('the slow hash under bursts (issue 39)', () => {
       keyId,
       principal: 'agent-b',
       ratePerMinute: 5,
+      maxInFlight: 16,
       createdAt: 'now',
       revokedAt: null,
       secretHash: `scrypt$2$1$1$${'A'.repeat(22)}$${'A'.repeat(43)}`,
@@ -117,7 +118,7 @@ describe('the slow hash under bursts (issue 39)', () => {
 
   test('an unknown key id costs the same slow hash as a wrong secret for a known one', async () => {
     const made = await newApiKey();
-    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-t', ratePerMinute: 5, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
+    const row: ApiKeyCredential = { keyId: made.keyId, principal: 'agent-t', ratePerMinute: 5, maxInFlight: 16, createdAt: 'now', revokedAt: null, secretHash: made.secretHash };
     const hashed: string[] = [];
     const verifier = new KeyVerifier(
       { credential: (keyId) => (keyId === made.keyId ? row : undefined) },

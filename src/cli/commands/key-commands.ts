@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../../config/config';
-import { apiKeyIdSchema, DEFAULT_RATE_PER_MINUTE, type ApiKeyRecord } from '../../domain/api-keys';
+import { apiKeyIdSchema, DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_MINUTE, type ApiKeyRecord } from '../../domain/api-keys';
 import { principalSchema } from '../../domain/sandbox-request';
 import { parseCliArgument, parseCliOptions, wholeNumberSchema } from '../cli-options';
 import { action, jsonOption } from '../command-action';
@@ -9,13 +9,19 @@ import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
 
-const addOptionsSchema = z.object({ ratePerMinute: wholeNumberSchema(1).pipe(z.number().max(60_000, 'must be at most 60000')).optional(), json: z.boolean().optional() }).strict();
+const addOptionsSchema = z
+  .object({
+    ratePerMinute: wholeNumberSchema(1).pipe(z.number().max(60_000, 'must be at most 60000')).optional(),
+    maxInFlight: wholeNumberSchema(1).pipe(z.number().max(1_000, 'must be at most 1000')).optional(),
+    json: z.boolean().optional(),
+  })
+  .strict();
 
 function formatKeys(keys: readonly ApiKeyRecord[]): string {
   if (keys.length === 0) return 'No API keys: `sandboxctl keys add PRINCIPAL` makes one.';
   return formatTable(
-    ['KEY ID', 'PRINCIPAL', 'RATE/MIN', 'CREATED', 'REVOKED'],
-    keys.map((key) => [key.keyId, key.principal, String(key.ratePerMinute), key.createdAt, key.revokedAt ?? '-']),
+    ['KEY ID', 'PRINCIPAL', 'RATE/MIN', 'IN FLIGHT', 'CREATED', 'REVOKED'],
+    keys.map((key) => [key.keyId, key.principal, String(key.ratePerMinute), String(key.maxInFlight), key.createdAt, key.revokedAt ?? '-']),
   );
 }
 
@@ -28,12 +34,17 @@ export function registerKeyCommands(program: Command): void {
     .description('make an API key for PRINCIPAL: printed once, stored only as a slow hash')
     .argument('<principal>', 'the principal every request with this key acts as')
     .option('--rate-per-minute <n>', `requests per minute this key may make through the gateway (default ${DEFAULT_RATE_PER_MINUTE})`)
+    .option('--max-in-flight <n>', `requests this key may have in flight at once, waits included; more get 429 RATE_LIMITED (default ${DEFAULT_MAX_IN_FLIGHT})`)
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
         const principal = parseCliArgument(principalSchema, args[0], 'PRINCIPAL');
         const options = parseCliOptions(addOptionsSchema, raw);
-        const added = await withStoreClient(loadConfig(), (store) => store.addKey(principal, options.ratePerMinute !== undefined ? { ratePerMinute: options.ratePerMinute } : {}));
+        const limits = {
+          ...(options.ratePerMinute !== undefined ? { ratePerMinute: options.ratePerMinute } : {}),
+          ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
+        };
+        const added = await withStoreClient(loadConfig(), (store) => store.addKey(principal, limits));
         const human = [
           `API key ${added.keyId} for ${added.principal} (shown once, never stored in clear):`,
           '',
@@ -42,7 +53,11 @@ export function registerKeyCommands(program: Command): void {
           'Give it to the agent with the gateway\'s address: curl -H "Authorization: Bearer $KEY" http://GATEWAY/v1/sandboxes (`sandboxctl gateway` listens on 127.0.0.1:8787 by default)',
           `Revoke it with: sandboxctl keys revoke ${added.keyId}`,
         ].join('\n');
-        printResult({ json: raw.json === true }, { principal: added.principal, keyId: added.keyId, key: added.key, ratePerMinute: added.ratePerMinute, createdAt: added.createdAt }, human);
+        printResult(
+          { json: raw.json === true },
+          { principal: added.principal, keyId: added.keyId, key: added.key, ratePerMinute: added.ratePerMinute, maxInFlight: added.maxInFlight, createdAt: added.createdAt },
+          human,
+        );
       }),
     );
 
