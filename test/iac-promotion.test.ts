@@ -164,15 +164,23 @@ describe('promotion to staging and production targets (real dev server, engine, 
     assert.equal(waiting.state, 'AWAITING_APPROVAL', 'approval is required for a target whatever the policy row says');
     assert.equal(waiting.target, 'staging');
     assert.deepEqual([waiting.proof?.sandboxId, waiting.proof?.iacRunId], ['promo-sbx', tried.runId], 'the proof is the sandbox run');
+    // The agent learns nothing of the target before a person acts (issue 39): its view holds the digest, no change drawn from staging's stack.
+    assert.deepEqual(waiting.plan?.changes, [], JSON.stringify(waiting.plan));
     assert.deepEqual(
-      waiting.plan?.changes.map((change) => [change.action, change.logicalId]),
+      waiting.plan?.warnings.map((warning) => warning.code),
+      ['TARGET_PLAN_WITHHELD'],
+    );
+    const reviewed = cliOutput<IacStatus>(await asOperator('iac', 'status', waiting.runId));
+    assert.equal(reviewed.plan?.digest, waiting.plan?.digest);
+    assert.deepEqual(
+      reviewed.plan?.changes.map((change) => [change.action, change.logicalId]),
       [
         ['Add', 'Bucket'],
         ['Add', 'Queue'],
       ],
-      'planned against staging itself',
+      'planned against staging itself, shown to its reviewers',
     );
-    assert.deepEqual(waiting.plan?.unsupported, [], 'a target is a real account: nothing is named unsupported');
+    assert.deepEqual(reviewed.plan?.unsupported, [], 'a target is a real account: nothing is named unsupported');
 
     // The requester decides nothing: its own bound client is refused outright, and its name as an approver too.
     cliFailure(await asAgent('iac', 'approve', waiting.runId, '--approver', 'alice', '--code', await alice.code()), 3, 'PRINCIPAL_MISMATCH');

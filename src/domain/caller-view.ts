@@ -33,11 +33,34 @@ export function agentView(status: SandboxStatus): SandboxStatus {
   };
 }
 
-/** An IaC run as its agent sees it: the same, for the run's approvals and attempts. */
+/** Why an agent sees no plan of a run against a target: the plan is the target's stack compared with the template. */
+export const TARGET_PLAN_WITHHELD = "the plan against the target is for its reviewers: it compares the target's current stack with your template, which would tell you what the target holds";
+
+/**
+ * A run against a target's plan as its agent sees it (DESIGN §18: an agent learns nothing
+ * of a target before a person acts): the digest, and no change, value or note drawn from
+ * the target's stack. The agent knows its own template.
+ */
+function withheldTargetPlan(plan: NonNullable<IacStatus['plan']>): NonNullable<IacStatus['plan']> {
+  return {
+    digest: plan.digest,
+    changes: [],
+    unsupported: [],
+    security: [],
+    conditions: {},
+    skipped: [],
+    outputs: [],
+    warnings: [{ logicalId: '', code: 'TARGET_PLAN_WITHHELD', message: TARGET_PLAN_WITHHELD }],
+    crossCheck: [],
+  };
+}
+
+/** An IaC run as its agent sees it: the same, for the run's approvals and attempts; a target's plan withheld. */
 export function agentIacView(status: IacStatus): IacStatus {
   const hide = hiderOf([...status.approvals.map((approval) => approval.approver), ...status.approvalAttempts.map((attempt) => attempt.approver)]);
   return {
     ...status,
+    plan: typeof status.target === 'string' && status.plan ? withheldTargetPlan(status.plan) : status.plan,
     waitingFor: hide(status.waitingFor),
     approvals: status.approvals.map((approval) => ({ ...approval, approver: REVIEWER_FOR_AGENTS, reason: hide(approval.reason) })),
     approvalAttempts: attemptsSeen(status.approvalAttempts, hide),

@@ -14,6 +14,8 @@ export type CarriedIacLocks = readonly { readonly stack: string; readonly holder
 
 /** Claims beyond this many waiting for one stack are refused: a flood must not grow the keeper's state. */
 const WAITING_LIMIT = 50;
+/** Runs of one principal holding or waiting for one stack, at most (DESIGN §18): no principal can hold another's turn by queueing. */
+export const WAITING_PER_PRINCIPAL = 3;
 
 /** A holder whose lease ran out, and the waiter that holds the stack now (if any): both are to be told. */
 export interface Handover {
@@ -22,7 +24,10 @@ export interface Handover {
 }
 
 export type ClaimOutcome =
-  { readonly granted: true; readonly handover?: Handover } | { readonly granted: false; readonly behind: HeldClaim; readonly handover?: Handover } | { readonly full: true };
+  | { readonly granted: true; readonly handover?: Handover }
+  | { readonly granted: false; readonly behind: HeldClaim; readonly handover?: Handover }
+  /** Refused: the stack's line is full, or the claim's principal already has its share of it in line (`principal`). */
+  | { readonly full: true; readonly principal?: boolean };
 
 /**
  * The turns of stacks (DESIGN §14: one run at a time changes a given stack; another
@@ -66,6 +71,8 @@ export class IacStackLocks {
     if (lock.holder.runId === claim.runId) return { granted: true };
     if (!lock.waiting.some((waiting) => waiting.runId === claim.runId)) {
       if (lock.waiting.length >= WAITING_LIMIT) return { full: true };
+      const own = [lock.holder, ...lock.waiting].filter((other) => other.principal === claim.principal).length;
+      if (own >= WAITING_PER_PRINCIPAL) return { full: true, principal: true };
       lock.waiting.push(claim);
     }
     const handover = lock.holder.leaseUntilMs <= nowMs ? this.passOn(claim.stack, lock, nowMs) : undefined;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { iacStackClaimSchema, type IacStackClaim } from '../domain/iac/iac-run';
 import { targetNameSchema } from '../domain/targets';
 import { claimStackSignal, releaseStackSignal, tellRun } from './iac-messages';
-import { IacStackLocks, type CarriedIacLocks, type Handover } from './iac-stack-locks';
+import { IacStackLocks, WAITING_PER_PRINCIPAL, type CarriedIacLocks, type Handover } from './iac-stack-locks';
 
 export interface IacTargetTurnsInput {
   readonly target: string;
@@ -59,7 +59,11 @@ export async function iacTargetTurns(input: unknown): Promise<void> {
     const claim = claimed.data;
     const outcome = locks.claim(claim, Date.now());
     if ('full' in outcome) {
-      tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for one stack of target ${target}; try again once some have ended` });
+      const message =
+        outcome.principal === true
+          ? `${claim.principal} already has ${WAITING_PER_PRINCIPAL} IaC runs holding or waiting for stack ${claim.stack} of target ${target}; try again once one has ended`
+          : `too many IaC runs wait for one stack of target ${target}; try again once some have ended`;
+      tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message });
       return;
     }
     if (outcome.handover !== undefined) handOver(outcome.handover, claim.runId);

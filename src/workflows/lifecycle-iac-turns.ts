@@ -2,7 +2,7 @@ import { log, setHandler } from '@temporalio/workflow';
 import { iacStackClaimSchema, type IacStackClaim } from '../domain/iac/iac-run';
 import { stateOf } from '../domain/lifecycle-record';
 import { claimStackSignal, releaseStackSignal, tellRun } from './iac-messages';
-import type { Handover } from './iac-stack-locks';
+import { WAITING_PER_PRINCIPAL, type Handover } from './iac-stack-locks';
 import type { LifecycleContext } from './lifecycle-context';
 
 /**
@@ -45,8 +45,13 @@ export function registerIacTurns(ctx: LifecycleContext): void {
       });
     }
     const outcome = ctx.iacLocks.claim(claim, Date.now());
-    if ('full' in outcome)
-      return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message: `too many IaC runs wait for one stack of sandbox ${request.id}; try again once some have ended` });
+    if ('full' in outcome) {
+      const message =
+        outcome.principal === true
+          ? `${claim.principal} already has ${WAITING_PER_PRINCIPAL} IaC runs holding or waiting for stack ${claim.stack} of sandbox ${request.id}; try again once one has ended`
+          : `too many IaC runs wait for one stack of sandbox ${request.id}; try again once some have ended`;
+      return tellRun(claim, { answer: 'refused', code: 'RATE_LIMITED', message });
+    }
     if (outcome.handover !== undefined) handOver(ctx, outcome.handover, claim.runId);
     if (outcome.granted) return grant(ctx, claim);
     return tellRun(claim, { answer: 'queued', behind: outcome.behind.runId, leaseUntilMs: outcome.behind.leaseUntilMs });

@@ -26,3 +26,44 @@ test('an IaC run as its agent sees it: approvals, attempts, waitingFor, events a
   assert.equal(seen.error?.message, `denied by ${REVIEWER_FOR_AGENTS}: too wide`);
   assert.deepEqual(seen.decision?.reasons, ['alicetown is not a name'], 'whole names only');
 });
+
+test("a run against a target shows its agent the plan's digest, and nothing drawn from the target's stack", () => {
+  const plan = {
+    digest: 'd'.repeat(64),
+    changes: [
+      {
+        action: 'Modify',
+        logicalId: 'Db',
+        type: 'AWS::RDS::DBInstance',
+        properties: [{ path: 'Properties.DBInstanceClass', before: 'db.r5.24xlarge', after: 'db.t3.micro' }],
+        replacement: 'False',
+        dataLoss: false,
+        retained: false,
+      },
+    ],
+    unsupported: [],
+    security: [{ logicalId: 'Admin', type: 'AWS::IAM::Role', reason: 'removes an IAM role' }],
+    conditions: {},
+    skipped: [],
+    outputs: [{ name: 'Url', action: 'Remove', before: { Value: 'https://internal.example' }, after: null }],
+    warnings: [],
+    crossCheck: ["staging's change set says Remove for Admin"],
+  };
+  const run = {
+    runId: 'r2',
+    principal: 'agent-7',
+    target: 'production',
+    state: 'AWAITING_APPROVAL',
+    approvals: [],
+    approvalAttempts: [],
+    waitingFor: '',
+    events: [],
+    error: null,
+    decision: null,
+    plan,
+  } as unknown as IacStatus;
+  const seen = agentIacView(run);
+  assert.equal(seen.plan?.digest, plan.digest);
+  for (const secret of ['db.r5.24xlarge', 'Admin', 'internal.example']) assert.ok(!JSON.stringify(seen).includes(secret), secret);
+  assert.deepEqual(agentIacView({ ...run, target: null } as unknown as IacStatus).plan, plan, "a sandbox's plan is the agent's own to read");
+});

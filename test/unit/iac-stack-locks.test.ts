@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import type { IacStackClaim } from '../../src/domain/iac/iac-run';
 import { IacStackLocks } from '../../src/workflows/iac-stack-locks';
 
-const claim = (runId: string, stack = 'app', leaseMs = 10_000): IacStackClaim => ({ runId, stack, principal: 'agent', leaseMs, services: ['sqs'] });
+// Each run its own principal unless a test says otherwise: one principal's share of a stack's line is bounded.
+const claim = (runId: string, stack = 'app', leaseMs = 10_000, principal = `agent-${runId}`): IacStackClaim => ({ runId, stack, principal, leaseMs, services: ['sqs'] });
 const holder = (runId: string, grantedAtMs: number, stack = 'app', leaseMs = 10_000) => ({ ...claim(runId, stack, leaseMs), leaseUntilMs: grantedAtMs + leaseMs });
 
 test('one run at a time per stack: others wait in order, and each release hands the stack to the next', () => {
@@ -82,4 +83,14 @@ test('a flood of waiters is refused past the limit instead of growing the keeper
   locks.claim(claim('holder'), 0);
   for (let i = 0; i < 50; i += 1) assert.equal('granted' in locks.claim(claim(`w${i}`), 0), true);
   assert.deepEqual(locks.claim(claim('one-too-many'), 0), { full: true });
+});
+
+test("one principal holds or waits for one stack at most three times: another principal's turn cannot be crowded out", () => {
+  const locks = new IacStackLocks();
+  locks.claim(claim('mine-1', 'app', 10_000, 'agent-greedy'), 0);
+  assert.equal('granted' in locks.claim(claim('mine-2', 'app', 10_000, 'agent-greedy'), 0), true);
+  assert.equal('granted' in locks.claim(claim('mine-3', 'app', 10_000, 'agent-greedy'), 0), true);
+  assert.deepEqual(locks.claim(claim('mine-4', 'app', 10_000, 'agent-greedy'), 0), { full: true, principal: true });
+  assert.equal('granted' in locks.claim(claim('yours', 'app', 10_000, 'agent-other'), 0), true, 'another principal still gets in line');
+  assert.equal('granted' in locks.claim(claim('mine-5', 'other-stack', 10_000, 'agent-greedy'), 0), true, 'the bound is per stack');
 });
