@@ -25,7 +25,7 @@ import type { PlanChange } from '../src/domain/iac/plan';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
-import { awsCliEnv } from './helpers/aws-cli';
+import { awsCli } from './helpers/aws-cli';
 import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { mcpServerTransport } from './helpers/mcp-transport';
@@ -85,10 +85,7 @@ Resources:
 `;
 
 /** `aws <args>` with the sandbox's own key and endpoint. */
-async function aws(config: ClientConfig, args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
-  return stdout;
-}
+const aws = awsCli;
 
 /** Every string of a JSON document, and what it says read as base64 (payload bytes are base64 in it). */
 function readableTexts(value: unknown): string[] {

@@ -7,14 +7,12 @@
  * through their own services, not taken on the stack's word. One sandbox, one worker.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { ClientConfig } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacResourceRow, IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
-import { awsCliEnv } from './helpers/aws-cli';
+import { awsCli } from './helpers/aws-cli';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -90,10 +88,7 @@ Resources:
 `;
 
 /** `aws <args>` with the sandbox's own key and endpoint. */
-async function aws(config: ClientConfig, args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
-  return stdout;
-}
+const aws = awsCli;
 
 const byLogicalId = (rows: readonly IacResourceRow[]) => Object.fromEntries(rows.map((row) => [row.logicalId, row]));
 

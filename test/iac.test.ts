@@ -8,11 +8,9 @@
  * time, a CDK app, and refusals for another principal and bad input.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import type { ClientConfig } from '../src/domain/client-config';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,7 +19,7 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
-import { awsCliEnv } from './helpers/aws-cli';
+import { awsCli } from './helpers/aws-cli';
 import { REPO_ROOT, runCli } from './helpers/cli';
 import { cliFailure, cliOutput, type CliError } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
@@ -83,10 +81,7 @@ Resources:
 const QUEUE_ONLY = (name: string) => `{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "${name}"}}}}`;
 
 /** `aws <args>` with the sandbox's own key and endpoint. */
-async function aws(config: ClientConfig, args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
-  return stdout;
-}
+const aws = awsCli;
 
 describe('infrastructure as code in a moto sandbox (real dev server, engine, moto and AWS CLI)', { skip }, () => {
   const broker = new DockerContainerBroker({ dockerHost: process.env.DOCKER_HOST });

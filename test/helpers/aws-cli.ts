@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { ClientConfig } from '../../src/domain/client-config';
 
 /**
@@ -15,4 +17,10 @@ export function awsCliEnv(config: ClientConfig): NodeJS.ProcessEnv {
     AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
     AWS_MAX_ATTEMPTS: '1',
   };
+}
+
+/** `aws <args>` against the sandbox with its own key and endpoint, as JSON: what an agent's own tools would see. */
+export async function awsCli(config: ClientConfig, args: readonly string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)('aws', ['--endpoint-url', config.endpoint, '--output', 'json', ...args], { env: awsCliEnv(config), timeout: 60_000 });
+  return stdout;
 }
