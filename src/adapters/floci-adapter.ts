@@ -99,7 +99,6 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     listResources: (endpoint, services) => listThroughAwsApis(clientConfigFor('floci', endpoint, REGION), catalog, services),
     // Floci checks no credentials: the plane's calls need no operator header.
     cloudFormation: { supportedTypes: () => FLOCI_CLOUDFORMATION_TYPES },
-    noSnapshots:
-      "the plane runs Floci with its in-memory storage, and snapshots through its persistent storage modes are not built (Floci's image cannot be pulled where the plane is tested)",
+    noSnapshots: 'the plane runs Floci with its in-memory storage, and snapshots through its persistent storage modes are not built yet',
   });
 }
