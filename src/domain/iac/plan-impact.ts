@@ -129,7 +129,10 @@ export function judgeChanges(
       const name = topProperty(property.path);
       return name === undefined ? verdict : worst(verdict, REPLACEMENT_OF[requiresRecreation(spec, change.type, name)]);
     }, 'False');
-  for (const change of diffed) if (change.action === 'Modify' && judgeModify(change) !== 'False') replaced.set(change.logicalId, judgeModify(change));
+  for (const change of diffed) {
+    const verdict = change.action === 'Modify' ? judgeModify(change) : 'False';
+    if (verdict !== 'False') replaced.set(change.logicalId, verdict);
+  }
 
   for (let pending = [...replaced.keys()]; pending.length > 0;) {
     const next: string[] = [];
