@@ -57,4 +57,18 @@ describe("a container's death, told by the engine (real dev server, engine and m
     const signals = ((await handle.fetchHistory()).events ?? []).filter((event) => event.workflowExecutionSignaledEventAttributes?.signalName === checkHealthSignal.name);
     assert.equal(signals.length, 1, 'one checkHealth signal: the kill; none for the stop of the teardown');
   });
+  test('`docker pause` of a READY moto sandbox is told by the engine too: restarted within seconds on a new container, the paused one removed (issue 39)', async () => {
+    const ready = await worker.sandboxes.create({ id: 'pause-told', principal: 'agent-1', adapter: 'moto', services: ['s3'] }, { wait: 'ready' });
+    const pausedAt = Date.now();
+    execFileSync('docker', ['pause', ready.runtimeIds[0] as string], { env: process.env, stdio: 'ignore' });
+    let status = await worker.sandboxes.status('pause-told');
+    while (status.health.restarts === 0 && Date.now() - pausedAt < 30_000) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      status = await worker.sandboxes.status('pause-told');
+    }
+    assert.equal(status.health.restarts, 1, `restarted within 30 s of the pause, with the timer an hour away: ${status.waitingFor}`);
+    assert.notDeepEqual(status.runtimeIds, ready.runtimeIds, 'a new container');
+    assert.throws(() => execFileSync('docker', ['unpause', ready.runtimeIds[0] as string], { env: process.env, stdio: 'ignore' }), 'the paused one is gone');
+    await worker.sandboxes.destroy('pause-told');
+  });
 });
