@@ -164,6 +164,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
       assert.deepEqual(tools, [
         'apply_iac',
         'create_sandbox',
+        'delete_snapshot',
         'destroy_sandbox',
         'extend_sandbox',
         'fork_sandbox',

@@ -23,7 +23,19 @@ interface ErrorDocument {
   status?: SandboxStatus;
 }
 
-const TOOLS = ['apply_iac', 'create_sandbox', 'destroy_sandbox', 'extend_sandbox', 'fork_sandbox', 'get_sandbox', 'iac_status', 'list_sandboxes', 'plan_iac', 'snapshot_sandbox'];
+const TOOLS = [
+  'apply_iac',
+  'create_sandbox',
+  'delete_snapshot',
+  'destroy_sandbox',
+  'extend_sandbox',
+  'fork_sandbox',
+  'get_sandbox',
+  'iac_status',
+  'list_sandboxes',
+  'plan_iac',
+  'snapshot_sandbox',
+];
 
 function textOf(result: CallToolResult): string {
   return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');

@@ -5,6 +5,7 @@ import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { ParameterSeal } from '../crypto/parameter-seal';
 import type { SecretBox } from '../crypto/secret-box';
+import type { SnapshotQuota } from '../domain/snapshots';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
@@ -30,6 +31,8 @@ export interface StoreRoleDeps {
   readonly maxSandboxes?: number;
   /** The store's key for approvers' TOTP secrets (SANDBOXPLANE_STORE_KEY_FILE). */
   readonly secrets: SecretBox;
+  /** What each principal may keep of snapshots (SANDBOXPLANE_SNAPSHOT_QUOTA, _QUOTA_BYTES, _MAX_AGE); the defaults when left out. */
+  readonly snapshotQuota?: SnapshotQuota;
 }
 
 /** What a docker role's activities need: its engine and the adapters on it. */

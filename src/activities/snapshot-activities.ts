@@ -5,7 +5,9 @@ import type { AdapterRegistry, RecordedRuntime, RestoreTarget } from '../adapter
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName } from '../domain/service-catalog';
-import { SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
+import { formatDuration } from '../domain/duration';
+import { DEFAULT_SNAPSHOT_QUOTA, SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotQuota, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
+import { summaryOf } from '../store/snapshot-repository';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import { sha256Hex } from '../domain/sha256';
@@ -65,11 +67,33 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
 }
 
 /**
- * The snapshot activities of the store role: keeping snapshots, sealed with the store's key
- * (a moto snapshot holds the seed its sandbox's key was drawn from), and handing them to
- * their principal only. The seal is bound to the content's digest.
+ * Deletes a snapshot (`principal`'s, or anyone's for `undefined`: an operator or the sweep)
+ * and records why in the trail of the sandbox it was taken of. See SnapshotRepository.remove
+ * for what is refused.
  */
-export function createSnapshotStoreActivities(deps: { store: Store; secrets: SecretBox }) {
+export function deleteSnapshot(store: Store, input: { snapshotId: string; principal: string | undefined; actor: string; reason: string }): SnapshotSummary {
+  return store.sandboxes.atomically(() => {
+    const removed = store.snapshots.remove(input.snapshotId, input.principal);
+    store.sandboxes.appendAudit(removed.sandboxId, `snapshot-${removed.snapshotId}`, {
+      step: 1,
+      action: 'snapshot_deleted',
+      actor: input.actor,
+      effect: 'snapshot_deleted',
+      reason: input.reason,
+      summary: { snapshotId: removed.snapshotId, bytes: removed.bytes, takenAt: removed.createdAt },
+    });
+    return summaryOf(removed);
+  });
+}
+
+/**
+ * The snapshot activities of the store role: keeping snapshots, sealed with the store's key
+ * (a moto snapshot holds the seed its sandbox's key was drawn from), within each principal's
+ * quota, handing them to their principal only, and removing those past their age. The seal
+ * is bound to the content's digest.
+ */
+export function createSnapshotStoreActivities(deps: { store: Store; secrets: SecretBox; snapshotQuota?: SnapshotQuota }) {
+  const quota = deps.snapshotQuota ?? DEFAULT_SNAPSHOT_QUOTA;
   return {
     /**
      * Keeps a snapshot under `snapshotId`, or, without one, under an id named by this
@@ -81,7 +105,19 @@ export function createSnapshotStoreActivities(deps: { store: Store; secrets: Sec
       return withTaxonomy(() => {
         const { digest, bytes, gzipBase64 } = input.content;
         const sealed = deps.secrets.seal(Buffer.from(gzipBase64, 'base64'), snapshotBinding(digest));
-        return deps.store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity(), content: { digest, bytes, sealed } });
+        return deps.store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity(), content: { digest, bytes, sealed } }, quota);
+      });
+    },
+
+    /** The sweep's part (DESIGN §15): snapshots older than SANDBOXPLANE_SNAPSHOT_MAX_AGE go, but for those PAUSED sandboxes resume from. */
+    async expireSnapshots(input: { now?: string } = {}): Promise<{ deleted: SnapshotSummary[] }> {
+      return withTaxonomy(() => {
+        const now = input.now === undefined ? Date.now() : Date.parse(input.now);
+        const cutoff = new Date(now - quota.maxAgeSeconds * 1000).toISOString();
+        const reason = `older than ${formatDuration(quota.maxAgeSeconds)} (SANDBOXPLANE_SNAPSHOT_MAX_AGE)`;
+        const deleted = deps.store.snapshots.olderThan(cutoff).map(({ snapshotId }) => deleteSnapshot(deps.store, { snapshotId, principal: undefined, actor: 'sweep', reason }));
+        if (deleted.length > 0) log.info('snapshots past their age deleted', { count: deleted.length, cutoff });
+        return { deleted };
       });
     },
 

@@ -6,6 +6,7 @@ import type { HostDirectory } from '../store/host-directory';
 import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
 import { enrolApprover } from './approver-proof';
+import { deleteSnapshot } from './snapshot-activities';
 
 export interface StoreCommandDeps {
   readonly store: Store;
@@ -73,6 +74,8 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       if (snapshot === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`, { hint: '`sandboxctl snapshots` lists yours.' });
       return snapshot;
     },
+    'snapshots.delete': ({ snapshotId, principal, actor }) =>
+      deleteSnapshot(store, { snapshotId, principal, actor: actor ?? principal ?? 'operator', reason: principal === undefined ? 'by an operator' : 'by its owner' }),
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {
       const target = store.targets.get(name);

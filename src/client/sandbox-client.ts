@@ -507,6 +507,22 @@ export class SandboxClient {
   }
 
   /**
+   * Deletes one of this client's principal's snapshots (any snapshot, for an operator's
+   * client) and returns what it was; its quota is free again. NOT_FOUND for a snapshot that
+   * is not the caller's; INVALID_STATE for the one a PAUSED sandbox resumes from.
+   *
+   * @example
+   * await sandboxes.deleteSnapshot('snap-0123456789abcdef');
+   */
+  async deleteSnapshot(snapshotId: string, options: { actor?: string } = {}): Promise<SnapshotSummary> {
+    const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
+    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).deleteSnapshot(snapshot, {
+      ...(this.principal !== undefined ? { principal: this.principal } : {}),
+      ...options,
+    });
+  }
+
+  /**
    * Approves a sandbox AWAITING_APPROVAL and returns the workflow's verdict (the `decide`
    * update, judged exactly like the UI's `approve` signal). `code` is the approver's
    * current TOTP code; without a valid, unused one the approval is refused with

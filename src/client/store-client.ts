@@ -227,6 +227,15 @@ export class StoreClient {
     return this.run({ kind: 'snapshots.get', principal, snapshotId });
   }
 
+  /**
+   * Deletes a snapshot and returns what it was: `principal`'s own (another's is NOT_FOUND),
+   * or anyone's when left out (an operator). INVALID_STATE for the snapshot a PAUSED sandbox
+   * resumes from. Forks and restores of it are NOT_FOUND from then on.
+   */
+  async deleteSnapshot(snapshotId: string, options: { principal?: string; actor?: string } = {}): Promise<SnapshotSummary> {
+    return this.run({ kind: 'snapshots.delete', snapshotId, ...options }, `snapshots delete: ${snapshotId}`);
+  }
+
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */
   async warmPools(): Promise<WarmPoolReport> {
     this.refuseUnlessOperator('pools');

@@ -9,6 +9,7 @@ import { FEATURE_FLAG_NAMES, FLAG_ENV_PREFIX, flagEnvName, isFeatureFlag, parseF
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../domain/deployment';
 import { principalSchema } from '../domain/sandbox-request';
+import { DEFAULT_SNAPSHOT_QUOTA, type SnapshotQuota } from '../domain/snapshots';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
@@ -61,6 +62,8 @@ export interface Config {
   readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
+  /** What each principal may keep of snapshots, and for how long (the store role and its sweep enforce it). */
+  readonly snapshotQuota: SnapshotQuota;
   /**
    * `SANDBOXPLANE_WORKFLOW_CACHE_SIZE`: workflow runs the lifecycle role keeps in memory
    * (the SDK's `maxCachedWorkflows`); a run evicted from it replays on its next task.
@@ -331,6 +334,13 @@ const envSchema = z.object({
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID).describe("the docker role's host id; its queue is <task queue>-docker-<id> (default local)"),
   SANDBOXPLANE_HOST_CAPACITY: positiveCount.default('100').describe("how many sandboxes the docker role's host takes at once (default 100)"),
   SANDBOXPLANE_MAX_SANDBOXES: positiveCount.default(String(DEFAULT_MAX_SANDBOXES)).describe('live sandbox containers the whole plane allows, warm pools included (default 500)'),
+  SANDBOXPLANE_SNAPSHOT_QUOTA: positiveCount
+    .default(String(DEFAULT_SNAPSHOT_QUOTA.count))
+    .describe(`snapshots each principal may keep; past it a snapshot or pause is QUOTA_EXCEEDED (default ${DEFAULT_SNAPSHOT_QUOTA.count})`),
+  SANDBOXPLANE_SNAPSHOT_QUOTA_BYTES: byteSize('256m').describe("the bytes each principal's snapshots may hold, compressed, as `snapshots` lists them (default 256m)"),
+  SANDBOXPLANE_SNAPSHOT_MAX_AGE: duration(DEFAULT_SNAPSHOT_QUOTA.maxAgeSeconds).describe(
+    'how old a snapshot grows before the sweep deletes it, unless a PAUSED sandbox resumes from it (default 30d)',
+  ),
   SANDBOXPLANE_WORKFLOW_CACHE_SIZE: workflowCacheSize
     .default(String(DEFAULT_WORKFLOW_CACHE_SIZE))
     .describe(
@@ -472,6 +482,11 @@ export function loadConfig(env: Env = process.env): Config {
       memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
     }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
+    snapshotQuota: Object.freeze({
+      count: values.SANDBOXPLANE_SNAPSHOT_QUOTA,
+      bytes: values.SANDBOXPLANE_SNAPSHOT_QUOTA_BYTES,
+      maxAgeSeconds: values.SANDBOXPLANE_SNAPSHOT_MAX_AGE,
+    }),
     workflowCacheSize: values.SANDBOXPLANE_WORKFLOW_CACHE_SIZE,
     codec: codec.settings,
     deployment: Object.freeze({ name: values.SANDBOXPLANE_DEPLOYMENT, buildId: values.SANDBOXPLANE_BUILD_ID }),

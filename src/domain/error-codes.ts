@@ -76,7 +76,11 @@ export const ERROR_CODES = {
   SERVICE_UNKNOWN: spec('refused', false, "Use services from the adapter's catalog (docs/lifecycle.md lists them)."),
   SERVICE_NOT_ALLOWED: spec('refused', false, 'Drop the named services, or ask an operator for a policy row that covers them.'),
   TTL_EXCEEDS_CEILING: spec('refused', false, 'Ask for a shorter --ttl, at most the ceiling named in the message.'),
-  QUOTA_EXCEEDED: spec('refused', false, 'Destroy one of your live sandboxes (`sandboxctl list`), or ask for a higher --max-concurrent.'),
+  QUOTA_EXCEEDED: spec(
+    'refused',
+    false,
+    'You hold all your quota allows: destroy a live sandbox (`sandboxctl list`) or delete a snapshot (`sandboxctl snapshots delete ID`), or ask an operator for a higher limit.',
+  ),
   ADAPTER_UNAVAILABLE: spec('refused', false, 'Choose an adapter a docker host runs (`sandboxctl hosts`; --adapter memory|moto|floci) or ask an operator to enable it.'),
   HOST_IN_USE: spec('refused', false, 'A host is retired only once no docker worker serves it and none of its sandboxes is left (`sandboxctl hosts`).'),
   NO_CAPACITY: spec(

@@ -149,6 +149,8 @@ export interface SweepReport {
     /** Stranded rows the sweep closed. */
     readonly reconciled: number;
     readonly outstanding: number;
+    /** Snapshots past SANDBOXPLANE_SNAPSHOT_MAX_AGE this sweep deleted (absent from sweeps before snapshot ages). */
+    readonly snapshotsDeleted?: number;
   };
   readonly removed: readonly LeakFinding[];
   /** Stranded rows closed by this sweep (a DESTROY_FAILED one moves to DESTROYED), and the state each was given. */

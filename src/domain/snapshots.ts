@@ -16,6 +16,34 @@ export const snapshotIdSchema = z.string().regex(SNAPSHOT_ID_PATTERN, 'must be a
  */
 export const SNAPSHOT_MAX_BYTES = 1024 * 1024;
 
+/**
+ * What one principal may keep (DESIGN §11 "Bounds and ownership"), counted on the snapshots
+ * the store holds: how many, their bytes as listed (compressed, each snapshot counted even
+ * where two share content), and how old one may grow before the sweep removes it.
+ */
+export interface SnapshotQuota {
+  readonly count: number;
+  readonly bytes: number;
+  readonly maxAgeSeconds: number;
+}
+
+export const DEFAULT_SNAPSHOT_QUOTA: SnapshotQuota = Object.freeze({ count: 50, bytes: 256 * 1024 * 1024, maxAgeSeconds: 30 * 86400 });
+
+/** What a principal holds now, against its {@link SnapshotQuota}. */
+export interface SnapshotHoldings {
+  readonly count: number;
+  readonly bytes: number;
+}
+
+/** Why keeping `adding` more bytes as one more snapshot would pass the quota, or `undefined` when it fits. */
+export function snapshotQuotaExcess(principal: string, held: SnapshotHoldings, adding: number, quota: SnapshotQuota): string | undefined {
+  if (held.count + 1 > quota.count) return `${principal} holds ${held.count} snapshots; the quota is ${quota.count} (SANDBOXPLANE_SNAPSHOT_QUOTA)`;
+  if (held.bytes + adding > quota.bytes) {
+    return `${principal}'s snapshots hold ${held.bytes} bytes and this one ${adding} more; the quota is ${quota.bytes} bytes (SANDBOXPLANE_SNAPSHOT_QUOTA_BYTES)`;
+  }
+  return undefined;
+}
+
 /** What `sandboxctl snapshot` and `snapshots` show of one (DESIGN §11). */
 export interface SnapshotSummary {
   readonly snapshotId: string;

@@ -59,6 +59,8 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   // A principal's own snapshots; an operator's client (no principal) lists everyone's.
   z.object({ kind: z.literal('snapshots.list'), principal: principalSchema.optional(), sandboxId: sandboxIdSchema.optional() }).strict(),
   z.object({ kind: z.literal('snapshots.get'), principal: principalSchema, snapshotId: snapshotIdSchema }).strict(),
+  // With a principal, only that principal's snapshot (another's is NOT_FOUND); without, an operator's: anyone's.
+  z.object({ kind: z.literal('snapshots.delete'), snapshotId: snapshotIdSchema, principal: principalSchema.optional(), actor: z.string().min(1).max(200).optional() }).strict(),
   newApiKeySchema.extend({ kind: z.literal('keys.add') }),
   z.object({ kind: z.literal('keys.list') }).strict(),
   z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
@@ -70,7 +72,8 @@ export type StoreCommandKind = StoreCommand['kind'];
 /**
  * Commands a retry may repeat without changing the outcome. A policy row added twice is
  * two rows, and a row removed twice is NOT_FOUND the second time, so those run once; a
- * target added twice is refused the second time, so its add and remove run once too.
+ * target added twice is refused the second time, so its add and remove run once too, as
+ * does a snapshot's delete.
  */
 export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
   'policy.list',
@@ -93,9 +96,9 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
 
 /**
  * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
- * snapshots. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
+ * snapshots (to read, and to delete). Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
-export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get']);
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete']);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {
@@ -145,6 +148,7 @@ export interface StoreCommandResults {
   'targets.audit': { target: string; operations: TargetAuditEntry[] };
   'snapshots.list': { snapshots: SnapshotSummary[] };
   'snapshots.get': SnapshotSource;
+  'snapshots.delete': SnapshotSummary;
   'keys.add': ApiKeyRecord;
   'keys.list': { keys: ApiKeyRecord[] };
   'keys.revoke': ApiKeyRecord;

@@ -7,6 +7,8 @@ import { DEFAULT_WAIT_SECONDS, ERRORS, registerTool, structured } from './sandbo
 
 export const snapshotSandboxInput = z.object({ id: sandboxIdSchema.describe('The READY sandbox to snapshot (its `id`).') }).strict();
 
+export const deleteSnapshotInput = z.object({ snapshotId: snapshotIdSchema.describe('The snapshot to delete (yours only).') }).strict();
+
 const request = sandboxRequestSchema.shape;
 
 export const forkSandboxInput = z
@@ -26,6 +28,7 @@ const DESCRIPTIONS = {
     "Keep a READY sandbox's state now (buckets and their objects, queues, tables: everything made in its emulator) as a snapshot that only you can use.",
     'Returns {snapshotId, sandboxId, adapter, bytes, createdAt}. Fork it with fork_sandbox to try something risky on a copy, or keep it before a change.',
     'A moto sandbox can be snapshotted; Floci is SNAPSHOT_UNSUPPORTED, and a state over 1 MiB compressed is SNAPSHOT_TOO_LARGE.',
+    'Your snapshots have a quota (count and bytes): past it QUOTA_EXCEEDED; delete_snapshot frees room.',
     ERRORS,
   ].join(' '),
   fork: [
@@ -33,9 +36,14 @@ const DESCRIPTIONS = {
     'Returns the new sandbox status; pass its clientConfig to an AWS SDK v3 client. Destroy it with destroy_sandbox when done.',
     ERRORS,
   ].join(' '),
+  delete: [
+    'Delete one of your snapshots: it can no longer be forked or restored, and its room in your quota is free again.',
+    'Returns what it was {snapshotId, sandboxId, adapter, bytes, createdAt}. The snapshot a PAUSED sandbox resumes from is INVALID_STATE.',
+    ERRORS,
+  ].join(' '),
 } as const;
 
-/** Registers snapshot_sandbox and fork_sandbox (DESIGN §15), as the server's principal. */
+/** Registers snapshot_sandbox, fork_sandbox and delete_snapshot (DESIGN §15), as the server's principal. */
 export function registerSnapshotTools(server: McpServer, options: { readonly sandboxes: () => Promise<SandboxClient>; readonly actor: () => string }): void {
   const { sandboxes, actor } = options;
 
@@ -58,5 +66,14 @@ export function registerSnapshotTools(server: McpServer, options: { readonly san
       const status = await (await sandboxes()).fork(snapshotId, rest, { wait, timeoutMs: (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000 });
       return structured({ ...status });
     },
+  );
+
+  registerTool(
+    server,
+    'delete_snapshot',
+    { title: 'Delete a snapshot', description: DESCRIPTIONS.delete, annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false } },
+    deleteSnapshotInput,
+    (args) => args.snapshotId,
+    async ({ snapshotId }) => structured({ ...(await (await sandboxes()).deleteSnapshot(snapshotId, { actor: actor() })) }),
   );
 }

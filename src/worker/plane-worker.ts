@@ -192,6 +192,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         hosts,
         maxSandboxes: config.maxSandboxes,
         secrets: storeSecrets(config),
+        snapshotQuota: config.snapshotQuota,
       };
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;

@@ -80,6 +80,8 @@ export async function cleanupSweep(): Promise<SweepReport> {
   const liveMismatches = reports.flatMap((report) => report.remaining.filter((finding) => finding.kind === 'live_mismatch'));
   await store.recordSweepFindings({ outstanding: remaining, removed });
   await handToHealthWatch(liveMismatches);
+  // Snapshots have a life (DESIGN §15): those past their age go, whatever the hosts did.
+  const { deleted: snapshotsDeleted } = await store.expireSnapshots({});
   const sum = (count: (report: HostSweepReport) => number) => reports.reduce((total, report) => total + count(report), 0);
   return {
     sweptAt: new Date().toISOString(),
@@ -92,6 +94,7 @@ export async function cleanupSweep(): Promise<SweepReport> {
       removed: removed.length,
       reconciled: sum((report) => report.reconciled.length),
       outstanding: remaining.length,
+      snapshotsDeleted: snapshotsDeleted.length,
     },
     removed,
     reconciled: reports.flatMap((report) => report.reconciled),

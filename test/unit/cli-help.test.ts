@@ -31,11 +31,12 @@ describe('sandboxctl --help', () => {
 });
 
 describe('arguments a command does not take (issue 39)', () => {
-  test('are refused with INVALID_INPUT (exit 2) before anything is asked of Temporal: `snapshots delete S` lists nothing and says so', async () => {
+  test('are refused with INVALID_INPUT (exit 2) before anything is asked of Temporal: `snapshots S` lists nothing and says so', async () => {
     // An address nobody answers at: a command that got past its arguments would fail otherwise (TEMPORAL_UNREACHABLE, exit 1).
     const env = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
     for (const args of [
-      ['snapshots', 'delete', 'snap-1'],
+      ['snapshots', 'snap-0123456789abcdef'],
+      ['snapshots', 'delete', 'snap-0123456789abcdef', 'snap-0123456789abcdee'],
       ['status', 'sbx-1', 'sbx-2'],
       ['policy', 'list', 'extra'],
       ['iac', 'status', 'run-1', 'run-2'],

@@ -12,7 +12,7 @@ import type { ContainerBroker } from '../../src/docker';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import { classifyInventory } from '../../src/domain/leaks';
 import { screenRequest } from '../../src/domain/screening';
-import { snapshotMisfit } from '../../src/domain/snapshots';
+import { DEFAULT_SNAPSHOT_QUOTA, snapshotMisfit } from '../../src/domain/snapshots';
 import { Store } from '../../src/store';
 import { projectionSnapshot } from '../helpers/projection-row';
 
@@ -124,9 +124,9 @@ describe('the snapshot store', () => {
   const kept = { snapshotId: 'snap-aaaaaaaaaaaaaaaa', sandboxId: 'sbx-a', principal: 'agent-1', adapter: 'moto' as const, services: ['s3'], createdAt: '2026-12-05T10:00:00.000Z', content };
 
   test('keeps a snapshot once per id and its content once per digest', () => {
-    const first = store.snapshots.keep(kept);
-    assert.deepEqual(store.snapshots.keep(kept), first, 'a retried keep returns the first');
-    store.snapshots.keep({ ...kept, snapshotId: 'snap-bbbbbbbbbbbbbbbb', createdAt: '2026-12-05T11:00:00.000Z' });
+    const first = store.snapshots.keep(kept, DEFAULT_SNAPSHOT_QUOTA);
+    assert.deepEqual(store.snapshots.keep(kept, DEFAULT_SNAPSHOT_QUOTA), first, 'a retried keep returns the first');
+    store.snapshots.keep({ ...kept, snapshotId: 'snap-bbbbbbbbbbbbbbbb', createdAt: '2026-12-05T11:00:00.000Z' }, DEFAULT_SNAPSHOT_QUOTA);
     assert.equal((store.db.prepare('SELECT count(*) AS n FROM snapshot_contents').get() as { n: number }).n, 1);
     assert.equal(first.bytes, content.bytes);
     assert.deepEqual(
@@ -193,6 +193,49 @@ describe('snapshots at rest', () => {
       });
       store.db.prepare('UPDATE snapshot_contents SET sealed = ? WHERE digest = ?').run(sealed, packSnapshot('another state').digest);
       await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-dddddddddddddddd', principal: 'agent-1' }));
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('snapshot quotas and deletes in the store', () => {
+  const source = (snapshotId: string, principal: string, state: string) => ({
+    snapshotId,
+    sandboxId: 'sbx-q',
+    principal,
+    adapter: 'moto' as const,
+    services: ['s3'],
+    createdAt: '2026-12-05T10:00:00.000Z',
+    content: packSnapshot(state),
+  });
+
+  test('the byte quota counts what is kept, per principal; content shared by two snapshots goes with the last of them', async () => {
+    const store = Store.open(path.join(dir, 'quota.sqlite'));
+    try {
+      const state = 'x'.repeat(4000);
+      const bytes = packSnapshot(state).bytes;
+      const activities = createSnapshotStoreActivities({
+        store,
+        secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
+        snapshotQuota: { count: 10, bytes: 2 * bytes, maxAgeSeconds: 86400 },
+      });
+      await activities.keepSnapshot(source('snap-1000000000000001', 'agent-1', state));
+      await activities.keepSnapshot(source('snap-1000000000000002', 'agent-1', state));
+      await assert.rejects(activities.keepSnapshot(source('snap-1000000000000003', 'agent-1', state)), (err: Error & { type?: string }) => err.type === 'QUOTA_EXCEEDED');
+      await activities.keepSnapshot(source('snap-1000000000000001', 'agent-1', state)); // a retried keep of a kept one is no new snapshot
+      await activities.keepSnapshot(source('snap-2000000000000001', 'agent-2', state)); // another principal's quota is its own
+      assert.deepEqual(store.snapshots.holdings('agent-1'), { count: 2, bytes: 2 * bytes });
+
+      store.snapshots.remove('snap-1000000000000001', 'agent-1');
+      assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 1, 'still held by two others');
+      assert.throws(
+        () => store.snapshots.remove('snap-2000000000000001', 'agent-1'),
+        (err: Error & { code?: string }) => err.code === 'NOT_FOUND',
+      );
+      store.snapshots.remove('snap-1000000000000002', undefined);
+      store.snapshots.remove('snap-2000000000000001', 'agent-2');
+      assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 0, 'no content is left behind');
     } finally {
       store.close();
     }

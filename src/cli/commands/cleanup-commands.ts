@@ -24,7 +24,8 @@ function formatReport(workflowId: string, report: SweepReport | undefined): stri
   const { counts } = report;
   const lines = [
     `sweep ${report.workflowId} at ${report.sweptAt}`,
-    `  containers ${counts.containers}, orphans ${counts.orphans}, removed ${counts.removed}, stranded ${counts.stranded} (reconciled ${counts.reconciled}), live mismatches ${counts.liveMismatches}, outstanding ${counts.outstanding}`,
+    `  containers ${counts.containers}, orphans ${counts.orphans}, removed ${counts.removed}, stranded ${counts.stranded} (reconciled ${counts.reconciled}), live mismatches ${counts.liveMismatches}, outstanding ${counts.outstanding}` +
+      (counts.snapshotsDeleted ? `, snapshots past their age deleted ${counts.snapshotsDeleted}` : ''),
   ];
   if (report.removed.length > 0) lines.push('', 'removed:', formatTable(['KIND', 'SUBJECT', 'SANDBOX', 'WHY'], leakRows(report.removed)));
   if (report.remaining.length > 0) lines.push('', 'remaining (see docs/operations.md):', formatTable(['KIND', 'SUBJECT', 'SANDBOX', 'DETAIL'], leakRows(report.remaining)));

@@ -14,6 +14,7 @@ import { defaultActor, nameSchema } from './sandbox-commands';
 const snapshotOptionsSchema = z.object({ actor: nameSchema.optional(), json: z.boolean().default(false) });
 const restoreOptionsSchema = z.object({ snapshot: snapshotIdSchema, actor: nameSchema.optional(), json: z.boolean().default(false) });
 const listOptionsSchema = z.object({ sandbox: sandboxIdSchema.optional(), json: z.boolean().default(false) });
+const deleteOptionsSchema = snapshotOptionsSchema;
 
 function formatSnapshot(snapshot: SnapshotSummary): string {
   return [
@@ -31,7 +32,7 @@ function formatSnapshotList(snapshots: readonly SnapshotSummary[]): string {
   );
 }
 
-/** snapshot, snapshots, restore, pause, resume (DESIGN §11, "Snapshots"); forks are `create --from-snapshot`. */
+/** snapshot, snapshots (and snapshots delete), restore, pause, resume (DESIGN §11, "Snapshots"); forks are `create --from-snapshot`. */
 export function registerSnapshotCommands(program: Command): void {
   program
     .command('snapshot')
@@ -48,9 +49,9 @@ export function registerSnapshotCommands(program: Command): void {
       }),
     );
 
-  program
+  const snapshots = program
     .command('snapshots')
-    .description("snapshots, newest first: your principal's (SANDBOXPLANE_PRINCIPAL), or everyone's for an operator")
+    .description("snapshots, newest first: your principal's (SANDBOXPLANE_PRINCIPAL), or everyone's for an operator; `snapshots delete ID` deletes one")
     .option('--sandbox <id>', 'only those of this sandbox')
     .addOption(jsonOption())
     .action(
@@ -58,6 +59,21 @@ export function registerSnapshotCommands(program: Command): void {
         const options = parseCliOptions(listOptionsSchema, raw);
         const snapshots = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.snapshots(options.sandbox !== undefined ? { sandboxId: options.sandbox } : {}));
         printResult({ json: options.json }, { snapshots }, formatSnapshotList(snapshots));
+      }),
+    );
+
+  snapshots
+    .command('delete')
+    .description('delete a snapshot (yours; any, for an operator): it can no longer be forked or restored, and its room in the quota is free. Not the one a PAUSED sandbox resumes from')
+    .argument('<snapshot-id>', 'snapshot id (`sandboxctl snapshots` lists them)')
+    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(jsonOption())
+    .action(
+      action(async (raw, args) => {
+        const snapshotId = parseCliArgument(snapshotIdSchema, args[0], 'SNAPSHOT_ID');
+        const options = parseCliOptions(deleteOptionsSchema, raw);
+        const deleted = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.deleteSnapshot(snapshotId, { actor: options.actor ?? defaultActor() }));
+        printResult({ json: options.json }, deleted, `deleted snapshot ${deleted.snapshotId} of sandbox ${deleted.sandboxId} (${deleted.bytes} bytes, taken ${deleted.createdAt})`);
       }),
     );
 
