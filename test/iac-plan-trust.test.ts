@@ -20,7 +20,9 @@ import { startCodecServer, type CodecServer } from '../src/codec/codec-server';
 import { payloadCodecFor } from '../src/codec/codec-settings';
 import type { ClientConfig } from '../src/domain/client-config';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
-import type { IacStatus } from '../src/domain/iac/iac-run';
+import { IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL, type IacStatus } from '../src/domain/iac/iac-run';
+import { iacWorkflowIdFor } from '../src/domain/contract-names';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { PlanChange } from '../src/domain/iac/plan';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { DockerContainerBroker } from '../src/docker';
@@ -294,5 +296,43 @@ describe('a plan a reviewer can trust (real dev server, engine, moto and AWS CLI
     assert.equal(outputs.filter((text) => text.includes(secret)).length, 0, 'no CLI output holds it');
     const dbFiles = fs.readdirSync(path.dirname(worker.config.storePath)).filter((name) => name.startsWith(path.basename(worker.config.storePath)));
     for (const name of dbFiles) assert.equal(fs.readFileSync(path.join(path.dirname(worker.config.storePath), name)).includes(secret), false, `${name} holds it`);
+  });
+
+  test('a template policy refuses never reaches history; a principal holds at most 8 IaC runs open, and a repeated request joins its own', async () => {
+    const row = worker.store.policies.add({ principalPattern: agent, capability: 'cloud.iac.local', effect: 'deny', services: ['sqs'] });
+    try {
+      const refused = cliFailure(await asAgent('iac', 'plan', sandboxId, '--template', file('denied.json', QUEUE(30)), '--stack', 'denied', '--run-id', 'denied-run'), 3, 'POLICY_DENIED');
+      assert.match(refused.message, /refused before it started: sqs: policy row \d+ says deny/);
+      await assert.rejects(worker.client.workflow.getHandle(iacWorkflowIdFor('denied-run')).describe(), WorkflowNotFoundError, 'no run, so no template in history');
+    } finally {
+      worker.store.policies.remove(row.id);
+    }
+
+    const asked = worker.store.policies.add({ principalPattern: agent, capability: 'cloud.iac.local', effect: 'require_approval' });
+    const held = Array.from({ length: IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL }, (_, index) => `held-${index}`);
+    const queue = (name: string) => `{"Resources": {"Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "trust-${name}"}}}}`;
+    try {
+      for (const name of held) {
+        const waiting = cliOutput<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', file(`${name}.json`, queue(name)), '--stack', name, '--run-id', name));
+        assert.equal(waiting.state, 'AWAITING_APPROVAL', waiting.waitingFor);
+      }
+      const over = cliFailure(
+        await asAgent('iac', 'apply', sandboxId, '--template', file('one-more.json', queue('one-more')), '--stack', 'one-more', '--run-id', 'one-more'),
+        3,
+        'QUOTA_EXCEEDED',
+      );
+      assert.match(over.message, new RegExp(`${agent} has ${IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL} IaC runs open`));
+      await assert.rejects(worker.client.workflow.getHandle(iacWorkflowIdFor('one-more')).describe(), WorkflowNotFoundError, 'nothing started');
+      const joined = cliOutput<IacStatus>(await asAgent('iac', 'apply', sandboxId, '--template', file('held-0.json', queue('held-0')), '--stack', 'held-0', '--run-id', 'held-0'));
+      assert.deepEqual([joined.runId, joined.state], ['held-0', 'AWAITING_APPROVAL'], 'the same request joins its run');
+    } finally {
+      worker.store.policies.remove(asked.id);
+      // Nobody approves them: an operator ends them, as one would a run left waiting.
+      for (const runId of held)
+        await worker.client.workflow
+          .getHandle(iacWorkflowIdFor(runId))
+          .terminate('test over')
+          .catch(() => undefined);
+    }
   });
 });

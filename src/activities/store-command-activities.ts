@@ -1,4 +1,7 @@
 import { SandboxPlaneError } from '../domain/errors';
+import type { FeatureFlags } from '../domain/feature-flags';
+import { screenIacRun } from '../domain/iac/iac-screening';
+import { capabilityOfEnvironment } from '../domain/targets';
 import { storeCommandSchema, type StoreCommand, type StoreCommandKind, type StoreCommandResults } from '../domain/store-commands';
 import { parseOrThrow } from '../domain/validation';
 import type { Store } from '../store';
@@ -13,6 +16,8 @@ export interface StoreCommandDeps {
   readonly hosts: HostDirectory;
   /** The store's key for approvers' TOTP secrets. */
   readonly secrets: SecretBox;
+  /** The worker's feature flags, for screening IaC runs before they start. */
+  readonly flags: FeatureFlags;
 }
 
 function unknownTarget(name: string): SandboxPlaneError {
@@ -27,7 +32,7 @@ type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kin
  * again here: a workflow started by hand (UI, `temporal workflow start`) is not trusted.
  */
 export function createStoreCommandActivities(deps: StoreCommandDeps): { runStoreCommand(command: unknown): Promise<unknown> } {
-  const { store, hosts, secrets } = deps;
+  const { store, hosts, secrets, flags } = deps;
   const handlers: Handlers = {
     'policy.add': ({ kind: _kind, ...policy }) => store.policies.add(policy),
     'policy.list': () => ({ policies: store.policies.list() }),
@@ -73,6 +78,13 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       const snapshot = store.snapshots.find(snapshotId, principal);
       if (snapshot === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`, { hint: '`sandboxctl snapshots` lists yours.' });
       return snapshot;
+    },
+    'iac.screen': ({ principal, services, target }) => {
+      // An unknown target is the run's to report (NOT_FOUND, with its hint): let it start.
+      const registered = target === undefined ? undefined : store.targets.get(target);
+      if (target !== undefined && registered === undefined) return { effect: 'allow', reasons: [] };
+      const capability = registered === undefined ? 'cloud.iac.local' : capabilityOfEnvironment(registered.environment);
+      return screenIacRun({ principal, capability, flags, policies: store.policies.list(), plan: { services, dataLoss: [] } });
     },
     'snapshots.delete': ({ snapshotId, principal, actor }) =>
       deleteSnapshot(store, { snapshotId, principal, actor: actor ?? principal ?? 'operator', reason: principal === undefined ? 'by an operator' : 'by its owner' }),

@@ -13,11 +13,13 @@ import {
   iacRunInputSchema,
   iacTargetOfSandbox,
   iacTargetOfTarget,
+  IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL,
   type AdmittedIacRun,
   type IacAwaitTarget,
   type IacState,
   type IacStatus,
 } from '../domain/iac/iac-run';
+import { templateServices } from '../domain/iac/iac-screening';
 import { isSealedParameterValue, noEchoParameters } from '../domain/iac/sealed-parameters';
 import { defaultStackName, validateTemplate, type CfnTemplate } from '../domain/iac/template';
 import { readTemplateText } from '../domain/iac/template-yaml';
@@ -30,6 +32,7 @@ import { statusQuery } from '../workflows/sandbox-messages';
 import { sandboxNotFound } from './sandbox-not-found';
 import { toSandboxError } from './client-errors';
 import { quoted } from './visibility-query';
+import { StoreClient } from './store-client';
 import { synthesizeCdkApp } from './cdk-synth';
 
 /**
@@ -306,12 +309,55 @@ export class IacClient {
     if (owner !== principal) throw sandboxNotFound(sandboxId);
   }
 
+  /** Whether a run of this id was ever started (a repeated request joins it, and is admitted again by nobody). */
+  private async runExists(workflowId: string): Promise<boolean> {
+    try {
+      await this.client.workflow.getHandle(workflowId).describe();
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw toSandboxError(err, workflowId);
+    }
+  }
+
+  /**
+   * What a new run must pass before its template enters history (DESIGN §11 "Bounds and
+   * ownership"): its principal's runs open at once, and the policy rows over the template's
+   * services. The run screens again once started (the plan's services count too); this
+   * first look only keeps what policy already refuses out of history.
+   */
+  private async admit(mode: 'plan' | 'apply', run: AdmittedIacRun): Promise<void> {
+    const query = `WorkflowType = ${quoted(IAC_RUN_WORKFLOW)} AND ExecutionStatus = 'Running' AND ${SandboxPrincipal.name} = ${quoted(run.principal)}`;
+    const { count } = await this.client.workflow.count(query);
+    if (count >= IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL) {
+      throw new SandboxPlaneError(
+        'QUOTA_EXCEEDED',
+        `${run.principal} has ${count} IaC runs open; at most ${IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL} may be at once, so run ${run.runId} was not started`,
+        {
+          hint: 'Wait for one to end (`sandboxctl iac list` shows them; one awaiting approval ends when a reviewer decides or its approval times out).',
+          details: { runId: run.runId },
+        },
+      );
+    }
+    const decision = await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).screenIacRun({
+      principal: run.principal,
+      services: templateServices(run.template),
+      ...(run.target !== undefined ? { target: run.target } : {}),
+    });
+    if (decision.effect === 'deny') {
+      throw new SandboxPlaneError(decision.code ?? 'POLICY_DENIED', `IaC ${mode} of stack ${run.stack} refused before it started: ${decision.reasons.join('; ')}`, {
+        details: { runId: run.runId },
+      });
+    }
+  }
+
   private async start(mode: 'plan' | 'apply', request: IacRequest, options: IacWaitOptions): Promise<IacStatus> {
     const { wait, timeoutMs } = parseOrThrow(waitOptionsSchema, options, 'IaC wait options');
     const run = await this.prepare(mode, request);
     if (run.sandboxId !== undefined) await this.ownSandbox(run.sandboxId, run.principal);
     const digest = iacRequestDigest(run);
     const workflowId = iacWorkflowIdFor(run.runId);
+    if (!(await this.runExists(workflowId))) await this.admit(mode, run);
     const startOperation = new WithStartWorkflowOperation(IAC_RUN_WORKFLOW, {
       taskQueue: this.taskQueue,
       workflowId,

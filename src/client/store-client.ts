@@ -19,6 +19,7 @@ import {
   type StoreCommandKind,
   type StoreCommandResults,
 } from '../domain/store-commands';
+import type { IacDecision } from '../domain/iac/iac-screening';
 import type { SnapshotSource, SnapshotSummary } from '../domain/snapshots';
 import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/targets';
 import { storeQueue } from '../domain/task-queues';
@@ -234,6 +235,11 @@ export class StoreClient {
    */
   async deleteSnapshot(snapshotId: string, options: { principal?: string; actor?: string } = {}): Promise<SnapshotSummary> {
     return this.run({ kind: 'snapshots.delete', snapshotId, ...options }, `snapshots delete: ${snapshotId}`);
+  }
+
+  /** Policy's verdict on `principal`'s IaC run over `services` (against `target`, for a promotion), before the run starts. */
+  async screenIacRun(input: { principal: string; services: readonly string[]; target?: string }): Promise<IacDecision> {
+    return this.run({ kind: 'iac.screen', principal: input.principal, services: [...input.services], ...(input.target !== undefined ? { target: input.target } : {}) });
   }
 
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */

@@ -10,6 +10,7 @@ import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
 import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
 import type { LeakFinding } from './leaks';
+import type { IacDecision } from './iac/iac-screening';
 import { approvalPayloadSchema } from './lifecycle-messages';
 import type { OperationRecord } from './lifecycle-record';
 import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
@@ -61,6 +62,15 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('snapshots.get'), principal: principalSchema, snapshotId: snapshotIdSchema }).strict(),
   // With a principal, only that principal's snapshot (another's is NOT_FOUND); without, an operator's: anyone's.
   z.object({ kind: z.literal('snapshots.delete'), snapshotId: snapshotIdSchema, principal: principalSchema.optional(), actor: z.string().min(1).max(200).optional() }).strict(),
+  // Policy's verdict on an IaC run before it starts, so a template policy refuses never reaches history.
+  z
+    .object({
+      kind: z.literal('iac.screen'),
+      principal: principalSchema,
+      services: z.array(z.string().min(1).max(64)).max(200),
+      target: targetNameSchema.optional(),
+    })
+    .strict(),
   newApiKeySchema.extend({ kind: z.literal('keys.add') }),
   z.object({ kind: z.literal('keys.list') }).strict(),
   z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
@@ -89,6 +99,7 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'targets.audit',
   'snapshots.list',
   'snapshots.get',
+  'iac.screen',
   'keys.add',
   'keys.list',
   'keys.revoke',
@@ -96,9 +107,9 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
 
 /**
  * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
- * snapshots (to read, and to delete). Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
+ * snapshots (to read, and to delete), and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
-export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete']);
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete', 'iac.screen']);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {
@@ -149,6 +160,7 @@ export interface StoreCommandResults {
   'snapshots.list': { snapshots: SnapshotSummary[] };
   'snapshots.get': SnapshotSource;
   'snapshots.delete': SnapshotSummary;
+  'iac.screen': IacDecision;
   'keys.add': ApiKeyRecord;
   'keys.list': { keys: ApiKeyRecord[] };
   'keys.revoke': ApiKeyRecord;

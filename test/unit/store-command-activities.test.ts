@@ -4,6 +4,7 @@
  * Docker nor Temporal.
  */
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config/config';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,7 +61,8 @@ class InMemoryHosts implements HostDirectory {
 }
 
 const hosts = new InMemoryHosts();
-const { runStoreCommand } = createStoreCommandActivities({ store, hosts, secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')) });
+const flags = loadConfig({ SANDBOXPLANE_FLAG_IAC_LOCAL: '1' }).flags;
+const { runStoreCommand } = createStoreCommandActivities({ store, hosts, secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')), flags });
 
 async function failureOf(command: unknown): Promise<ApplicationFailure> {
   try {
@@ -153,6 +155,22 @@ describe('runStoreCommand', () => {
     assert.equal((await failureOf({ kind: 'audit', sandboxId: 'sbx-k', principal: 'agent-other' })).type, 'NOT_FOUND');
   });
 
+  test("iac.screen is policy's verdict over the template's services before a run starts; an unknown target is left to the run to report", async () => {
+    const allow = (await runStoreCommand({ kind: 'policy.add', principalPattern: 'agent-screen', capability: 'cloud.iac.local', effect: 'allow' })) as { id: number };
+    const row = (await runStoreCommand({ kind: 'policy.add', principalPattern: 'agent-screen', capability: 'cloud.iac.local', effect: 'deny', services: ['sqs'] })) as { id: number };
+    try {
+      const denied = (await runStoreCommand({ kind: 'iac.screen', principal: 'agent-screen', services: ['s3', 'sqs'] })) as { effect: string; code?: string };
+      assert.deepEqual([denied.effect, denied.code], ['deny', 'POLICY_DENIED']);
+      const other = (await runStoreCommand({ kind: 'iac.screen', principal: 'agent-screen', services: ['s3'] })) as { effect: string; code?: string };
+      assert.equal(other.effect, 'allow', 'only the services the row names are refused');
+      const staging = (await runStoreCommand({ kind: 'iac.screen', principal: 'agent-screen', services: ['s3'], target: 'no-such-target' })) as { effect: string };
+      assert.equal(staging.effect, 'allow');
+    } finally {
+      await runStoreCommand({ kind: 'policy.remove', id: row.id });
+      await runStoreCommand({ kind: 'policy.remove', id: allow.id });
+    }
+  });
+
   test('a malformed command is INVALID_INPUT naming what to fix, and changes nothing', async () => {
     const cases: [unknown, RegExp][] = [
       [{ kind: 'policy.drop' }, /kind/],
@@ -185,6 +203,7 @@ describe('runStoreCommand', () => {
       'hosts',
       'hosts.register',
       'hosts.remove',
+      'iac.screen',
       'keys.add',
       'keys.list',
       'keys.revoke',
@@ -192,6 +211,7 @@ describe('runStoreCommand', () => {
       'policy.add',
       'policy.list',
       'policy.remove',
+      'snapshots.delete',
       'snapshots.get',
       'snapshots.list',
       'targets.add',

@@ -4,6 +4,7 @@
  * migration 8 over a store of the previous version. A real SQLite file; no servers.
  */
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config/config';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -149,7 +150,12 @@ describe('the store role: targets commands', () => {
   test(
     'add, list, get, remove and audit answer with their documented shapes and taxonomy types',
     withStore(async (store) => {
-      const { runStoreCommand: run } = createStoreCommandActivities({ store, hosts: noHosts, secrets: SecretBox.fromKeyFile(path.join(path.dirname(store.file), 'store.key')) });
+      const { runStoreCommand: run } = createStoreCommandActivities({
+        store,
+        hosts: noHosts,
+        secrets: SecretBox.fromKeyFile(path.join(path.dirname(store.file), 'store.key')),
+        flags: loadConfig({}).flags,
+      });
       const added = (await run({ kind: 'targets.add', name: 'staging-eu', environment: 'staging', region: 'eu-west-2', profile: 'plane-staging' })) as TargetRecord;
       assert.deepEqual({ ...added, addedAt: '' }, { name: 'staging-eu', environment: 'staging', region: 'eu-west-2', endpoint: null, profile: 'plane-staging', addedAt: '' });
       assert.deepEqual(await run({ kind: 'targets.list' }), { targets: [added] });

@@ -133,6 +133,13 @@ export interface IacProof {
   readonly at: string;
 }
 
+/**
+ * IaC runs one principal may have open at once (DESIGN §11 "Bounds and ownership"): each
+ * holds a template of up to 1 MiB in history and may wait days for people, so a loop of
+ * plans must stop somewhere. Past it a new run is QUOTA_EXCEEDED, nothing started.
+ */
+export const IAC_RUNS_IN_FLIGHT_PER_PRINCIPAL = 8;
+
 /** How long a sandbox proof counts for a promotion. */
 export const PROOF_WINDOW_SECONDS = 24 * 3600;
 
