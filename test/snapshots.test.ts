@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -334,6 +335,45 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.match(refused.message, /24 MiB/);
     assert.doesNotMatch(refused.message, /_sandboxplane\/[0-9a-f]/, 'no operator token in an error');
     await worker.sandboxes.destroy('snap-big');
+  });
+
+  test('the recording counts what it writes: a body JSON escapes sixfold passes the limit, though its length is well under it', async () => {
+    const escaped = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-escaped', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+    const file = path.join(dir, 'controls.txt');
+    // 5 MiB of U+0001: valid UTF-8, so recorded as JSON text, where each byte is six (\u0001).
+    fs.writeFileSync(file, Buffer.alloc(5 * 1024 * 1024, 1));
+    await aws(escaped, ['s3', 'mb', 's3://escaped-bucket']);
+    await aws(escaped, ['s3api', 'put-object', '--bucket', 'escaped-bucket', '--key', 'controls.txt', '--body', file]);
+    const head = JSON.parse(await aws(escaped, ['s3api', 'head-object', '--bucket', 'escaped-bucket', '--key', 'controls.txt']));
+    assert.equal(head.ContentLength, 5 * 1024 * 1024, 'the upload itself was served');
+    cliFailure(await asAgent('snapshot', 'snap-escaped'), 3, 'SNAPSHOT_TOO_LARGE');
+    await worker.sandboxes.destroy('snap-escaped');
+  });
+
+  test('a header a replay could not send again is refused 400 when it comes, so the recording still restores', async () => {
+    const odd = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-headers', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+    await aws(odd, ['s3', 'mb', 's3://header-bucket']);
+    const endpoint = new URL(odd.endpoint);
+    // Node's own HTTP client refuses to send these, so they go over a bare socket, as any client could send them.
+    const raw = (header: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(endpoint.port), endpoint.hostname);
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
+        socket.on('end', () => resolve(answer));
+        socket.on('error', reject);
+        socket.end(`GET /header-bucket HTTP/1.1\r\nHost: ${endpoint.host}\r\n${header}\r\nConnection: close\r\n\r\n`);
+      });
+    for (const header of ['X-A{b}: 1', 'X-Odd: a\u0001b']) {
+      const answer = await raw(header);
+      assert.match(answer, /^HTTP\/1\.1 400 /, `${header}: ${answer.slice(0, 200)}`);
+      assert.match(answer, /could not be replayed from a snapshot/);
+    }
+    const kept = cliOutput<SnapshotSummary>(await asAgent('snapshot', 'snap-headers'));
+    const restored = cliOutput<SandboxStatus>(await asAgent('restore', 'snap-headers', '--snapshot', kept.snapshotId));
+    assert.equal(restored.state, 'READY');
+    assert.match(await aws(odd, ['s3api', 'list-buckets']), /header-bucket/);
+    await worker.sandboxes.destroy('snap-headers');
   });
 
   test("every lifecycle's history (snapshots, restores, a fork, a pause and a resume) replays on this build's workflow code", async () => {

@@ -42,9 +42,13 @@ function environName(header: string): string {
  * - moto's recorder (DESIGN §15: a snapshot is its recording) records AWS calls only, never
  *   moto's own API (health probes, resets). A call made with the token is recorded with
  *   {@link RECORDED_AS_HEADER}, which the guard strips from every other call, so a replay
- *   sends the token again and an agent cannot mark its own calls. Past
- *   {@link RECORDING_LIMIT_BYTES} recording stops, marked by {@link OVERFLOW_LINE}, until
- *   the plane uploads a new recording.
+ *   sends the token again and an agent cannot mark its own calls. Recording stops, marked
+ *   by {@link OVERFLOW_LINE}, before a request whose entry could pass
+ *   {@link RECORDING_LIMIT_BYTES} (its headers, URL and body as JSON escapes them), and
+ *   after one whose entry did, cut off again: until the plane uploads a new recording.
+ * - A header a replay could not send again (a name that is no HTTP token, such as `X-A{b}`,
+ *   or a value with control characters; Node refuses both) is refused 400 before moto sees
+ *   the call, so every recording replays.
  * - While a restore runs ({@link QUIESCE_PATH}), only the plane is served: anyone else gets
  *   503, so nothing slips in between the reset and the replay. The quiet is a renewed
  *   lease: a restore that dies leaves it for at most its last renewal's length.
@@ -53,7 +57,7 @@ function environName(header: string): string {
  * access log (each line would show a request's path).
  */
 export const MOTO_GUARD_SCRIPT = [
-  'import contextvars, hmac, logging, os, time',
+  'import contextvars, hmac, io, json, logging, os, re, time',
   'from urllib.parse import unquote',
   'import moto.server as server',
   'from moto.core import authorization',
@@ -68,25 +72,62 @@ export const MOTO_GUARD_SCRIPT = [
   'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
   'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": ""}',
   'record = recorder._record_request',
+  // What the recorder will write for this request, at most: its headers and URL as JSON, and its
+  // body as JSON text (a UTF-8 byte escapes to at most 6) or base64 (binary).
+  'def body_of(request):',
+  '    try:',
+  '        length = int(request.headers["Content-Length"])',
+  '    except (KeyError, ValueError):',
+  '        return b""',
+  // Read as the recorder reads it, and put back for the recorder and moto to read again.
+  '    data = request.environ["wsgi.input"].read(length)',
+  '    request.environ["wsgi.input"] = io.BytesIO(data)',
+  '    return data',
+  'def entry_bound(request, body):',
+  '    data = body if body is not None else body_of(request)',
+  '    if isinstance(data, str):',
+  '        data = data.encode("utf-8", "replace")',
+  '    try:',
+  '        data.decode("utf-8")',
+  '        body_bytes = 6 * len(data)',
+  '    except UnicodeDecodeError:',
+  '        body_bytes = 4 * (len(data) + 2) // 3',
+  '    return len(json.dumps(dict(request.headers))) + len(json.dumps(request.raw_url)) + body_bytes + 128',
+  'def overflow(keep):',
+  '    state["overflowed"] = True',
+  '    with open(recorder._location, "a") as recording:',
+  '        recording.truncate(keep)',
+  `        recording.write(${JSON.stringify(`${OVERFLOW_LINE}\n`)})`,
   'def record_aws_calls(request, body=None):',
-  '    if request.path.startswith("/moto-api/") or state["overflowed"]:',
+  '    if request.path.startswith("/moto-api/") or state["overflowed"] or not recorder._user_enabled:',
   '        return',
   '    try:',
   '        size = os.path.getsize(recorder._location)',
   '    except OSError:',
   '        size = 0',
-  '    incoming = int(request.headers.get("Content-Length") or 0)',
-  `    if size + 2 * incoming > ${RECORDING_LIMIT_BYTES}:`,
-  '        state["overflowed"] = True',
-  '        with open(recorder._location, "a") as recording:',
-  `            recording.write(${JSON.stringify(`${OVERFLOW_LINE}\n`)})`,
-  '        return',
+  `    if size + entry_bound(request, body) > ${RECORDING_LIMIT_BYTES}:`,
+  '        return overflow(size)',
   '    record(request, body)',
+  // The bound above is what may be written; this is what was: a recording never holds more than the limit.
+  '    try:',
+  `        if os.path.getsize(recorder._location) > ${RECORDING_LIMIT_BYTES}:`,
+  '            overflow(size)',
+  '    except OSError:',
+  '        pass',
   'recorder._record_request = record_aws_calls',
   'def answer(start_response, status, body, headers=()):',
   '    start_response(status, [("Content-Type", "application/json"), *headers])',
   '    return [body]',
   'FORBIDDEN = b\'{"error": "the emulator API is reserved for the sandbox plane"}\'',
+  // What a replay (Node's http) can send again: a header name that is an HTTP token, a value of tab, visible ASCII or Latin-1.
+  String.raw`TOKEN = re.compile(r"[!#$%&'*+.^_\`|~0-9A-Za-z-]+")`,
+  String.raw`VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")`,
+  'def unreplayable(environ):',
+  '    for key, value in environ.items():',
+  '        header = key[5:] if key.startswith("HTTP_") else key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else None',
+  '        if header is not None and not (TOKEN.fullmatch(header) and isinstance(value, str) and VALUE.fullmatch(value)):',
+  '            return header.replace("_", "-").title()',
+  '    return None',
   'BUSY = b\'{"error": "the sandbox is being restored from a snapshot; try again in a few seconds"}\'',
   'class Guarded(server.DomainDispatcherApplication):',
   '    def __call__(self, environ, start_response):',
@@ -116,6 +157,10 @@ export const MOTO_GUARD_SCRIPT = [
   '            return super().__call__(environ, start_response)',
   '        if "moto-api" in unquote(path).lower():',
   '            return answer(start_response, "403 Forbidden", FORBIDDEN)',
+  '        bad = unreplayable(environ)',
+  '        if bad is not None:',
+  '            message = {"error": f"the header {bad} (its name or value) could not be replayed from a snapshot, so the sandbox refuses it; send the call without it"}',
+  '            return answer(start_response, "400 Bad Request", json.dumps(message).encode("utf-8"))',
   '        if given is None and time.monotonic() < state["quiet_until"]:',
   '            return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
   '        if given is None:',

@@ -86,7 +86,7 @@ function corrupt(problem: string): SandboxPlaneError {
 function tooLarge(): SandboxPlaneError {
   return new SandboxPlaneError(
     'SNAPSHOT_TOO_LARGE',
-    `the sandbox's recorded requests passed what one recording holds (${RECORDING_LIMIT_BYTES / 1024 / 1024} MiB, uploads counted twice); its state can no longer be snapshotted`,
+    `the sandbox's recorded requests passed what one recording holds (${RECORDING_LIMIT_BYTES / 1024 / 1024} MiB, as the recording writes them); its state can no longer be snapshotted`,
   );
 }
 
