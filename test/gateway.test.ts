@@ -4,7 +4,11 @@
  * SDK's GatewayClient, and an MCP session over Streamable HTTP through the SDK's client.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -301,5 +305,60 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     assert.ok(lines.some((line) => line.keyId === keyA.keyId && line.principal === 'agent-a' && line.route === 'POST /v1/sandboxes' && line.status === 201));
     assert.ok(lines.some((line) => line.keyId === null && line.status === 401));
     for (const key of [keyA, keyB, keySlow]) assert.ok(!gatewayLog.includes(key.key.slice(17)), 'no key in the log');
+  });
+
+  test('with --tls-cert and --tls-key the gateway speaks HTTPS only; a missing half or a key of another certificate is refused before it listens', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-gateway-tls-'));
+    const certificate = (name: string) => {
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          path.join(dir, `${name}.key`),
+          '-out',
+          path.join(dir, `${name}.pem`),
+        ],
+        { stdio: 'ignore' },
+      );
+      return { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
+    };
+    const [own, other] = [certificate('own'), certificate('other')];
+    const tlsGateway = spawnCli(['gateway', '--listen', '127.0.0.1:0', '--tls-cert', own.cert, '--tls-key', own.key, '--json'], worker.env);
+    try {
+      const secure = (JSON.parse(await waitForOutput(tlsGateway, /"mcp":\s*"[^"]+"\s*\}/, 60_000)) as { url: string }).url;
+      assert.match(secure, /^https:\/\/127\.0\.0\.1:\d+$/);
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = https.request(`${secure}/v1/sandboxes`, { headers: { authorization: `Bearer ${keyA.key}` }, ca: fs.readFileSync(own.cert) }, (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        });
+        request.on('error', reject);
+        request.end();
+      });
+      assert.equal(answer.status, 200, answer.body);
+      assert.ok(Array.isArray((JSON.parse(answer.body) as { sandboxes: unknown[] }).sandboxes));
+      await assert.rejects(fetch(`${secure.replace('https:', 'http:')}/v1/sandboxes`, { headers: { authorization: `Bearer ${keyA.key}` } }), 'no plain HTTP on that port');
+    } finally {
+      await stopChild(tlsGateway);
+    }
+    const half = cliFailure(await runCli(['gateway', '--listen', '127.0.0.1:0', '--tls-cert', own.cert, '--json'], worker.env), 2, 'INVALID_INPUT');
+    assert.match(half.message, /both --tls-cert and --tls-key/);
+    const mismatched = cliFailure(await runCli(['gateway', '--listen', '127.0.0.1:0', '--tls-cert', own.cert, '--tls-key', other.key, '--json'], worker.env), 2, 'INVALID_INPUT');
+    assert.match(mismatched.message, /do not make a pair/);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -46,9 +46,12 @@ const gatewayOptionsSchema = z
       .string()
       .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8787')
       .refine((listen) => Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65535, 'the port must be at most 65535'),
+    tlsCert: z.string().min(1).optional(),
+    tlsKey: z.string().min(1).optional(),
     json: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .refine((options) => (options.tlsCert === undefined) === (options.tlsKey === undefined), { message: 'give both --tls-cert and --tls-key, or neither', path: ['tlsCert'] });
 
 /**
  * Every command loads what only it needs when it runs (the worker, the dev server, the
@@ -140,17 +143,20 @@ export function buildProgram(): Command {
       'serve the plane to agents over HTTP (JSON API, OpenAPI at /v1/openapi.json) and MCP over Streamable HTTP at /mcp, each request as the principal of its API key (`sandboxctl keys add`), until SIGINT or SIGTERM; runs beside the store worker (it reads the key table of SANDBOXPLANE_DB)',
     )
     .option('--listen <host:port>', 'where to listen', '127.0.0.1:8787')
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (its chain after it); with --tls-key')
+    .option('--tls-key <file>', "the certificate's PEM private key")
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const { listen } = parseCliOptions(gatewayOptionsSchema, raw);
+        const { listen, tlsCert, tlsKey } = parseCliOptions(gatewayOptionsSchema, raw);
         const config = loadConfig();
         const { startGateway } = await import('../gateway/gateway-server.js');
         const { watchStopSignals } = await import('./stop-signals.js');
         const logger = await loggerFor(config);
         await asTracedService(config.telemetry.traces, 'sandboxplane-gateway', async () => {
           const stop = watchStopSignals(() => undefined);
-          const gateway = await startGateway(config, { listen }, logger);
+          const tls = tlsCert !== undefined && tlsKey !== undefined ? { tls: { certFile: tlsCert, keyFile: tlsKey } } : {};
+          const gateway = await startGateway(config, { listen, ...tls }, logger);
           printResult(
             { json: raw.json === true },
             { url: gateway.url, openapi: `${gateway.url}/v1/openapi.json`, mcp: `${gateway.url}/mcp` },

@@ -5,7 +5,10 @@
  * (so the gateway runs beside the store role), checked with their slow hash once per
  * process, and limited to their requests per minute.
  */
+import fs from 'node:fs';
+import { createSecureContext as tlsContext } from 'node:tls';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Client, Connection } from '@temporalio/client';
@@ -31,10 +34,12 @@ const MAX_BODY_BYTES = 2 * 1024 * 1024;
 export interface GatewayOptions {
   /** `host:port` to listen on; port 0 lets the system choose. */
   readonly listen: string;
+  /** PEM files of the certificate (its chain after it) and key to serve HTTPS with; without them, plain HTTP. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }
 
 export interface RunningGateway {
-  /** `http://host:port`, as bound. */
+  /** `http://host:port` or `https://host:port`, as bound. */
   readonly url: string;
   close(): Promise<void>;
 }
@@ -102,6 +107,7 @@ function openKeyTable(config: Config): Store {
 }
 
 export async function startGateway(config: Config, options: GatewayOptions, logger: Logger): Promise<RunningGateway> {
+  const tls = options.tls === undefined ? undefined : tlsFiles(options.tls);
   const store = openKeyTable(config);
   const verifier = new KeyVerifier(store.apiKeys);
   const limiter = new RateLimiter();
@@ -181,7 +187,7 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
     }
   };
 
-  const server: Server = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     const started = Date.now();
     void inSpan(`gateway ${req.method ?? 'GET'}`, { 'http.method': req.method ?? 'GET' }, async (span) => {
       const outcome = await handle(req, res);
@@ -206,7 +212,8 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
       if (!res.headersSent) sendError(res, err, '(request)');
       else res.destroy();
     });
-  });
+  };
+  const server: Server = tls === undefined ? createServer(serve) : createTlsServer(tls, serve);
 
   const [host, port] = splitListen(options.listen);
   await new Promise<void>((resolve, reject) => {
@@ -216,7 +223,7 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
     server.listen(port, host, () => resolve());
   });
   const bound = server.address() as AddressInfo;
-  const url = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  const url = `${tls === undefined ? 'http' : 'https'}://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   return {
     url,
     close: async () => {
@@ -226,6 +233,29 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
       store.close();
     },
   };
+}
+
+/** The certificate and key, read now: a file that is missing or not PEM is INVALID_INPUT naming the flag, before anything listens. */
+function tlsFiles(tls: NonNullable<GatewayOptions['tls']>): { cert: Buffer; key: Buffer } {
+  const read = (file: string, flag: string, marker: RegExp) => {
+    let text: Buffer;
+    try {
+      text = fs.readFileSync(file);
+    } catch (err) {
+      throw new SandboxPlaneError('INVALID_INPUT', `${flag}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { hint: `Name a readable PEM file with ${flag}.` });
+    }
+    if (!marker.test(text.toString('latin1'))) throw new SandboxPlaneError('INVALID_INPUT', `${flag}: ${file} is not a PEM file`, { hint: `Name a PEM file with ${flag}.` });
+    return text;
+  };
+  const cert = read(tls.certFile, '--tls-cert', /-----BEGIN CERTIFICATE-----/);
+  const key = read(tls.keyFile, '--tls-key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+  try {
+    // Pairs the two now, so a key of another certificate fails here rather than at every handshake.
+    tlsContext({ cert, key });
+  } catch (err) {
+    throw new SandboxPlaneError('INVALID_INPUT', `--tls-cert and --tls-key do not make a pair: ${(err as Error).message}`, { hint: "Give the certificate's own key." });
+  }
+  return { cert, key };
 }
 
 function splitListen(listen: string): [string, number] {
