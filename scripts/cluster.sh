@@ -29,8 +29,10 @@
 #      127.0.0.1:$PG_PORT, run as the `postgres` user, its data in
 #      /var/lib/sandboxplane-cluster/<key>/postgres (linked as .data/cluster/postgres); the
 #      system cluster, if any, is never touched.
-#   2. The Temporal server $SERVER_VERSION, its SQL schema tool and the UI server the pinned CLI
-#      embeds, built once with `go install` into .tools/bin (cached: later runs only read a file).
+#   2. The Temporal server $SERVER_VERSION (scripts/temporal-server: the released server with
+#      a role for each client certificate, DESIGN §18), its SQL schema tool and the UI server
+#      the pinned CLI embeds, built once with Go into .tools/bin (cached: later runs only read
+#      a file).
 #   3. Databases `temporal` and `temporal_visibility`, created and migrated with the schema tool
 #      (the schemas are embedded in it; `update-schema` is a no-op when current).
 #   4. The server as four processes (frontend, history, matching, worker) sharing one config,
@@ -147,6 +149,42 @@ pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 
 module_version() { go version -m "$1" 2>/dev/null | awk -v mod="$2" '$1 == "mod" && $2 == mod { print $3 }'; }
 
+# go_toolchain WHAT: the GOTOOLCHAIN that builds WHAT. The server's go.mod wants Go >= 1.25. An
+# older go (>= 1.21) fetches that toolchain itself through the module proxy
+# (golang.org/toolchain) when GOTOOLCHAIN names it; this machine's go env says
+# GOTOOLCHAIN=local, which never switches on its own.
+go_toolchain() {
+  local toolchain go_minor
+  toolchain="$(go env GOTOOLCHAIN)"
+  go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9][0-9]*\).*/\1/p')"
+  if [[ -n "$go_minor" ]] && ((go_minor < 25)); then
+    ((go_minor >= 21)) || fail "Go $(go env GOVERSION) is too old to build $1 (needs >= 1.25, or >= 1.21 to fetch 1.25)"
+    toolchain="$MIN_GO_TOOLCHAIN"
+  fi
+  echo "$toolchain"
+}
+
+# build_server: .tools/bin/temporal-server from scripts/temporal-server (go.temporal.io/server
+# $SERVER_VERSION, with the certificate roles of DESIGN §18), once per change of its source.
+build_server() {
+  local src="$root/scripts/temporal-server" target="$tools_bin/temporal-server" version toolchain tmp started=$SECONDS
+  version="$SERVER_VERSION+roles-$(cat "$src/main.go" "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-16)"
+  if [[ -x "$target" && "$(cat "$target.version" 2>/dev/null)" == "$version" ]]; then return 0; fi
+  command -v go >/dev/null 2>&1 || fail "Go is needed to build the Temporal server once (install Go >= 1.21)"
+  toolchain="$(go_toolchain "the Temporal server")"
+  tmp="$(mktemp -d)"
+  say "building the Temporal server $SERVER_VERSION with its certificate roles (scripts/temporal-server); once, a few minutes"
+  if ! (cd "$src" && GOTOOLCHAIN="$toolchain" GOFLAGS=-mod=readonly go build -o "$tmp/temporal-server" .); then
+    rm -rf "$tmp"
+    fail "go build of scripts/temporal-server failed (output above)"
+  fi
+  mkdir -p "$tools_bin"
+  mv -f "$tmp/temporal-server" "$target"
+  rm -rf "$tmp"
+  echo "$version" >"$target.version"
+  say "installed $target ($((SECONDS - started))s)"
+}
+
 # go_build BIN MODULE PACKAGE VERSION: installs PACKAGE@VERSION as .tools/bin/BIN once.
 go_build() {
   local bin="$1" module="$2" pkg="$3" version="$4" target="$tools_bin/$1"
@@ -157,17 +195,8 @@ go_build() {
     echo "$version" >"$version_file"
     return 0
   fi
-  # The server's go.mod wants Go >= 1.25. An older go (>= 1.21) fetches that toolchain itself
-  # through the module proxy (golang.org/toolchain) when GOTOOLCHAIN names it; this machine's
-  # go env says GOTOOLCHAIN=local, which never switches on its own.
-  local toolchain go_minor
-  toolchain="$(go env GOTOOLCHAIN)"
-  go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9][0-9]*\).*/\1/p')"
-  if [[ -n "$go_minor" ]] && ((go_minor < 25)); then
-    ((go_minor >= 21)) || fail "Go $(go env GOVERSION) is too old to build $pkg@$version (needs >= 1.25, or >= 1.21 to fetch 1.25)"
-    toolchain="$MIN_GO_TOOLCHAIN"
-  fi
-  local tmp started=$SECONDS
+  local toolchain tmp started=$SECONDS
+  toolchain="$(go_toolchain "$pkg@$version")"
   tmp="$(mktemp -d)"
   say "building $pkg@$version with $(go env GOVERSION) (GOTOOLCHAIN=$toolchain); once, a few minutes"
   # GOBIN names the binary after the package's last element (`server`, `sql`): build aside, then rename.
@@ -183,7 +212,7 @@ go_build() {
 }
 
 build_binaries() {
-  go_build temporal-server "$SERVER_MODULE" "$SERVER_MODULE/cmd/server" "$SERVER_VERSION"
+  build_server
   go_build temporal-sql-tool "$SERVER_MODULE" "$SERVER_MODULE/cmd/tools/sql" "$SERVER_VERSION"
   go_build temporal-ui-server "$UI_MODULE" "$UI_MODULE/cmd/server" "$UI_VERSION"
   local cli

@@ -348,6 +348,33 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     assert.equal(cliFlags.code, 0, cliFlags.output);
   });
 
+  test("each certificate is one role: the worker's and the gateway's are refused what only an operator does", async () => {
+    const tlsDir = path.join(DATA, 'tls');
+    const as = (name: string) => ({
+      ...operatorEnv,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(tlsDir, `${name}.pem`),
+      TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(tlsDir, `${name}-key.pem`),
+    });
+    // A run nobody serves, so it waits until someone ends it.
+    const workflowId = `${tag}-roles`;
+    const started = await temporalCli(['workflow', 'start', '--type', 'nobodyServesThis', '--task-queue', `${tag}-roles`, '--workflow-id', workflowId], operatorEnv);
+    assert.equal(started.code, 0, started.output);
+    for (const name of ['worker', 'gateway']) {
+      const terminate = await temporalCli(['workflow', 'terminate', '--workflow-id', workflowId, '--reason', `as ${name}`], as(name));
+      assert.notEqual(terminate.code, 0, `${name} terminated a workflow: ${terminate.output}`);
+      assert.match(terminate.output, /PermissionDenied|unauthorized|not for/i);
+      const update = await temporalCli(['operator', 'namespace', 'update', '--namespace', 'default', '--description', `changed by ${name}`], as(name));
+      assert.notEqual(update.code, 0, `${name} updated the namespace: ${update.output}`);
+      assert.match(update.output, /PermissionDenied|unauthorized/i);
+      const read = await temporalCli(['workflow', 'describe', '--workflow-id', workflowId], as(name));
+      assert.equal(read.code, 0, `${name} reads: ${read.output}`);
+    }
+    const poll = await temporalCli(['task-queue', 'describe', '--task-queue', `${tag}-roles`], as('gateway'));
+    assert.equal(poll.code, 0, `the gateway may read a task queue: ${poll.output}`);
+    const ended = await temporalCli(['workflow', 'terminate', '--workflow-id', workflowId, '--reason', 'roles test over'], operatorEnv);
+    assert.equal(ended.code, 0, `the operator ends it: ${ended.output}`);
+  });
+
   test('30 sandboxes through the SDK, the CLI and the UI, across a SIGKILLed lifecycle worker and history service', { timeout: 20 * 60_000 }, async () => {
     await sandboxctl('policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow');
     await sandboxctl('policy', 'add', '--principal', 'review-*', '--capability', 'cloud.sandbox', '--effect', 'require_approval');
