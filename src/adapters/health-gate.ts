@@ -48,15 +48,20 @@ async function pollUntilHealthy(probe: HealthProbe, access: OperatorAccess, cont
   const backOffFrom = Date.now() + (options.fastPollMs ?? 3_000);
   let attempts = 0;
   let last = 'no answer yet';
+  let answered = false;
   for (;;) {
     attempts += 1;
     counted(attempts);
+    const cutAt = Date.now() + attemptTimeoutMs;
     try {
       const report = await probe(access, AbortSignal.timeout(Math.min(attemptTimeoutMs, Math.max(1, deadline - Date.now()))));
       if (report.healthy) return report;
       last = report.detail;
+      answered = true;
     } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
+      // A look the overall deadline cut short (not its own timeout) says nothing new: the emulator's last answer is the better reason.
+      const cutByDeadline = err instanceof Error && err.name === 'TimeoutError' && Date.now() < cutAt && Date.now() >= deadline;
+      if (!(answered && cutByDeadline)) last = err instanceof Error ? err.message : String(err);
     }
     context.heartbeat({ waitingFor: 'emulator health', attempts, last });
     if (context.cancelled?.aborted) break;
