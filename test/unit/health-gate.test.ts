@@ -11,7 +11,7 @@ function answersThenHangs(answers: number, detail: string): HealthProbe {
   let calls = 0;
   return (_access, signal) => {
     calls += 1;
-    if (calls <= answers) return Promise.resolve({ healthy: false, detail });
+    if (calls <= answers) return Promise.resolve({ healthy: false, registeredServices: [], readyServices: [], detail });
     return new Promise((_resolve, reject) => {
       // AbortSignal.timeout's timer does not hold the process open; a hanging connection would.
       const held = setTimeout(() => undefined, 60_000);
