@@ -22,6 +22,7 @@ import { DockerContainerBroker } from '../src/docker';
 import { runCli, spawnCli, stopChild, waitForOutput } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { eventually } from './helpers/eventually';
+import { MCP_TOOLS } from './helpers/mcp-tools';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
 
@@ -165,19 +166,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     const mcp = await connect(keyA.key);
     try {
       const tools = (await mcp.listTools()).tools.map((tool) => tool.name).sort();
-      assert.deepEqual(tools, [
-        'apply_iac',
-        'create_sandbox',
-        'delete_snapshot',
-        'destroy_sandbox',
-        'extend_sandbox',
-        'fork_sandbox',
-        'get_sandbox',
-        'iac_status',
-        'list_sandboxes',
-        'plan_iac',
-        'snapshot_sandbox',
-      ]);
+      assert.deepEqual(tools, [...MCP_TOOLS]);
       const created = (await mcp.callTool({ name: 'create_sandbox', arguments: { id: 'gw-mcp', services: ['sqs'], wait: 'ready' } })) as CallToolResult;
       assert.notEqual(created.isError, true, JSON.stringify(created.content));
       assert.deepEqual([(created.structuredContent as unknown as SandboxStatus).principal, (created.structuredContent as unknown as SandboxStatus).state], ['agent-a', 'READY']);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { MCP_TOOLS } from './helpers/mcp-tools';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -22,20 +23,6 @@ interface ErrorDocument {
   error: { code: string; message: string; hint: string };
   status?: SandboxStatus;
 }
-
-const TOOLS = [
-  'apply_iac',
-  'create_sandbox',
-  'delete_snapshot',
-  'destroy_sandbox',
-  'extend_sandbox',
-  'fork_sandbox',
-  'get_sandbox',
-  'iac_status',
-  'list_sandboxes',
-  'plan_iac',
-  'snapshot_sandbox',
-];
 
 function textOf(result: CallToolResult): string {
   return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
@@ -97,7 +84,7 @@ describe('sandboxctl mcp (stdio)', () => {
 
   test('lists the ten tools (five for sandboxes, three for IaC, two for snapshots) with JSON input schemas derived from the SDK schemas', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((tool) => tool.name).sort(), TOOLS);
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), [...MCP_TOOLS]);
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
 
     const create = byName.get('create_sandbox')?.inputSchema as JsonSchema;
