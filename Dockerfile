@@ -26,8 +26,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 # The projection lives on a volume; a named volume takes this directory's owner.
-RUN mkdir -p /data && chown node:node /data
-VOLUME ["/data"]
+RUN mkdir -p /data /snapshots && chown node:node /data /snapshots
+VOLUME ["/data", "/snapshots"]
 USER node
 ENTRYPOINT ["node", "bin/sandboxctl.js"]
 CMD ["worker"]

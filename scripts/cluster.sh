@@ -966,6 +966,8 @@ worker_env() {
   # The store worker also runs IaC against operators' targets: its AWS credential chain is the one they use.
   echo "SANDBOXPLANE_WORKER_ROLES=$([[ "$role" == store ]] && echo store,targets || echo "$role")"
   echo "SANDBOXPLANE_LOG_LEVEL=${SANDBOXPLANE_LOG_LEVEL:-info}"
+  # Snapshot content: the docker hosts write and read it, the store removes it; one directory for all.
+  echo "SANDBOXPLANE_SNAPSHOT_DIR=$PLANE_DIR/snapshots"
   # The workers' client certificate: the frontend answers nothing without one.
   tls_plane_env worker
   local metrics

@@ -6,6 +6,7 @@ import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { ParameterSeal } from '../crypto/parameter-seal';
 import type { SecretBox } from '../crypto/secret-box';
 import type { SnapshotQuota } from '../domain/snapshots';
+import type { SnapshotContents } from './snapshot-contents';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
@@ -33,6 +34,8 @@ export interface StoreRoleDeps {
   readonly secrets: SecretBox;
   /** What each principal may keep of snapshots (SANDBOXPLANE_SNAPSHOT_QUOTA, _QUOTA_BYTES, _MAX_AGE); the defaults when left out. */
   readonly snapshotQuota?: SnapshotQuota;
+  /** Snapshot content (SANDBOXPLANE_SNAPSHOT_DIR), which the store removes with the last snapshot that holds it. */
+  readonly contents: SnapshotContents;
 }
 
 /** What a docker role's activities need: its engine and the adapters on it. */
@@ -45,6 +48,10 @@ export interface DockerRoleDeps {
   readonly warmPools?: WarmPoolReporter;
   /** Opens the NoEcho parameter values an IaC run carries sealed (the payload codec's keys). */
   readonly parameterSeal: ParameterSeal;
+  /** Snapshot content (SANDBOXPLANE_SNAPSHOT_DIR), which this host writes when it captures and reads when it restores. */
+  readonly contents: SnapshotContents;
+  /** The most one snapshot holds, compressed (SANDBOXPLANE_SNAPSHOT_MAX_BYTES); the default when left out. */
+  readonly snapshotMaxBytes?: number;
 }
 
 export type { AppliedChange, IacPlace, PlannedChange } from './iac-activities';

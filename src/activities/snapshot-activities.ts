@@ -6,15 +6,24 @@ import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName } from '../domain/service-catalog';
 import { formatDuration } from '../domain/duration';
-import { DEFAULT_SNAPSHOT_QUOTA, SNAPSHOT_MAX_BYTES, type SnapshotContent, type SnapshotQuota, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
+import {
+  DEFAULT_SNAPSHOT_MAX_BYTES,
+  DEFAULT_SNAPSHOT_QUOTA,
+  type SnapshotContent,
+  type SnapshotQuota,
+  type SnapshotSource,
+  type SnapshotSummary,
+  type StoredSnapshot,
+} from '../domain/snapshots';
 import { summaryOf } from '../store/snapshot-repository';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Store } from '../store';
 import { sha256Hex } from '../domain/sha256';
 import { withTaxonomy } from './activity-failure';
+import type { SnapshotContents } from './snapshot-contents';
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
 function adapterOf(adapters: AdapterRegistry, name: AdapterName) {
@@ -23,30 +32,35 @@ function adapterOf(adapters: AdapterRegistry, name: AdapterName) {
   return adapter;
 }
 
-/** A snapshot's content as it travels: compressed, within the cap, with the digest of what it holds. */
-export function packSnapshot(state: string, maxBytes = SNAPSHOT_MAX_BYTES): SnapshotContent {
-  const packed = gzipSync(Buffer.from(state, 'utf8'), { level: 6 });
-  if (packed.length > maxBytes) {
-    throw new SandboxPlaneError('SNAPSHOT_TOO_LARGE', `the sandbox's state is ${packed.length} bytes compressed; a snapshot holds at most ${maxBytes}`);
+/** A state as a snapshot keeps it: compressed, within the cap, with the digest of what it holds. */
+export function packSnapshot(state: string, maxBytes = DEFAULT_SNAPSHOT_MAX_BYTES): { content: SnapshotContent; gzip: Buffer } {
+  const plain = Buffer.from(state, 'utf8');
+  const gzip = gzipSync(plain, { level: 6 });
+  if (gzip.length > maxBytes) {
+    throw new SandboxPlaneError('SNAPSHOT_TOO_LARGE', `the sandbox's state is ${gzip.length} bytes compressed; a snapshot holds at most ${maxBytes} (SANDBOXPLANE_SNAPSHOT_MAX_BYTES)`);
   }
-  return { digest: sha256(state), bytes: packed.length, gzipBase64: packed.toString('base64') };
+  return { content: { digest: sha256(plain), bytes: gzip.length }, gzip };
 }
 
-/** The state a snapshot's content holds, refused when it is not what its digest says. */
-export function unpackSnapshot(content: SnapshotContent): string {
-  const state = gunzipSync(Buffer.from(content.gzipBase64, 'base64')).toString('utf8');
-  if (sha256(state) !== content.digest) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `the snapshot's content does not match its digest ${content.digest}`);
-  return state;
+/** The state `gzip` holds, refused when it is not what `digest` says. */
+export function unpackSnapshot(digest: string, gzip: Buffer): string {
+  const plain = gunzipSync(gzip);
+  if (sha256(plain) !== digest) throw new SandboxPlaneError('SNAPSHOT_CORRUPT', `the snapshot's content does not match its digest ${digest}`);
+  return plain.toString('utf8');
 }
 
-/** The snapshot activities of a docker host (DESIGN §15): taking an emulator's state, and putting one back. */
-export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistry }) {
+/**
+ * The snapshot activities of a docker host (DESIGN §15): taking an emulator's state into
+ * the plane's snapshot contents, and putting one back. Only digests cross workflow history.
+ */
+export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistry; contents: SnapshotContents; snapshotMaxBytes?: number }) {
   return {
-    /** The sandbox's emulator state now, packed for the store. */
+    /** Keeps the sandbox's emulator state now, sealed under its digest; what names it. */
     async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime }): Promise<SnapshotContent> {
       return withTaxonomy(async () => {
         const state = await adapterOf(deps.adapters, input.adapter).captureState(input.sandboxId, input.runtime);
-        const content = packSnapshot(state);
+        const { content, gzip } = packSnapshot(state, deps.snapshotMaxBytes);
+        await deps.contents.put(content.digest, gzip);
         log.info('snapshot taken', { sandboxId: input.sandboxId, bytes: content.bytes, digest: content.digest });
         return content;
       });
@@ -56,7 +70,7 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
     async restoreSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime; content: SnapshotContent; target: RestoreTarget }): Promise<SandboxCredentials | null> {
       return withTaxonomy(async () => {
         const context = Context.current();
-        const state = unpackSnapshot(input.content);
+        const state = unpackSnapshot(input.content.digest, await deps.contents.get(input.content.digest));
         const adapterContext = { heartbeat: (details?: unknown) => context.heartbeat(details), cancelled: context.cancellationSignal };
         const credentials = await adapterOf(deps.adapters, input.adapter).restoreState(input.sandboxId, state, input.target, adapterContext, input.runtime);
         log.info('snapshot restored', { sandboxId: input.sandboxId, digest: input.content.digest, from: input.target.from });
@@ -68,12 +82,17 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
 
 /**
  * Deletes a snapshot (`principal`'s, or anyone's for `undefined`: an operator or the sweep)
- * and records why in the trail of the sandbox it was taken of. See SnapshotRepository.remove
- * for what is refused.
+ * and records why in the trail of the sandbox it was taken of; its content goes with the
+ * last snapshot that holds it. See SnapshotRepository.remove for what is refused.
  */
-export function deleteSnapshot(store: Store, input: { snapshotId: string; principal: string | undefined; actor: string; reason: string }): SnapshotSummary {
-  return store.sandboxes.atomically(() => {
-    const removed = store.snapshots.remove(input.snapshotId, input.principal);
+export async function deleteSnapshot(
+  store: Store,
+  contents: SnapshotContents,
+  input: { snapshotId: string; principal: string | undefined; actor: string; reason: string },
+): Promise<SnapshotSummary> {
+  const { removed, unheldDigest } = store.sandboxes.atomically(() => {
+    const outcome = store.snapshots.remove(input.snapshotId, input.principal);
+    const { removed } = outcome;
     store.sandboxes.appendAudit(removed.sandboxId, `snapshot-${removed.snapshotId}`, {
       step: 1,
       action: 'snapshot_deleted',
@@ -82,18 +101,23 @@ export function deleteSnapshot(store: Store, input: { snapshotId: string; princi
       reason: input.reason,
       summary: { snapshotId: removed.snapshotId, bytes: removed.bytes, takenAt: removed.createdAt },
     });
-    return summaryOf(removed);
+    return outcome;
   });
+  if (unheldDigest !== undefined) await contents.remove(unheldDigest);
+  return summaryOf(removed);
 }
 
+/** How long content may lie in the directory with no snapshot holding it before the sweep removes it: room for a capture's keep to follow. */
+const UNHELD_CONTENT_GRACE_MS = 60 * 60 * 1000;
+
 /**
- * The snapshot activities of the store role: keeping snapshots, sealed with the store's key
- * (a moto snapshot holds the seed its sandbox's key was drawn from), within each principal's
- * quota, handing them to their principal only, and removing those past their age. The seal
- * is bound to the content's digest.
+ * The snapshot activities of the store role: keeping snapshots (their content is in
+ * SANDBOXPLANE_SNAPSHOT_DIR already) within each principal's quota, handing them to their
+ * principal only, and removing those past their age, and content no snapshot holds.
  */
-export function createSnapshotStoreActivities(deps: { store: Store; secrets: SecretBox; snapshotQuota?: SnapshotQuota }) {
+export function createSnapshotStoreActivities(deps: { store: Store; contents: SnapshotContents; snapshotQuota?: SnapshotQuota }) {
   const quota = deps.snapshotQuota ?? DEFAULT_SNAPSHOT_QUOTA;
+  const { store, contents } = deps;
   return {
     /**
      * Keeps a snapshot under `snapshotId`, or, without one, under an id named by this
@@ -102,43 +126,60 @@ export function createSnapshotStoreActivities(deps: { store: Store; secrets: Sec
      * update validators and queries that a replay does not run again.
      */
     async keepSnapshot(input: Omit<SnapshotSource, 'bytes' | 'snapshotId'> & { snapshotId?: string; content: SnapshotContent }): Promise<SnapshotSummary> {
-      return withTaxonomy(() => {
-        const { digest, bytes, gzipBase64 } = input.content;
-        const sealed = deps.secrets.seal(Buffer.from(gzipBase64, 'base64'), snapshotBinding(digest));
-        return deps.store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity(), content: { digest, bytes, sealed } }, quota);
+      return withTaxonomy(async () => {
+        // Refused here rather than at its first restore: a directory the capture's host does not share with the store.
+        await contents.mustHold(input.content.digest);
+        return store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity() }, quota);
       });
     },
 
-    /** The sweep's part (DESIGN §15): snapshots older than SANDBOXPLANE_SNAPSHOT_MAX_AGE go, but for those PAUSED sandboxes resume from. */
+    /**
+     * The sweep's part (DESIGN §15): snapshots older than SANDBOXPLANE_SNAPSHOT_MAX_AGE go,
+     * but for those PAUSED sandboxes resume from; so does content no snapshot holds (a
+     * capture whose snapshot was refused or never kept), after an hour's grace.
+     */
     async expireSnapshots(input: { now?: string } = {}): Promise<{ deleted: SnapshotSummary[] }> {
-      return withTaxonomy(() => {
+      return withTaxonomy(async () => {
         const now = input.now === undefined ? Date.now() : Date.parse(input.now);
         const cutoff = new Date(now - quota.maxAgeSeconds * 1000).toISOString();
         const reason = `older than ${formatDuration(quota.maxAgeSeconds)} (SANDBOXPLANE_SNAPSHOT_MAX_AGE)`;
-        const deleted = deps.store.snapshots.olderThan(cutoff).map(({ snapshotId }) => deleteSnapshot(deps.store, { snapshotId, principal: undefined, actor: 'sweep', reason }));
+        const deleted: SnapshotSummary[] = [];
+        for (const { snapshotId } of store.snapshots.olderThan(cutoff)) deleted.push(await deleteSnapshot(store, contents, { snapshotId, principal: undefined, actor: 'sweep', reason }));
         if (deleted.length > 0) log.info('snapshots past their age deleted', { count: deleted.length, cutoff });
+        let unheld = 0;
+        for (const { digest, modifiedMs } of await contents.list()) {
+          if (modifiedMs > Date.now() - UNHELD_CONTENT_GRACE_MS || store.snapshots.holdsContent(digest)) continue;
+          await contents.remove(digest);
+          unheld += 1;
+        }
+        if (unheld > 0) log.info('snapshot content no snapshot holds removed', { count: unheld });
         return { deleted };
       });
     },
 
     /** NOT_FOUND unless `principal` holds the snapshot. */
     async loadSnapshot(input: { snapshotId: string; principal: string }): Promise<StoredSnapshot> {
-      return withTaxonomy(() => {
-        const { content, ...source } = deps.store.snapshots.load(input.snapshotId, input.principal);
-        const gzipBase64 = deps.secrets.open(content.sealed, snapshotBinding(content.digest)).toString('base64');
-        return { ...source, content: { digest: content.digest, bytes: content.bytes, gzipBase64 } };
-      });
+      return withTaxonomy(() => store.snapshots.load(input.snapshotId, input.principal));
     },
   };
+}
+
+/**
+ * Moves content an older build kept inside the SQLite file (sealed with the store's key)
+ * into the snapshot directory, once, when the store role starts: the snapshots stay
+ * forkable across the upgrade.
+ */
+export async function moveSnapshotContentsOut(store: Store, secrets: SecretBox, contents: SnapshotContents): Promise<number> {
+  const kept = store.snapshots.contentsKeptInside();
+  for (const { digest, sealed } of kept) {
+    await contents.put(digest, secrets.open(sealed, `snapshot:${digest}`));
+    store.snapshots.contentMovedOut(digest);
+  }
+  return kept.length;
 }
 
 function snapshotIdOfThisActivity(): string {
   const { workflowExecution, activityId } = Context.current().info;
   if (workflowExecution === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'a snapshot without an id is kept only from a workflow');
   return `snap-${sha256Hex(`${workflowExecution.workflowId}/${workflowExecution.runId}/${activityId}`).slice(0, 16)}`;
-}
-
-/** What a snapshot's seal is bound to: its digest, so one content cannot be passed off as another's. */
-function snapshotBinding(digest: string): string {
-  return `snapshot:${digest}`;
 }

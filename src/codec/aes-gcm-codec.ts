@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { SandboxPlaneError } from '../domain/errors';
 import { ParameterSeal } from '../crypto/parameter-seal';
+import { SnapshotSeal } from '../crypto/snapshot-seal';
 import type { CodecKey } from './codec-keys';
 import { readPayload, writePayload } from './payload-wire';
 import { ProtobufWireError, ProtobufWriter } from './protobuf-wire';
@@ -51,6 +52,11 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   /** Seals NoEcho parameter values with keys derived from this codec's (DESIGN §14): whoever encodes payloads for the plane can seal them. */
   parameterSeal(): ParameterSeal {
     return new ParameterSeal([this.current, ...[...this.byId.values()].filter((key) => key.id !== this.current.id)]);
+  }
+
+  /** Seals snapshot content at rest with keys derived from this codec's (DESIGN §15): every role of the plane opens what another sealed. */
+  snapshotSeal(): SnapshotSeal {
+    return new SnapshotSeal([this.current, ...[...this.byId.values()].filter((key) => key.id !== this.current.id)]);
   }
 
   /** The id of the key new payloads are encrypted with. */

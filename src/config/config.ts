@@ -3,13 +3,14 @@ import { parseByteSize } from '../domain/byte-size';
 import { DEFAULT_CONTAINER_LOG_FILES, DEFAULT_CONTAINER_LOG_MAX, logFileBytes, MAX_CONTAINER_LOG_FILES, MIN_CONTAINER_LOG_FILE_BYTES, type ContainerLogLimit } from '../domain/container-log';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import fs from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
 import { FEATURE_FLAG_NAMES, FLAG_ENV_PREFIX, flagEnvName, isFeatureFlag, parseFlagValue, type FeatureFlag, type FeatureFlags } from '../domain/feature-flags';
 import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../domain/deployment';
 import { principalSchema } from '../domain/sandbox-request';
-import { DEFAULT_SNAPSHOT_QUOTA, type SnapshotQuota } from '../domain/snapshots';
+import { DEFAULT_FORK_MAX, DEFAULT_SNAPSHOT_QUOTA, type SnapshotQuota } from '../domain/snapshots';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
@@ -64,6 +65,12 @@ export interface Config {
   readonly maxSandboxes: number;
   /** What each principal may keep of snapshots, and for how long (the store role and its sweep enforce it). */
   readonly snapshotQuota: SnapshotQuota;
+  /**
+   * Where snapshot content is kept (SANDBOXPLANE_SNAPSHOT_DIR, shared by the store and every
+   * docker host), the most one holds (SANDBOXPLANE_SNAPSHOT_MAX_BYTES, read where it is
+   * taken), and the most sandboxes one fork makes (SANDBOXPLANE_FORK_MAX, read by clients).
+   */
+  readonly snapshots: { readonly dir: string; readonly maxBytes: number; readonly forkMax: number };
   /**
    * `SANDBOXPLANE_WORKFLOW_CACHE_SIZE`: workflow runs the lifecycle role keeps in memory
    * (the SDK's `maxCachedWorkflows`); a run evicted from it replays on its next task.
@@ -338,6 +345,11 @@ const envSchema = z.object({
     .default(String(DEFAULT_SNAPSHOT_QUOTA.count))
     .describe(`snapshots each principal may keep; past it a snapshot or pause is QUOTA_EXCEEDED (default ${DEFAULT_SNAPSHOT_QUOTA.count})`),
   SANDBOXPLANE_SNAPSHOT_QUOTA_BYTES: byteSize('256m').describe("the bytes each principal's snapshots may hold, compressed, as `snapshots` lists them (default 256m)"),
+  SANDBOXPLANE_SNAPSHOT_DIR: nonEmptyPath
+    .optional()
+    .describe('where snapshot content is kept, sealed, one file per digest; the store and every docker host must share it (default: beside SANDBOXPLANE_DB, in snapshots/)'),
+  SANDBOXPLANE_SNAPSHOT_MAX_BYTES: byteSize('32m').describe('the most one snapshot may hold, compressed; past it SNAPSHOT_TOO_LARGE (default 32m)'),
+  SANDBOXPLANE_FORK_MAX: positiveCount.default(String(DEFAULT_FORK_MAX)).describe(`the most sandboxes one fork makes at once (\`fork --count\`; default ${DEFAULT_FORK_MAX})`),
   SANDBOXPLANE_SNAPSHOT_MAX_AGE: duration(DEFAULT_SNAPSHOT_QUOTA.maxAgeSeconds).describe(
     'how old a snapshot grows before the sweep deletes it, unless a PAUSED sandbox resumes from it (default 30d)',
   ),
@@ -482,6 +494,11 @@ export function loadConfig(env: Env = process.env): Config {
       memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
     }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
+    snapshots: Object.freeze({
+      dir: values.SANDBOXPLANE_SNAPSHOT_DIR ?? path.join(path.dirname(values.SANDBOXPLANE_DB), 'snapshots'),
+      maxBytes: values.SANDBOXPLANE_SNAPSHOT_MAX_BYTES,
+      forkMax: values.SANDBOXPLANE_FORK_MAX,
+    }),
     snapshotQuota: Object.freeze({
       count: values.SANDBOXPLANE_SNAPSHOT_QUOTA,
       bytes: values.SANDBOXPLANE_SNAPSHOT_QUOTA_BYTES,

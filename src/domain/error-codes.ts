@@ -151,7 +151,12 @@ export const ERROR_CODES = {
   SNAPSHOT_TOO_LARGE: spec(
     'refused',
     false,
-    "The sandbox's recorded state is over the plane's snapshot cap: the cap (1 MiB compressed) keeps one snapshot inside one Temporal payload: keep large objects out of the sandbox you snapshot (docs/snapshots.md).",
+    "The sandbox's recorded state is over the plane's snapshot cap (SANDBOXPLANE_SNAPSHOT_MAX_BYTES compressed, default 32m; a moto recording holds 24 MiB as it writes it): keep large objects out of the sandbox you snapshot (docs/snapshots.md).",
+  ),
+  SNAPSHOT_CORRUPT: spec(
+    'failure',
+    false,
+    "The snapshot's kept content is missing, cut short or not sealed with this plane's codec keys (SANDBOXPLANE_SNAPSHOT_DIR, SANDBOXPLANE_CODEC_KEYS): every docker host and the store must share that directory and those keys. Take the snapshot again.",
   ),
 
   // Lookups

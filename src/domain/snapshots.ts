@@ -11,10 +11,14 @@ export const SNAPSHOT_ID_PATTERN = /^snap-[0-9a-f]{16}$/;
 export const snapshotIdSchema = z.string().regex(SNAPSHOT_ID_PATTERN, 'must be a snapshot id such as snap-0123456789abcdef (`sandboxctl snapshots` lists yours)');
 
 /**
- * The most a snapshot may hold, compressed. It travels from the docker host to the store
- * as one Temporal payload (encrypted by the codec), whose limit is 2 MB; base64 adds a third.
+ * The most a snapshot may hold, compressed, unless SANDBOXPLANE_SNAPSHOT_MAX_BYTES says
+ * otherwise. Content never enters workflow history (its digest does), so no Temporal
+ * payload limit applies; a moto recording holds 24 MiB as it writes it.
  */
-export const SNAPSHOT_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_SNAPSHOT_MAX_BYTES = 32 * 1024 * 1024;
+
+/** How many sandboxes one fork makes at most, unless SANDBOXPLANE_FORK_MAX says otherwise (DESIGN §11 "Fork many"). */
+export const DEFAULT_FORK_MAX = 20;
 
 /**
  * What one principal may keep (DESIGN §11 "Bounds and ownership"), counted on the snapshots
@@ -54,11 +58,13 @@ export interface SnapshotSummary {
   readonly createdAt: string;
 }
 
-/** A snapshot's content in flight between roles: gzip, base64, with the SHA-256 of what it holds. */
+/**
+ * A snapshot's content as roles and workflow history name it: the SHA-256 of the state it
+ * holds, and its size compressed. The content itself stays in SANDBOXPLANE_SNAPSHOT_DIR.
+ */
 export interface SnapshotContent {
   readonly digest: string;
   readonly bytes: number;
-  readonly gzipBase64: string;
 }
 
 /** What a fork or restore needs to know of a snapshot besides its content. */
@@ -68,7 +74,7 @@ export interface SnapshotSource extends SnapshotSummary {
   readonly services: readonly string[];
 }
 
-/** A kept snapshot with its content, as the store hands it to a restore. */
+/** A kept snapshot with the digest of its content, as the store hands it to a restore. */
 export interface StoredSnapshot extends SnapshotSource {
   readonly content: SnapshotContent;
 }

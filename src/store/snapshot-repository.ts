@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
 import { TERMINAL_STATES } from '../domain/sandbox-states';
-import { snapshotQuotaExcess, type SnapshotHoldings, type SnapshotQuota, type SnapshotSource, type SnapshotSummary } from '../domain/snapshots';
+import { snapshotQuotaExcess, type SnapshotContent, type SnapshotHoldings, type SnapshotQuota, type SnapshotSource, type SnapshotSummary, type StoredSnapshot } from '../domain/snapshots';
 import type { SqliteDatabase } from './database';
 
 /** A snapshot row as stored: validated on the way out too, so a hand-edited row fails loudly. */
@@ -29,14 +29,6 @@ function toSource(raw: unknown): SnapshotSource & { digest: string } {
     createdAt: row.created_at,
     digest: row.digest,
   };
-}
-
-/** A snapshot's content as the store keeps it: compressed, then sealed with the store's key by the caller. */
-export interface SealedSnapshotContent {
-  readonly digest: string;
-  /** The size of the compressed content (what a listing calls the snapshot's bytes). */
-  readonly bytes: number;
-  readonly sealed: string;
 }
 
 /** What a listing shows of a snapshot (DESIGN §11), without its owner or content. */
@@ -71,19 +63,20 @@ export class SnapshotRepository {
    * Keeps a snapshot; keeping the same id again (a retried activity) returns the first.
    * QUOTA_EXCEEDED, and nothing kept, when it would take its principal past `quota`.
    */
-  keep(snapshot: Omit<SnapshotSource, 'bytes'> & { content: SealedSnapshotContent }, quota: SnapshotQuota): SnapshotSummary {
+  keep(snapshot: Omit<SnapshotSource, 'bytes'> & { content: SnapshotContent }, quota: SnapshotQuota): SnapshotSummary {
     return this.db
       .transaction(() => {
         const earlier = this.find(snapshot.snapshotId, snapshot.principal);
         if (earlier !== undefined) return summaryOf(earlier);
-        const { digest, sealed, bytes } = snapshot.content;
+        const { digest, bytes } = snapshot.content;
         const excess = snapshotQuotaExcess(snapshot.principal, this.holdings(snapshot.principal), bytes, quota);
         if (excess !== undefined) {
           throw new SandboxPlaneError('QUOTA_EXCEEDED', `snapshot of sandbox ${snapshot.sandboxId} not kept: ${excess}; delete one you no longer need first`, {
             details: { principal: snapshot.principal },
           });
         }
-        this.db.prepare('INSERT OR IGNORE INTO snapshot_contents (digest, sealed, bytes) VALUES (?, ?, ?)').run(digest, sealed, bytes);
+        // `sealed` is empty: the content is in the snapshot directory (migration 9 kept it here; moveSnapshotContentsOut moves it).
+        this.db.prepare("INSERT OR IGNORE INTO snapshot_contents (digest, sealed, bytes) VALUES (?, '', ?)").run(digest, bytes);
         this.db
           .prepare('INSERT INTO snapshots (snapshot_id, sandbox_id, principal, adapter, services, digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
           .run(snapshot.snapshotId, snapshot.sandboxId, snapshot.principal, snapshot.adapter, JSON.stringify(snapshot.services), snapshot.content.digest, snapshot.createdAt);
@@ -100,11 +93,11 @@ export class SnapshotRepository {
   }
 
   /**
-   * Deletes a snapshot, and its content when no other snapshot holds it: `principal`'s
-   * (an operator's `undefined`: anyone's). NOT_FOUND for one that is not there or another's;
+   * Deletes a snapshot, and its content's row when no other snapshot holds it (the digest
+   * then comes back, for its file to go too): `principal`'s (an operator's `undefined`: anyone's). NOT_FOUND for one that is not there or another's;
    * INVALID_STATE for the one a PAUSED sandbox resumes from.
    */
-  remove(snapshotId: string, principal: string | undefined): SnapshotSource {
+  remove(snapshotId: string, principal: string | undefined): { removed: SnapshotSource; unheldDigest: string | undefined } {
     return this.db
       .transaction(() => {
         const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND (@principal IS NULL OR s.principal = @principal)`).get(snapshotId, { principal: principal ?? null });
@@ -122,8 +115,8 @@ export class SnapshotRepository {
           });
         }
         this.db.prepare('DELETE FROM snapshots WHERE snapshot_id = ?').run(snapshotId);
-        this.db.prepare('DELETE FROM snapshot_contents WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM snapshots WHERE digest = ?)').run(digest, digest);
-        return source;
+        const unheld = this.db.prepare('DELETE FROM snapshot_contents WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM snapshots WHERE digest = ?)').run(digest, digest).changes > 0;
+        return { removed: source, unheldDigest: unheld ? digest : undefined };
       })
       .immediate();
   }
@@ -143,13 +136,27 @@ export class SnapshotRepository {
     return source;
   }
 
-  /** The principal's snapshot with its (sealed) content; NOT_FOUND when there is none by that id. */
-  load(snapshotId: string, principal: string): SnapshotSource & { content: SealedSnapshotContent } {
+  /** The principal's snapshot with its content's digest; NOT_FOUND when there is none by that id. */
+  load(snapshotId: string, principal: string): StoredSnapshot {
     const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND s.principal = ?`).get(snapshotId, principal);
     if (row === undefined) throw new SandboxPlaneError('NOT_FOUND', `${principal} holds no snapshot ${snapshotId}`);
     const { digest, ...source } = toSource(row);
-    const { sealed } = this.db.prepare('SELECT sealed FROM snapshot_contents WHERE digest = ?').get(digest) as { sealed: string };
-    return { ...source, content: { digest, bytes: source.bytes, sealed } };
+    return { ...source, content: { digest, bytes: source.bytes } };
+  }
+
+  /** Whether a snapshot holds the content of `digest`. */
+  holdsContent(digest: string): boolean {
+    return this.db.prepare('SELECT 1 FROM snapshot_contents WHERE digest = ?').get(digest) !== undefined;
+  }
+
+  /** Content an older build kept in this file, sealed with the store's key (see moveSnapshotContentsOut). */
+  contentsKeptInside(): { digest: string; sealed: string }[] {
+    return this.db.prepare("SELECT digest, sealed FROM snapshot_contents WHERE sealed <> ''").all() as { digest: string; sealed: string }[];
+  }
+
+  /** Forgets the copy of `digest`'s content kept in this file, once the snapshot directory holds it. */
+  contentMovedOut(digest: string): void {
+    this.db.prepare("UPDATE snapshot_contents SET sealed = '' WHERE digest = ?").run(digest);
   }
 
   /** Snapshots, newest first: the principal's (everyone's when `undefined`, for an operator), of one sandbox when `sandboxId` is given. */

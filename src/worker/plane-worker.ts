@@ -6,6 +6,8 @@ import { readTemporalTls } from '../config/temporal-tls';
 import { payloadCodecFor } from '../codec/codec-settings';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createDockerActivities, createStoreActivities, createTargetActivities } from '../activities';
+import { SnapshotContents } from '../activities/snapshot-contents';
+import { moveSnapshotContentsOut } from '../activities/snapshot-activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
@@ -177,6 +179,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     let whileRunning: ((running: () => boolean) => Promise<void>) | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
     // Tracing's interceptors and the workflow spans' sink (DESIGN §17): a sink that drops them when tracing is off.
+    const snapshotContents = new SnapshotContents(config.snapshots.dir, payloadCodec.snapshotSeal());
     const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec), ...tracingWorkerOptions() } as const;
 
     if (has('store') && store !== undefined && hosts !== undefined) {
@@ -193,7 +196,10 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         maxSandboxes: config.maxSandboxes,
         secrets: storeSecrets(config),
         snapshotQuota: config.snapshotQuota,
+        contents: snapshotContents,
       };
+      const moved = await moveSnapshotContentsOut(store, deps.secrets, snapshotContents);
+      if (moved > 0) logger.info({ moved, dir: snapshotContents.dir }, 'snapshot content moved out of the SQLite file');
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
       unmeter.push(meterStore(store, config.taskQueue, async (query) => (await client.workflow.count(query)).count));
@@ -208,7 +214,15 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           ...common,
           taskQueue,
           identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`,
-          activities: createDockerActivities({ adapters, broker, plane: planeId, warmPools, parameterSeal: payloadCodec.parameterSeal() }),
+          activities: createDockerActivities({
+            adapters,
+            broker,
+            plane: planeId,
+            warmPools,
+            parameterSeal: payloadCodec.parameterSeal(),
+            contents: snapshotContents,
+            snapshotMaxBytes: config.snapshots.maxBytes,
+          }),
         }),
       );
       queues.docker = taskQueue;

@@ -3,7 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createSnapshotStoreActivities, packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
+import { randomBytes } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createSnapshotStoreActivities, deleteSnapshot, moveSnapshotContentsOut, packSnapshot, unpackSnapshot } from '../../src/activities/snapshot-activities';
+import { SnapshotContents } from '../../src/activities/snapshot-contents';
+import { SnapshotSeal } from '../../src/crypto/snapshot-seal';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { OPERATOR_HEADER, operatorHeaders, operatorUrl } from '../../src/adapters/operator-endpoint';
 import { createFlociAdapter } from '../../src/adapters/floci-adapter';
@@ -35,12 +39,12 @@ describe('snapshot content', () => {
   test('packs compressed with the digest of what it holds, and unpacks only what matches it', () => {
     const state = `${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n`.repeat(3);
     const packed = packSnapshot(state);
-    assert.match(packed.digest, /^[0-9a-f]{64}$/);
-    assert.equal(unpackSnapshot(packed), state);
-    const other = packSnapshot('something else');
+    assert.match(packed.content.digest, /^[0-9a-f]{64}$/);
+    assert.equal(packed.content.bytes, packed.gzip.length);
+    assert.equal(unpackSnapshot(packed.content.digest, packed.gzip), state);
     assert.equal(
-      codeOf(() => unpackSnapshot({ ...packed, gzipBase64: other.gzipBase64 })),
-      'SNAPSHOT_UNSUPPORTED',
+      codeOf(() => unpackSnapshot(packed.content.digest, packSnapshot('something else').gzip)),
+      'SNAPSHOT_CORRUPT',
     );
   });
 
@@ -118,9 +122,7 @@ describe('where a snapshot may go', () => {
 describe('the snapshot store', () => {
   const store = Store.open(path.join(dir, 'plane.sqlite'));
   after(() => store.close());
-  const packed = packSnapshot('state of sbx-a');
-  // The store role seals content with its key (snapshot-activities.ts); the repository keeps what it is given.
-  const content = { digest: packed.digest, bytes: packed.bytes, sealed: `sealed:${packed.gzipBase64}` };
+  const { content } = packSnapshot('state of sbx-a');
   const kept = { snapshotId: 'snap-aaaaaaaaaaaaaaaa', sandboxId: 'sbx-a', principal: 'agent-1', adapter: 'moto' as const, services: ['s3'], createdAt: '2026-12-05T10:00:00.000Z', content };
 
   test('keeps a snapshot once per id and its content once per digest', () => {
@@ -160,39 +162,72 @@ describe('the snapshot store', () => {
   });
 });
 
+const seal = new SnapshotSeal([{ id: 'k1', key: randomBytes(32) }]);
+const contentsIn = (name: string) => new SnapshotContents(path.join(dir, name), seal);
+
 describe('snapshots at rest', () => {
-  test("the store role seals a snapshot's content with its key, bound to the digest, and opens it for its principal only", async () => {
+  test('content is kept out of the SQLite file, sealed with a key derived from the codec key, bound to its digest', async () => {
+    const contents = contentsIn('at-rest');
+    const state = `${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n`;
+    const { content, gzip } = packSnapshot(state);
+    await contents.put(content.digest, gzip);
+    const file = path.join(contents.dir, content.digest.slice(0, 2), `${content.digest}.sealed`);
+    assert.ok(!fs.readFileSync(file).includes(gzip), 'the content is not kept in clear');
+    assert.equal(unpackSnapshot(content.digest, await contents.get(content.digest)), state);
+
+    // One digest's sealed content passed off as another's does not open.
+    const other = packSnapshot('another state');
+    fs.mkdirSync(path.join(contents.dir, other.content.digest.slice(0, 2)), { recursive: true });
+    fs.copyFileSync(file, path.join(contents.dir, other.content.digest.slice(0, 2), `${other.content.digest}.sealed`));
+    await assert.rejects(contents.get(other.content.digest), (err: unknown) => isSandboxPlaneError(err) && err.code === 'SNAPSHOT_CORRUPT');
+
+    // Another plane's keys open nothing here; what it kept under the same digest is replaced by ours.
+    const theirs = new SnapshotContents(contents.dir, new SnapshotSeal([{ id: 'k9', key: randomBytes(32) }]));
+    await assert.rejects(theirs.get(content.digest), (err: unknown) => isSandboxPlaneError(err) && /key k1/.test(err.message));
+    await theirs.put(content.digest, gzip);
+    assert.equal(unpackSnapshot(content.digest, await theirs.get(content.digest)), state);
+
+    await assert.rejects(contents.get('../'.repeat(3)), (err: unknown) => isSandboxPlaneError(err) && err.code === 'INVALID_INPUT');
+  });
+
+  test('the store keeps a snapshot only over content that is there, and hands it to its principal only', async () => {
     const store = Store.open(path.join(dir, 'sealed.sqlite'));
     try {
-      const activities = createSnapshotStoreActivities({ store, secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')) });
-      const state = `${recordingHeader(identity)}${recorded('http://127.0.0.1:1/bucket')}\n`;
-      const content = packSnapshot(state);
-      await activities.keepSnapshot({
+      const contents = contentsIn('store-keeps');
+      const activities = createSnapshotStoreActivities({ store, contents });
+      const { content, gzip } = packSnapshot('state of sbx-a');
+      const snapshot = {
         snapshotId: 'snap-cccccccccccccccc',
         sandboxId: 'sbx-a',
         principal: 'agent-1',
-        adapter: 'moto',
+        adapter: 'moto' as const,
         services: ['s3'],
         createdAt: '2026-12-05T10:00:00.000Z',
         content,
-      });
-      const { sealed } = store.db.prepare('SELECT sealed FROM snapshot_contents').get() as { sealed: string };
-      assert.ok(!sealed.includes(content.gzipBase64), 'the content is not kept in clear');
+      };
+      await assert.rejects(activities.keepSnapshot(snapshot), (err: Error & { type?: string }) => err.type === 'SNAPSHOT_CORRUPT', 'a capture the store cannot see');
+      assert.deepEqual(store.snapshots.list(undefined), [], 'nothing kept');
+      await contents.put(content.digest, gzip);
+      await activities.keepSnapshot(snapshot);
+      assert.deepEqual((store.db.prepare('SELECT sealed FROM snapshot_contents').get() as { sealed: string }).sealed, '', 'no content in the SQLite file');
       const loaded = await activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-1' });
-      assert.equal(unpackSnapshot(loaded.content), state);
+      assert.deepEqual(loaded.content, content, 'a digest, not the content, crosses workflow history');
       await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-cccccccccccccccc', principal: 'agent-2' }), (err: Error & { type?: string }) => err.type === 'NOT_FOUND');
-      // The seal is bound to the digest: one snapshot's sealed content passed off as another's does not open.
-      await activities.keepSnapshot({
-        snapshotId: 'snap-dddddddddddddddd',
-        sandboxId: 'sbx-a',
-        principal: 'agent-1',
-        adapter: 'moto',
-        services: ['s3'],
-        createdAt: '2026-12-05T11:00:00.000Z',
-        content: packSnapshot('another state'),
-      });
-      store.db.prepare('UPDATE snapshot_contents SET sealed = ? WHERE digest = ?').run(sealed, packSnapshot('another state').digest);
-      await assert.rejects(activities.loadSnapshot({ snapshotId: 'snap-dddddddddddddddd', principal: 'agent-1' }));
+    } finally {
+      store.close();
+    }
+  });
+
+  test('content an older build kept in the SQLite file moves out, once, when the store role starts', async () => {
+    const store = Store.open(path.join(dir, 'moved.sqlite'));
+    try {
+      const secrets = SecretBox.fromKeyFile(path.join(dir, 'store.key'));
+      const { content, gzip } = packSnapshot('kept by the last build');
+      store.db.prepare('INSERT INTO snapshot_contents (digest, sealed, bytes) VALUES (?, ?, ?)').run(content.digest, secrets.seal(gzip, `snapshot:${content.digest}`), content.bytes);
+      const contents = contentsIn('moved');
+      assert.equal(await moveSnapshotContentsOut(store, secrets, contents), 1);
+      assert.equal(unpackSnapshot(content.digest, await contents.get(content.digest)), 'kept by the last build');
+      assert.equal(await moveSnapshotContentsOut(store, secrets, contents), 0, 'moved once');
     } finally {
       store.close();
     }
@@ -207,35 +242,60 @@ describe('snapshot quotas and deletes in the store', () => {
     adapter: 'moto' as const,
     services: ['s3'],
     createdAt: '2026-12-05T10:00:00.000Z',
-    content: packSnapshot(state),
+    content: packSnapshot(state).content,
   });
 
   test('the byte quota counts what is kept, per principal; content shared by two snapshots goes with the last of them', async () => {
     const store = Store.open(path.join(dir, 'quota.sqlite'));
     try {
       const state = 'x'.repeat(4000);
-      const bytes = packSnapshot(state).bytes;
-      const activities = createSnapshotStoreActivities({
-        store,
-        secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
-        snapshotQuota: { count: 10, bytes: 2 * bytes, maxAgeSeconds: 86400 },
-      });
+      const { content, gzip } = packSnapshot(state);
+      const contents = contentsIn('quota');
+      await contents.put(content.digest, gzip);
+      const activities = createSnapshotStoreActivities({ store, contents, snapshotQuota: { count: 10, bytes: 2 * content.bytes, maxAgeSeconds: 86400 } });
       await activities.keepSnapshot(source('snap-1000000000000001', 'agent-1', state));
       await activities.keepSnapshot(source('snap-1000000000000002', 'agent-1', state));
       await assert.rejects(activities.keepSnapshot(source('snap-1000000000000003', 'agent-1', state)), (err: Error & { type?: string }) => err.type === 'QUOTA_EXCEEDED');
       await activities.keepSnapshot(source('snap-1000000000000001', 'agent-1', state)); // a retried keep of a kept one is no new snapshot
       await activities.keepSnapshot(source('snap-2000000000000001', 'agent-2', state)); // another principal's quota is its own
-      assert.deepEqual(store.snapshots.holdings('agent-1'), { count: 2, bytes: 2 * bytes });
+      assert.deepEqual(store.snapshots.holdings('agent-1'), { count: 2, bytes: 2 * content.bytes });
 
-      store.snapshots.remove('snap-1000000000000001', 'agent-1');
+      store.sandboxes.record(projectionSnapshot({ id: 'sbx-q', adapter: 'moto', state: 'DESTROYED' }), {
+        step: 1,
+        action: 'screened',
+        actor: 'policy',
+        effect: 'allow',
+        reason: null,
+        summary: {},
+      });
+      const remove = (snapshotId: string, principal: string | undefined) => deleteSnapshot(store, contents, { snapshotId, principal, actor: 'test', reason: 'test' });
+      await remove('snap-1000000000000001', 'agent-1');
       assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 1, 'still held by two others');
-      assert.throws(
-        () => store.snapshots.remove('snap-2000000000000001', 'agent-1'),
-        (err: Error & { code?: string }) => err.code === 'NOT_FOUND',
-      );
-      store.snapshots.remove('snap-1000000000000002', undefined);
-      store.snapshots.remove('snap-2000000000000001', 'agent-2');
-      assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 0, 'no content is left behind');
+      await assert.rejects(remove('snap-2000000000000001', 'agent-1'), (err: Error & { code?: string }) => err.code === 'NOT_FOUND');
+      await remove('snap-1000000000000002', undefined);
+      assert.ok(await contents.get(content.digest), 'the content stays while a snapshot holds it');
+      await remove('snap-2000000000000001', 'agent-2');
+      assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 0, 'no content row is left behind');
+      assert.deepEqual(await contents.list(), [], 'nor its file');
+    } finally {
+      store.close();
+    }
+  });
+
+  test('the sweep removes content no snapshot holds once it is an hour old (a refused keep), and no other', async () => {
+    const store = Store.open(path.join(dir, 'unheld.sqlite'));
+    try {
+      const contents = contentsIn('unheld');
+      const activities = createSnapshotStoreActivities({ store, contents });
+      const held = packSnapshot('held');
+      const refused = packSnapshot('refused an hour ago');
+      const fresh = packSnapshot('captured a moment ago');
+      for (const { content, gzip } of [held, refused, fresh]) await contents.put(content.digest, gzip);
+      await activities.keepSnapshot({ ...source('snap-3000000000000001', 'agent-1', 'held'), createdAt: new Date().toISOString() });
+      const anHourAgo = new Date(Date.now() - 61 * 60 * 1000);
+      for (const { content } of [held, refused]) fs.utimesSync(path.join(contents.dir, content.digest.slice(0, 2), `${content.digest}.sealed`), anHourAgo, anHourAgo);
+      await new MockActivityEnvironment().run(() => activities.expireSnapshots());
+      assert.deepEqual((await contents.list()).map(({ digest }) => digest).sort(), [held.content.digest, fresh.content.digest].sort());
     } finally {
       store.close();
     }
