@@ -5,7 +5,7 @@ import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import { completeResources, withStackResources, type StackResourceRow } from '../domain/resources';
 import type { FeatureFlags } from '../domain/feature-flags';
 import { DEFAULT_MAX_SANDBOXES, type Placement } from '../domain/hosts';
-import type { RuntimeHandle } from '../domain/lifecycle-record';
+import type { Lineage, RuntimeHandle } from '../domain/lifecycle-record';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { PolicyEffect } from '../domain/policy';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
@@ -46,6 +46,8 @@ export interface ScreeningResult {
   readonly state: SandboxState;
   /** Where an allowed sandbox was placed in the same transaction, when it was asked to be and a host had room. */
   readonly placement?: Placement;
+  /** A fork's family, as the store recorded it. */
+  readonly lineage?: Lineage;
 }
 
 /** What placing a sandbox records: its `placed` audit row, numbered by the workflow. */
@@ -125,8 +127,10 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
     const earlier = store.sandboxes.operation(input.snapshot.workflowId, input.step, input.runId);
     if (earlier !== undefined) {
       const decision = earlier.summary.decision as Decision;
-      return { decision, settings: deps.lifecycle, state: input.nextStates[decision.effect] };
+      const lineage = earlier.summary.lineage as Lineage | undefined;
+      return { decision, settings: deps.lifecycle, state: input.nextStates[decision.effect], ...(lineage !== undefined ? { lineage } : {}) };
     }
+    const source = sourceOf(store, input.request);
     const decision = screenRequest({
       request: input.request,
       flags: deps.flags,
@@ -134,15 +138,25 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
       availableAdapters: registeredAdapters(store),
       ttl: deps.lifecycle,
-      ...sourceOf(store, input.request),
+      ...source,
     });
     const state = input.nextStates[decision.effect];
+    // A fork's family is the store's to say (DESIGN §15): the snapshot's sandbox, and its root.
+    const lineage = decision.effect !== 'deny' && source.source !== undefined ? store.sandboxes.recordLineage(input.request.id, source.source.sandboxId) : undefined;
     store.sandboxes.record(
       { ...input.snapshot, state },
-      { runId: input.runId, step: input.step, action: 'screened', actor: 'policy', effect: decision.effect, reason: decision.reasons.join('; '), summary: { decision } },
+      {
+        runId: input.runId,
+        step: input.step,
+        action: 'screened',
+        actor: 'policy',
+        effect: decision.effect,
+        reason: decision.reasons.join('; '),
+        summary: { decision, ...(lineage !== undefined ? { lineage } : {}) },
+      },
     );
     log.info('request screened', { sandboxId: input.request.id, effect: decision.effect, code: decision.code });
-    return { decision, settings: deps.lifecycle, state };
+    return { decision, settings: deps.lifecycle, state, ...(lineage !== undefined ? { lineage } : {}) };
   }
 
   /**
@@ -166,6 +180,11 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
   }
 
   return {
+    /** A sandbox's expiry while it has not ended, `null` once it has: what caps a fork's extension by its root's (DESIGN §15). */
+    async liveExpiry(input: { sandboxId: string }): Promise<string | null> {
+      return withTaxonomy(() => store.sandboxes.liveExpiry(input.sandboxId));
+    },
+
     /** Writes the snapshot and several audit rows in one transaction (a teardown's `destroying` and its outcome). */
     async recordTransitions(input: { snapshot: SandboxSnapshot; operations: readonly OperationRecord[] }): Promise<void> {
       return withTaxonomy(() =>

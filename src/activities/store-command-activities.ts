@@ -91,6 +91,14 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
     },
     'snapshots.delete': ({ snapshotId, principal, actor }) =>
       deleteSnapshot(store, contents, { snapshotId, principal, actor: actor ?? principal ?? 'operator', reason: principal === undefined ? 'by an operator' : 'by its owner' }),
+    'sandboxes.tree': ({ sandboxId, principal }) => {
+      const root = store.sandboxes.lineageOf(sandboxId)?.root ?? sandboxId;
+      const sandboxIds = store.sandboxes.principalOf(sandboxId) === undefined ? [] : store.sandboxes.tree(root, principal);
+      if (!sandboxIds.includes(sandboxId)) {
+        throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId} in the projection`, { hint: 'Check the id (`sandboxctl list` shows the sandboxes).', details: { sandboxId } });
+      }
+      return { root, sandboxIds };
+    },
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {
       const target = store.targets.get(name);

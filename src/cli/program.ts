@@ -16,6 +16,7 @@ import { registerKeyCommands } from './commands/key-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { registerSnapshotCommands } from './commands/snapshot-commands';
+import { registerFamilyCommands } from './commands/family-commands';
 import { registerTargetCommands } from './commands/target-commands';
 import { printResult } from './output';
 import { rootProgram } from './root-program';
@@ -176,6 +177,7 @@ export function buildProgram(): Command {
 
   registerSandboxCommands(program);
   registerSnapshotCommands(program);
+  registerFamilyCommands(program);
   registerPolicyCommands(program);
   registerApproverCommands(program);
   registerCleanupCommands(program);

@@ -15,7 +15,7 @@ export async function withClient<T>(config: Config, work: (client: Client) => Pr
 export async function withSandboxClient<T>(config: Config, work: (sandboxes: SandboxClient) => Promise<T>): Promise<T> {
   const { SandboxClient } = await import('../client/sandbox-client.js');
   const principal = config.principal !== undefined ? { principal: config.principal } : {};
-  return withClient(config, (client) => work(new SandboxClient({ client, taskQueue: config.taskQueue, ...principal })));
+  return withClient(config, (client) => work(new SandboxClient({ client, taskQueue: config.taskQueue, forkMax: config.snapshots.forkMax, ...principal })));
 }
 
 /**

@@ -20,7 +20,8 @@ import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
-import { snapshotIdSchema, type SnapshotSummary } from '../domain/snapshots';
+import { DEFAULT_FORK_MAX, snapshotIdSchema, type SnapshotSummary } from '../domain/snapshots';
+import { forkCountSchema, forkMany, outcomeOf, type FamilyOutcome, type ForkResult, type SandboxTree } from './sandbox-family';
 import {
   awaitStateUpdate,
   decideUpdate,
@@ -93,6 +94,8 @@ export interface SandboxClientOptions {
    * approver names. Unbound, it acts as an operator.
    */
   readonly principal?: string;
+  /** The most sandboxes one `fork` with `count` makes (SANDBOXPLANE_FORK_MAX; default 20). */
+  readonly forkMax?: number;
 }
 
 export interface ConnectOptions {
@@ -101,6 +104,8 @@ export interface ConnectOptions {
   readonly taskQueue: string;
   /** See {@link SandboxClientOptions.principal}. */
   readonly principal?: string;
+  /** See {@link SandboxClientOptions.forkMax}. */
+  readonly forkMax?: number;
   /**
    * The payload codec the workers use (e.g. `new AesGcmPayloadCodec(readCodecKeysFile(file))`);
    * by default the one SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or this
@@ -117,6 +122,9 @@ export interface ConnectOptions {
 
 /** A request from a principal-bound client may leave the principal out: it is the client's. */
 export type BoundRequestInput = Omit<SandboxRequestInput, 'principal'> & { readonly principal?: string };
+
+/** What a fork may name besides its snapshot: the request's fields, and `count` for many at once. */
+export type ForkRequest = Partial<BoundRequestInput> & { readonly count?: number };
 
 const DEFAULT_CREATE_TIMEOUT_MS = 10 * 60_000;
 /** The longest wait the `awaitState` update takes (its `timeoutSeconds` is at most a day). */
@@ -169,18 +177,25 @@ export class SandboxClient {
   private readonly taskQueue: string;
   /** The principal this client acts as, or `undefined` for an operator's client. */
   readonly principal: string | undefined;
+  private readonly forkMax: number;
   private ownConnection: Connection | undefined;
 
   constructor(options: SandboxClientOptions) {
     this.client = options.client;
     this.taskQueue = options.taskQueue;
     this.principal = options.principal === undefined ? undefined : parseOrThrow(principalSchema, options.principal, 'caller principal');
+    this.forkMax = options.forkMax ?? DEFAULT_FORK_MAX;
   }
 
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<SandboxClient> {
     const { client, connection } = await connectTemporal(options);
-    const sandboxes = new SandboxClient({ client, taskQueue: options.taskQueue, ...(options.principal !== undefined ? { principal: options.principal } : {}) });
+    const sandboxes = new SandboxClient({
+      client,
+      taskQueue: options.taskQueue,
+      ...(options.principal !== undefined ? { principal: options.principal } : {}),
+      ...(options.forkMax !== undefined ? { forkMax: options.forkMax } : {}),
+    });
     sandboxes.ownConnection = connection;
     return sandboxes;
   }
@@ -448,24 +463,70 @@ export class SandboxClient {
    * and with credentials of its own; `create` with `fromSnapshot`, with the adapter and
    * services of the snapshot's sandbox unless `request` names them. NOT_FOUND for a
    * snapshot that is not the caller's (a bound client's principal, or `request.principal`).
+   * With `count`, that many at once (at most SANDBOXPLANE_FORK_MAX), each under an id of
+   * its own: every fork's outcome, READY or its own failure, never all-or-nothing. Each
+   * fork's status names its `parent` and `root`; its TTL never passes its root's.
    *
    * @example
    * const fork = await sandboxes.fork(snapshotId, {}, { wait: 'ready' });
+   * const { sandboxes: tries } = await sandboxes.fork(snapshotId, { count: 5 }, { wait: 'ready' });
    */
-  async fork(snapshotId: string, request: Partial<BoundRequestInput> = {}, options: CreateOptions = {}): Promise<SandboxStatus> {
+  async fork(snapshotId: string, request: ForkRequest & { count: number }, options?: CreateOptions): Promise<ForkResult>;
+  async fork(snapshotId: string, request?: ForkRequest, options?: CreateOptions): Promise<SandboxStatus>;
+  async fork(snapshotId: string, { count, ...request }: ForkRequest = {}, options: CreateOptions = {}): Promise<SandboxStatus | ForkResult> {
     const fromSnapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
     const principal = this.principal ?? request.principal;
     if (principal === undefined)
       throw new SandboxPlaneError('INVALID_INPUT', 'principal: required to fork a snapshot (whose snapshot is it?)', {
         hint: 'Pass request.principal, or use a client bound to a principal.',
       });
+    if (count !== undefined) {
+      parseOrThrow(forkCountSchema(this.forkMax), count, 'count');
+      if (request.id !== undefined) throw new SandboxPlaneError('INVALID_INPUT', 'id: names one sandbox; a fork with count draws an id for each (leave id out)');
+    }
     const source =
       request.services !== undefined && request.adapter !== undefined
         ? undefined
         : await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshot(principal, fromSnapshot);
     const services = request.services ?? [...(source?.services ?? [])];
     const adapter = request.adapter ?? source?.adapter;
-    return this.create({ ...request, principal, services, ...(adapter !== undefined ? { adapter } : {}), fromSnapshot }, options);
+    const forked = { ...request, principal, services, ...(adapter !== undefined ? { adapter } : {}), fromSnapshot };
+    if (count === undefined) return this.create(forked, options);
+    return forkMany({ createOne: (id) => this.create({ ...forked, id }, options), get: (id) => this.get(id) }, count, this.forkMax, generateSandboxId);
+  }
+
+  /**
+   * A sandbox's family (DESIGN §15): its root and every sandbox forked from the root's tree,
+   * the root first, ended ones too. NOT_FOUND for another principal's sandbox.
+   *
+   * @example
+   * const { root, sandboxes: family } = await sandboxes.tree('sbx-1');
+   */
+  async tree(id: string): Promise<SandboxTree> {
+    const sandboxId = this.checkId(id);
+    const { root, sandboxIds } = await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).tree(sandboxId, this.principal);
+    const statuses = await Promise.all(sandboxIds.map((member) => this.get(member)));
+    return { root, sandboxes: statuses.filter((status): status is SandboxStatus => status !== undefined) };
+  }
+
+  /** Destroys every sandbox of `id`'s family that has not ended, at once; the family afterwards, each outcome named. */
+  async destroyTree(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxTree> {
+    const { root, sandboxes: family } = await this.tree(id);
+    const outcomes = await Promise.all(family.map((member) => ('state' in member && isTerminal(member.state) ? member : outcomeOf(member.id, this.destroy(member.id, options), this))));
+    return { root, sandboxes: outcomes };
+  }
+
+  /**
+   * Extends every live sandbox of `id`'s family by `ttlSeconds`: the root first, then its
+   * forks, each clamped to the root's new expiry (a fork never outlives its root).
+   */
+  async extendTree(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxTree> {
+    const { root, sandboxes: family } = await this.tree(id);
+    const live = (member: FamilyOutcome) => 'state' in member && (member.state === 'READY' || member.state === 'PAUSED');
+    const rootMember = family.find((member) => member.id === root);
+    const rootOutcome = rootMember !== undefined && live(rootMember) ? await this.extend(root, change) : rootMember;
+    const forks = await Promise.all(family.filter((member) => member.id !== root).map((member) => (live(member) ? outcomeOf(member.id, this.extend(member.id, change), this) : member)));
+    return { root, sandboxes: [...(rootOutcome !== undefined ? [rootOutcome] : []), ...forks] };
   }
 
   /**

@@ -18,7 +18,9 @@ export function withTimeLeft(status: SandboxStatus, nowMs: number = Date.now()):
  * exist), and no approver names.
  */
 export function statusSeenBy(principal: string | undefined, status: SandboxStatus): SandboxStatus {
-  if (principal === undefined) return status;
-  if (status.principal !== principal) throw sandboxNotFound(status.id);
-  return agentView(status);
+  // A run of a build before lineage (DESIGN §15) answers without it: it is no fork.
+  const seen = { ...status, parent: status.parent ?? null, root: status.root ?? status.id };
+  if (principal === undefined) return seen;
+  if (seen.principal !== principal) throw sandboxNotFound(seen.id);
+  return agentView(seen);
 }

@@ -237,6 +237,15 @@ export class StoreClient {
     return this.run({ kind: 'snapshots.delete', snapshotId, ...options }, `snapshots delete: ${snapshotId}`);
   }
 
+  /**
+   * The ids of `sandboxId`'s family (DESIGN §15): its root first, then the root's forks,
+   * oldest first, ended ones too. NOT_FOUND for another principal's sandbox (`principal`
+   * set), as for one that never was.
+   */
+  async tree(sandboxId: string, principal?: string): Promise<{ root: string; sandboxIds: string[] }> {
+    return this.run({ kind: 'sandboxes.tree', sandboxId, ...(principal !== undefined ? { principal } : {}) });
+  }
+
   /** Policy's verdict on `principal`'s IaC run over `services` (against `target`, for a promotion), before the run starts. */
   async screenIacRun(input: { principal: string; services: readonly string[]; target?: string }): Promise<IacDecision> {
     return this.run({ kind: 'iac.screen', principal: input.principal, services: [...input.services], ...(input.target !== undefined ? { target: input.target } : {}) });

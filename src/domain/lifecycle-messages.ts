@@ -203,4 +203,8 @@ export interface SandboxStatus {
   /** Why a sandbox ended up DENIED, EXPIRED, FAILED or DESTROY_FAILED. */
   readonly error: { readonly code: ErrorCode; readonly message: string } | null;
   readonly requestDigest: string;
+  /** A fork's parent: the sandbox its snapshot was taken of (DESIGN §15); `null` for a sandbox that is no fork. */
+  readonly parent: string | null;
+  /** The first sandbox of its tree: its own id unless it is a fork. A fork never outlives its root (its TTL is clamped to the root's). */
+  readonly root: string;
 }

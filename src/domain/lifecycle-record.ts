@@ -32,10 +32,29 @@ export interface RuntimeHandle {
   readonly credentials?: SandboxCredentials;
 }
 
+/**
+ * A fork's family (DESIGN §15): the sandbox its snapshot was taken of, the first sandbox
+ * of the tree, and that root's expiry when the fork was screened (`null`: the root had
+ * ended, so nothing caps the fork but its own TTL). The store works it out; never the caller.
+ */
+export interface Lineage {
+  readonly parent: string;
+  readonly root: string;
+  readonly rootExpiresAt: string | null;
+}
+
 /** The verdict of screening and the operator settings it was made under. */
 export interface Screening {
   readonly decision: Decision;
   readonly settings: LifecycleSettings;
+  /** Set for a fork. */
+  readonly lineage?: Lineage;
+}
+
+/** `expiresAtMs`, moved no later than the expiry of the root of `lineage` (`rootExpiresAtMs`, when live): a fork never outlives its root. */
+export function clampToRoot(expiresAtMs: number, rootExpiresAtMs: number | null | undefined): { expiresAtMs: number; clamped: boolean } {
+  if (rootExpiresAtMs === null || rootExpiresAtMs === undefined || expiresAtMs <= rootExpiresAtMs) return { expiresAtMs, clamped: false };
+  return { expiresAtMs: rootExpiresAtMs, clamped: true };
 }
 
 export interface Approval {
@@ -250,6 +269,8 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     expiring: phase.name === 'ready' && phase.expiringRecorded,
     error: phase.name === 'ended' ? phase.error : null,
     requestDigest: record.requestDigest,
+    parent: screeningOf(phase)?.lineage?.parent ?? null,
+    root: screeningOf(phase)?.lineage?.root ?? request.id,
   };
 }
 

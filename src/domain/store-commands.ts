@@ -71,6 +71,8 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
       target: targetNameSchema.optional(),
     })
     .strict(),
+  // A sandbox's family (DESIGN §15): the ids of its root's tree; another principal's is NOT_FOUND.
+  z.object({ kind: z.literal('sandboxes.tree'), sandboxId: sandboxIdSchema, principal: principalSchema.optional() }).strict(),
   newApiKeySchema.extend({ kind: z.literal('keys.add') }),
   z.object({ kind: z.literal('keys.list') }).strict(),
   z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
@@ -100,6 +102,7 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'snapshots.list',
   'snapshots.get',
   'iac.screen',
+  'sandboxes.tree',
   'keys.add',
   'keys.list',
   'keys.revoke',
@@ -107,9 +110,9 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
 
 /**
  * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
- * snapshots (to read, and to delete), and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
+ * snapshots (to read, and to delete), its own sandboxes' families, and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
-export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete', 'iac.screen']);
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete', 'iac.screen', 'sandboxes.tree']);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {
@@ -161,6 +164,7 @@ export interface StoreCommandResults {
   'snapshots.get': SnapshotSource;
   'snapshots.delete': SnapshotSummary;
   'iac.screen': IacDecision;
+  'sandboxes.tree': { root: string; sandboxIds: string[] };
   'keys.add': ApiKeyRecord;
   'keys.list': { keys: ApiKeyRecord[] };
   'keys.revoke': ApiKeyRecord;

@@ -114,7 +114,8 @@ export async function startGateway(config: Config, options: GatewayOptions, logg
   const inFlight = new InFlight();
   const temporal = lazyTemporal(config);
   const document = openApiDocument(packageVersion());
-  const sandboxesFor = async (caller: Caller) => new SandboxClient({ client: await temporal.get(), taskQueue: config.taskQueue, principal: caller.principal });
+  const sandboxesFor = async (caller: Caller) =>
+    new SandboxClient({ client: await temporal.get(), taskQueue: config.taskQueue, principal: caller.principal, forkMax: config.snapshots.forkMax });
 
   const serveMcp = async (req: IncomingMessage, res: ServerResponse, caller: Caller, body: unknown) => {
     // Stateless: each request its own server and transport, so nothing lives between calls;

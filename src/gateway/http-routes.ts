@@ -11,6 +11,8 @@ import { SandboxPlaneError } from '../domain/errors';
 import { parseOrThrow } from '../domain/validation';
 import { CDK_APP_REFUSED, changeInput } from '../mcp/iac-tools';
 import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
+import { forkSandboxInput } from '../mcp/snapshot-tools';
+import { snapshotIdSchema } from '../domain/snapshots';
 
 /** What a route gets: its path's parameters, the query, the parsed JSON body, the bound client and the audit trail's actor. */
 export interface RouteContext {
@@ -50,6 +52,11 @@ export const iacBody = changeInput
     wait: z.enum(['planned', 'ended']).default('planned').describe("For an apply: 'planned' (default) returns once the plan is shown; 'ended' once APPLIED, FAILED, DENIED or EXPIRED."),
   })
   .strict(CDK_APP_REFUSED);
+
+export const forksBody = forkSandboxInput
+  .omit({ snapshotId: true, id: true })
+  .extend({ count: forkSandboxInput.shape.count.unwrap().default(1).describe('How many sandboxes at once (default 1; at most SANDBOXPLANE_FORK_MAX, 20 by default).') })
+  .strict();
 
 const sandboxId = (context: RouteContext) => parseOrThrow(sandboxIdSchema, context.params.id, 'sandbox id (in the path)');
 
@@ -109,6 +116,27 @@ export const ROUTES: readonly Route[] = [
     summary: 'Tear a sandbox down now; its final status.',
     body: destroyBody,
     handle: async (context) => await context.sandboxes.destroy(sandboxId(context), { ...parseOrThrow(destroyBody, context.body ?? {}, 'destroy request'), actor: context.actor }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/sandboxes/{id}/tree',
+    operationId: 'getSandboxTree',
+    successStatus: 200,
+    summary: "A sandbox's family: {root, sandboxes}, the root first, then every fork in its tree, ended ones too.",
+    handle: async (context) => await context.sandboxes.tree(sandboxId(context)),
+  },
+  {
+    method: 'POST',
+    path: '/v1/snapshots/{id}/forks',
+    operationId: 'forkSnapshot',
+    successStatus: 201,
+    summary: "Fork one of the key's principal's snapshots into count sandboxes at once; 201 with {sandboxes}, each READY (when wait is 'ready') or its own error.",
+    body: forksBody,
+    handle: async (context) => {
+      const snapshotId = parseOrThrow(snapshotIdSchema, context.params.id, 'snapshot id (in the path)');
+      const { wait, timeoutSeconds, ...request } = parseOrThrow(forksBody, context.body ?? {}, 'fork request');
+      return await context.sandboxes.fork(snapshotId, request, { wait, timeoutMs: (timeoutSeconds ?? HTTP_DEFAULT_WAIT_SECONDS) * 1000 });
+    },
   },
   {
     method: 'POST',

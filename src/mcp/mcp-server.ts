@@ -51,6 +51,7 @@ export function lazySandboxClient(config: Config): { get: () => Promise<SandboxC
         taskQueue: config.taskQueue,
         payloadCodec: payloadCodecFor(config.codec),
         tls: config.temporalTls ?? null,
+        forkMax: config.snapshots.forkMax,
         ...(config.principal !== undefined ? { principal: config.principal } : {}),
       }).catch((err: unknown) => {
         connecting = undefined;

@@ -244,6 +244,13 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   `
   ALTER TABLE api_keys ADD COLUMN max_in_flight INTEGER NOT NULL DEFAULT 16 CHECK (max_in_flight > 0);
   `,
+  // 13: a fork's family (DESIGN §15): the sandbox its snapshot was taken of, and the first
+  // of its tree, written once at screening; `tree` lists a root's sandboxes by it.
+  `
+  ALTER TABLE sandboxes ADD COLUMN parent TEXT;
+  ALTER TABLE sandboxes ADD COLUMN root TEXT;
+  CREATE INDEX sandboxes_root ON sandboxes (root) WHERE root IS NOT NULL;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

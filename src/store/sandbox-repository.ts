@@ -1,7 +1,7 @@
 import { SandboxPlaneError } from '../domain/errors';
 import { LIVE_STATES, TERMINAL_STATES, type SandboxState } from '../domain/sandbox-states';
 import type { InventoryRow } from '../domain/leaks';
-import type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
+import type { Lineage, OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
@@ -123,6 +123,44 @@ export class SandboxRepository {
   state(sandboxId: string): SandboxState | undefined {
     const row = this.db.prepare('SELECT state FROM sandboxes WHERE id = ?').get(sandboxId) as { state: SandboxState } | undefined;
     return row?.state;
+  }
+
+  /**
+   * Records `id` as a fork of `parent` (once: a retried screening finds it there) and
+   * returns its family: the parent's root (or the parent itself), and that root's expiry
+   * while it has not ended (the fork's TTL is clamped to it).
+   */
+  recordLineage(id: string, parent: string): Lineage {
+    const root = this.lineageOf(parent)?.root ?? parent;
+    this.db.prepare('UPDATE sandboxes SET parent = ?, root = ? WHERE id = ? AND parent IS NULL').run(parent, root, id);
+    return { parent, root, rootExpiresAt: this.liveExpiry(root) };
+  }
+
+  /** The fork's parent and root as recorded; `undefined` for a sandbox that is no fork (or unknown). */
+  lineageOf(id: string): { parent: string; root: string } | undefined {
+    const row = this.db.prepare('SELECT parent, root FROM sandboxes WHERE id = ? AND root IS NOT NULL').get(id) as { parent: string; root: string } | undefined;
+    return row;
+  }
+
+  /** `id`'s expiry while it has not ended; `null` once it has (or it has none yet). */
+  liveExpiry(id: string): string | null {
+    const row = this.db.prepare(`SELECT expires_at FROM sandboxes WHERE id = ? AND ${NOT_TERMINAL}`).get(id, ...TERMINAL) as { expires_at: string | null } | undefined;
+    return row?.expires_at ?? null;
+  }
+
+  /**
+   * The sandboxes of `root`'s tree, the root first, then its forks oldest first, ended
+   * ones too: `principal`'s only (all, for an operator's `undefined`). Empty when the
+   * root is not the principal's, as for one that never was.
+   */
+  tree(root: string, principal: string | undefined): string[] {
+    const rows = this.db
+      .prepare(
+        `SELECT id FROM sandboxes WHERE (id = @root OR root = @root) AND (@principal IS NULL OR principal = @principal)
+         ORDER BY id = @root DESC, created_at, id`,
+      )
+      .all({ root, principal: principal ?? null }) as { id: string }[];
+    return rows[0]?.id === root ? rows.map((row) => row.id) : [];
   }
 
   /** Screened sandboxes of `principal` that hold or may hold a runtime, `excludingId` aside. */

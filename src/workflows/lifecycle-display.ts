@@ -1,6 +1,6 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Placement } from '../domain/hosts';
-import { expiresAtMsOf, stateOf, type PhaseNamed, type SandboxRecord } from '../domain/lifecycle-record';
+import { expiresAtMsOf, stateOf, type Lineage, type PhaseNamed, type SandboxRecord } from '../domain/lifecycle-record';
 import { iso } from './iso-time';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxHost, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
@@ -43,6 +43,14 @@ export function readyDetails(phase: PhaseNamed<'ready'>): string {
       : '';
   return (
     `Ready at ${phase.runtime.endpoint}.${restarted} Expires at ${iso(phase.expiresAtMs)} unless extended (update "extend" with ` +
-    `{"ttlSeconds": N}) or destroyed earlier (update "destroy").`
+    `{"ttlSeconds": N}) or destroyed earlier (update "destroy").${forkDetails(phase.screening.lineage)}`
   );
+}
+
+/** What a fork says of its family: its TTL never passes its root's. */
+export function forkDetails(lineage: Lineage | undefined): string {
+  if (lineage === undefined) return '';
+  const root = lineage.root === lineage.parent ? 'its root' : `its root ${lineage.root}`;
+  if (lineage.rootExpiresAt === null) return ` A fork of ${lineage.parent}; ${root} had ended when it was forked, so its own TTL bounds it (\`sandboxctl tree\` lists the family).`;
+  return ` A fork of ${lineage.parent}: its expiry never passes ${root}'s (\`sandboxctl tree\` lists the family).`;
 }

@@ -1,7 +1,7 @@
 import { CancellationScope, condition, log, setHandler } from '@temporalio/workflow';
 import { awaitStatePayloadSchema, decidePayloadSchema, destroyPayloadSchema, extendPayloadSchema, hasReached, MAX_PAYLOAD_CHARS, payloadChars } from '../domain/lifecycle-messages';
 import type { Phase } from '../domain/lifecycle-record';
-import { stateOf } from '../domain/lifecycle-record';
+import { clampToRoot, stateOf } from '../domain/lifecycle-record';
 import { checkExtension } from '../domain/ttl';
 import { describeIssues } from '../domain/validation';
 import type { PendingApproval } from './approval-inbox';
@@ -124,13 +124,23 @@ export function registerLifecycleHandlers(ctx: LifecycleContext): void {
       const { ttlSeconds, reason, actor } = extendPayloadSchema.parse(payload);
       // Accepted while the move to READY was being recorded: extend the READY phase, not the one before it.
       await untilCancellationProof(() => condition(() => !ctx.moving));
+      ctx.extendLimit.note(Date.now());
+      // A fork never outlives its root (DESIGN §15): its root's expiry now, while the root lives.
+      const { lineage } = ctx.phase.name === 'ready' || ctx.phase.name === 'paused' ? ctx.phase.screening : {};
+      const rootExpiresAt = lineage === undefined ? null : await ctx.projection.liveExpiry({ sandboxId: lineage.root });
       const phase = ctx.phase;
       if (phase.name !== 'ready' && phase.name !== 'paused') throw refusal('INVALID_STATE', `only a READY or PAUSED sandbox can be extended; this one is ${stateOf(phase)}`);
-      ctx.extendLimit.note(Date.now());
-      const expiry = { expiresAtMs: phase.expiresAtMs + ttlSeconds * 1000, expiringRecorded: false };
+      const { expiresAtMs, clamped } = clampToRoot(phase.expiresAtMs + ttlSeconds * 1000, rootExpiresAt === null ? null : Date.parse(rootExpiresAt));
+      const movedTo = Math.max(phase.expiresAtMs, expiresAtMs);
+      const expiry = { expiresAtMs: movedTo, expiringRecorded: movedTo === phase.expiresAtMs ? phase.expiringRecorded : false };
       if (phase.name === 'ready') ctx.revise({ ...phase, ...expiry }, readyDetails({ ...phase, ...expiry }));
       else ctx.revise({ ...phase, ...expiry }, pausedDetails({ ...phase, ...expiry }));
-      const summary = { bySeconds: ttlSeconds, from: new Date(phase.expiresAtMs).toISOString(), to: new Date(expiry.expiresAtMs).toISOString() };
+      const summary = {
+        bySeconds: ttlSeconds,
+        from: new Date(phase.expiresAtMs).toISOString(),
+        to: new Date(expiry.expiresAtMs).toISOString(),
+        ...(clamped && lineage !== undefined ? { clampedToRoot: lineage.root } : {}),
+      };
       await ctx.journal.audit({ action: 'extended', actor: actor ?? 'api', effect: 'extended', reason: reason ?? null, summary }, ctx.record);
       return ctx.statusForHistory();
     },

@@ -1,7 +1,7 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import { formatDuration } from '../domain/duration';
 import type { Placement } from '../domain/hosts';
-import { snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Resumption, type RuntimeHandle, type Screening } from '../domain/lifecycle-record';
+import { clampToRoot, snapshotOf, type LifecycleError, type Phase, type PhaseNamed, type Resumption, type RuntimeHandle, type Screening } from '../domain/lifecycle-record';
 import type { AdapterName } from '../domain/service-catalog';
 import type { Operation } from './audit-journal';
 import { iso } from './iso-time';
@@ -37,14 +37,21 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     if (phase.resume !== undefined) return await resumed(ctx, phase.resume, provisioned);
     const handle = request.fromSnapshot === undefined ? provisioned : await startFromSnapshot(ctx, provisioned, request.fromSnapshot);
     const now = Date.now();
-    const expiresAtMs = now + screening.decision.ttlSeconds * 1000;
+    const { lineage } = screening;
+    const rootExpiresAtMs = lineage?.rootExpiresAt === null || lineage === undefined ? null : Date.parse(lineage.rootExpiresAt);
+    const { expiresAtMs, clamped } = clampToRoot(now + screening.decision.ttlSeconds * 1000, rootExpiresAtMs);
     const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
     return await ctx.enter(ready, readyDetails(ready), {
       action: 'ready',
       actor: 'worker',
       effect: 'ready',
       reason: pooledText(request.adapter, handle),
-      summary: { ...runtimeSummary(handle), expiresAt: iso(expiresAtMs), ...(request.fromSnapshot !== undefined ? { fromSnapshot: request.fromSnapshot } : {}) },
+      summary: {
+        ...runtimeSummary(handle),
+        expiresAt: iso(expiresAtMs),
+        ...(request.fromSnapshot !== undefined ? { fromSnapshot: request.fromSnapshot } : {}),
+        ...(lineage !== undefined ? { parent: lineage.parent, root: lineage.root, clampedToRoot: clamped } : {}),
+      },
     });
   } catch (err) {
     if (isCancellation(err)) throw err;

@@ -10,12 +10,20 @@ import { SANDBOX_STATES } from '../../domain/sandbox-states';
 import { ADAPTER_NAMES } from '../../domain/service-catalog';
 import { commaListSchema, durationSchema, oneOf, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
-import { formatApprovalOutcome, formatAudit, formatSandboxList, formatStatus } from '../format/sandbox-format';
-import { printResult } from '../output';
+import { formatApprovalOutcome, formatAudit, formatFamily, formatSandboxList, formatStatus } from '../format/sandbox-format';
+import { firstFailure, type SandboxTree } from '../../client/sandbox-family';
+import { printResult, reportError } from '../output';
 import { withSandboxClient, withStoreClient } from '../temporal-clients';
 import { registerStatusCommand, sandboxIdArgument } from './status-command';
 
 const request = sandboxRequestSchema.shape;
+
+/** A family after `--tree`: every member's outcome, then the first failure's exit code (0 when none failed). */
+async function printTree(json: boolean, tree: SandboxTree, what: string): Promise<number> {
+  printResult({ json }, tree, `tree of ${tree.root}\n${formatFamily(tree.sandboxes, tree.root)}`);
+  const failure = firstFailure(tree.sandboxes, what);
+  return failure === undefined ? 0 : reportError({ json }, failure);
+}
 
 /** `--label team=infra --label ticket=42` → `{ team: 'infra', ticket: '42' }`, checked like the SDK checks labels. */
 const labelsSchema = z
@@ -63,12 +71,14 @@ export const nameSchema = z.string().trim().min(1, 'must not be empty').max(200,
 
 const extendOptionsSchema = z.object({
   ttl: durationSchema,
+  tree: z.boolean().default(false),
   reason: reasonSchema.optional(),
   actor: nameSchema.optional(),
   json: z.boolean().default(false),
 });
 
 const destroyOptionsSchema = z.object({
+  tree: z.boolean().default(false),
   reason: reasonSchema.optional(),
   actor: nameSchema.optional(),
   json: z.boolean().default(false),
@@ -205,6 +215,7 @@ export function registerSandboxCommands(program: Command): void {
     .description("move a READY sandbox's expiry later; refused past now + its max TTL or its maximum lifetime")
     .argument('<id>', 'sandbox id')
     .option('--ttl <duration>', 'how much to add to the current expiry: 90s, 30m, 2h (required)')
+    .option('--tree', "extend its whole family (`sandboxctl tree`): the root first, then each fork, clamped to the root's new expiry")
     .option('--reason <text>', 'why, for the audit trail')
     .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
     .addOption(jsonOption())
@@ -212,14 +223,11 @@ export function registerSandboxCommands(program: Command): void {
       action(async (raw, args) => {
         const id = sandboxIdArgument(args);
         const options = parseCliOptions(extendOptionsSchema, raw);
-        const status = await withSandboxClient(loadConfig(), (sandboxes) =>
-          sandboxes.extend(id, {
-            ttlSeconds: options.ttl,
-            actor: options.actor ?? defaultActor(),
-            ...(options.reason !== undefined ? { reason: options.reason } : {}),
-          }),
-        );
+        const change = { ttlSeconds: options.ttl, actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+        if (options.tree) return printTree(options.json, await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.extendTree(id, change)), 'extensions');
+        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.extend(id, change));
         printResult({ json: options.json }, status, formatStatus(status));
+        return 0;
       }),
     );
 
@@ -227,6 +235,7 @@ export function registerSandboxCommands(program: Command): void {
     .command('destroy')
     .description('tear a sandbox down now; returns once it is DESTROYED (an ended sandbox just shows its final state)')
     .argument('<id>', 'sandbox id')
+    .option('--tree', 'destroy its whole family (`sandboxctl tree`): the root and every fork, at once')
     .option('--reason <text>', 'why, for the audit trail')
     .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
     .addOption(jsonOption())
@@ -234,10 +243,11 @@ export function registerSandboxCommands(program: Command): void {
       action(async (raw, args) => {
         const id = sandboxIdArgument(args);
         const options = parseCliOptions(destroyOptionsSchema, raw);
-        const status = await withSandboxClient(loadConfig(), (sandboxes) =>
-          sandboxes.destroy(id, { actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) }),
-        );
+        const why = { actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+        if (options.tree) return printTree(options.json, await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.destroyTree(id, why)), 'teardowns');
+        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.destroy(id, why));
         printResult({ json: options.json }, status, formatStatus(status));
+        return 0;
       }),
     );
 

@@ -2,6 +2,7 @@ import type { ApprovalOutcome, SandboxSummary } from '../../client/sandbox-clien
 import { fakeCredentialValues } from '../../domain/client-config';
 import type { SandboxStatus } from '../../domain/lifecycle-messages';
 import type { AuditEntry } from '../../domain/store-commands';
+import type { FamilyOutcome } from '../../client/sandbox-family';
 import { formatFields, formatTable, formatTimeLeft } from './table';
 
 function expiryText(status: SandboxStatus): string {
@@ -30,6 +31,7 @@ export function formatStatus(status: SandboxStatus): string {
     ['services', servicesText(status)],
   ];
   if (status.purpose !== null) fields.push(['purpose', status.purpose]);
+  if (status.parent !== null) fields.push(['forked from', `${status.parent}  (tree of ${status.root}: \`sandboxctl tree ${status.id}\`; it never outlives ${status.root})`]);
   if (status.endpoint !== null) fields.push(['endpoint', status.endpoint]);
   if (status.runtimeIds.length > 0) fields.push(['containers', status.runtimeIds.map((id) => id.slice(0, 12)).join(', ')]);
   if (status.state === 'READY') fields.push(['health', healthText(status)]);
@@ -59,6 +61,22 @@ export function formatStatus(status: SandboxStatus): string {
       `More time: sandboxctl extend ${status.id} --ttl 15m    Done: sandboxctl destroy ${status.id}`,
     );
   }
+  return lines.join('\n');
+}
+
+/**
+ * A fork's or a tree's sandboxes, one a line: its id, state, what it came from, its
+ * expiry or why it failed; then the commands that act on them all.
+ */
+export function formatFamily(outcomes: readonly FamilyOutcome[], root?: string): string {
+  const rows = outcomes.map((outcome) => {
+    if (!('state' in outcome)) return [outcome.id, 'NOT STARTED', '-', '-', `${outcome.error.code}: ${outcome.error.message}`];
+    const note = outcome.error !== null ? `${outcome.error.code}: ${outcome.error.message}` : (outcome.endpoint ?? '');
+    return [outcome.id, outcome.state, outcome.parent ?? '(root)', outcome.expiresAt ?? '-', note];
+  });
+  const lines = [formatTable(['ID', 'STATE', 'PARENT', 'EXPIRES', 'ENDPOINT OR ERROR'], rows)];
+  const anchor = root ?? outcomes.find((outcome): outcome is SandboxStatus => 'state' in outcome)?.root;
+  if (anchor !== undefined) lines.push('', `The family: sandboxctl tree ${anchor}    More time: sandboxctl extend ${anchor} --tree --ttl 15m    Done: sandboxctl destroy ${anchor} --tree`);
   return lines.join('\n');
 }
 
