@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** The figures of the suite (issue 15), in the order they run. */
-export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'IDLE', 'DEAD', 'CLI', 'S1'] as const;
+export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'IDLE', 'DEAD', 'CLI', 'S1', 'F5'] as const;
 export type FigureId = (typeof FIGURE_IDS)[number];
 
 /** `npm run bench -- …`, validated once: every field filled in, frozen. */

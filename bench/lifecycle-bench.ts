@@ -12,6 +12,7 @@
  * - DEAD a killed emulator container until the sandbox is READY on a new one vs a raw moto start;
  * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow;
  * - S1  restoring a snapshot of 500 S3 objects vs making them.
+ * - F5  forking 5 sandboxes from one snapshot at once vs one fork.
  *
  * It starts its own dev server on free ports, and the Docker engine and images as the
  * tests do (scripts/docker-engine.sh, build-test-image.sh, build-moto-image.sh); P2, P4
@@ -44,10 +45,11 @@ import { p5WorkerMemory } from './figure-p5-worker-memory';
 import { idleSandboxes } from './figure-idle-sandboxes';
 import { deadEmulator } from './figure-dead-emulator';
 import { s1SnapshotRestore } from './figure-s1-snapshot-restore';
+import { f5ForkMany } from './figure-f5-fork-many';
 import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
 import { devServerPid } from './proc-stats';
 
-const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, idleSandboxes, deadEmulator, cliStatus, s1SnapshotRestore];
+const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, idleSandboxes, deadEmulator, cliStatus, s1SnapshotRestore, f5ForkMany];
 
 function progress(message: string): void {
   process.stderr.write(`bench: ${message}\n`);

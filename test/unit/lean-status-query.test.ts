@@ -25,7 +25,7 @@ import { freePort } from '../helpers/free-port';
 import { rejectsWith } from '../helpers/rejects-with';
 
 const TIMEOUT_MS = 1_500;
-const STATUS = { id: 'sbx-1', state: 'FAILED', principal: 'agent-1', expiresAt: null } as unknown as SandboxStatus;
+const STATUS = { id: 'sbx-1', state: 'FAILED', principal: 'agent-1', expiresAt: null, parent: null, root: 'sbx-1' } as unknown as SandboxStatus;
 
 const options = (address: string, extra: Partial<LeanStatusOptions> = {}): LeanStatusOptions => ({
   address,

@@ -219,6 +219,7 @@ describe('runStoreCommand', () => {
       'policy.add',
       'policy.list',
       'policy.remove',
+      'sandboxes.tree',
       'snapshots.delete',
       'snapshots.get',
       'snapshots.list',
