@@ -5,10 +5,14 @@
  * the room, is recorded in the sandbox's trail, and leaves nothing to fork; another principal's
  * delete is NOT_FOUND while an operator's works; the snapshot a PAUSED sandbox resumes from
  * cannot be deleted; and the sweep deletes snapshots past their age but keeps a paused one's.
+ * A moto sandbox whose pause the quota refuses serves its agent again at once: the quiet its
+ * capture took for the teardown is ended, not left to lapse.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { ClientConfig } from '../src/domain/client-config';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SweepReport } from '../src/domain/leaks';
 import type { SnapshotSummary } from '../src/domain/snapshots';
@@ -18,6 +22,8 @@ import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
+
+const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 
 describe('snapshot quotas, delete and age (real dev server, store file and CLI)', () => {
   let worker: TestWorker;
@@ -31,7 +37,8 @@ describe('snapshot quotas, delete and age (real dev server, store file and CLI)'
   before(async () => {
     const address = await testTemporalAddress();
     const namespace = await createTestNamespace(address, 'snapshot-quotas');
-    worker = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_SNAPSHOT_QUOTA: '2', SANDBOXPLANE_SNAPSHOT_MAX_AGE: '1d' } });
+    const moto: Record<string, string> = motoImage === undefined ? {} : { SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1', SANDBOXPLANE_MOTO_IMAGE: motoImage };
+    worker = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_SNAPSHOT_QUOTA: '2', SANDBOXPLANE_SNAPSHOT_MAX_AGE: '1d', ...moto } });
     worker.store.policies.add({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
     for (const id of ['quota-a', 'quota-b']) cliOutput<SandboxStatus>(await asAgent('create', '--id', id, '--adapter', 'memory', '--services', 's3', '--wait'));
   });
@@ -65,6 +72,29 @@ describe('snapshot quotas, delete and age (real dev server, store file and CLI)'
     cliOutput<SnapshotSummary>(await asAgent('snapshot', 'quota-a'));
     assert.equal((await listed()).length, 2, 'the freed room took a new one');
   });
+
+  test(
+    'a moto sandbox whose pause the quota refuses stays READY and serves its agent at once',
+    { skip: motoImage === undefined && 'needs the moto image (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)' },
+    async () => {
+      assert.equal((await listed()).length, 2, 'the quota is full');
+      const config = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'quota-moto', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+      const s3 = new S3Client({ ...config, maxAttempts: 1 });
+      try {
+        await s3.send(new CreateBucketCommand({ Bucket: 'kept' }));
+        cliFailure(await asAgent('pause', 'quota-moto'), 3, 'QUOTA_EXCEEDED');
+        assert.equal(worker.store.sandboxes.state('quota-moto'), 'READY');
+        // The capture's quiet (two minutes' lease) was ended when the store refused: no 503 now.
+        const put = await s3
+          .send(new PutObjectCommand({ Bucket: 'kept', Key: 'right-after.txt', Body: 'served' }))
+          .catch((err: { $response?: { statusCode?: number } }) => assert.fail(`the PUT right after the refused pause was answered HTTP ${err.$response?.statusCode}`));
+        assert.equal(put.$metadata.httpStatusCode, 200);
+      } finally {
+        s3.destroy();
+        await worker.sandboxes.destroy('quota-moto');
+      }
+    },
+  );
 
   test("another principal's delete is NOT_FOUND, as for a snapshot that never was; an operator deletes anyone's", async () => {
     const [mine] = await listed();

@@ -6,7 +6,9 @@
  * there); a fork's own snapshot restores with its credentials intact; another principal
  * can neither list, fork nor restore a snapshot; a sandbox lacking one of the snapshot's
  * services is refused it; and pause removes the container and frees its host's place,
- * while resume brings the same resources back under the same key.
+ * while resume brings the same resources back under the same key. A pause under load loses
+ * no acknowledged request: from its capture until its container goes only the plane is
+ * served, once the requests already admitted are.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -25,12 +27,14 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateBucketCommand, paginateListObjectsV2, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { awsCliEnv } from './helpers/aws-cli';
 import { runCli } from './helpers/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { eventually } from './helpers/eventually';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
@@ -62,6 +66,7 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
   let source: ClientConfig;
   let snapshot: SnapshotSummary;
   let fork: SandboxStatus;
+  let busy: ClientConfig;
   const asAgent = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-snap' });
   const asOther = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'agent-other' });
 
@@ -269,6 +274,88 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     assert.equal(kept.length, 1, 'the pause snapshot outlives the sandbox');
   });
 
+  test('a pause under load loses no acknowledged PUT: from its capture until its container goes only the plane is served', async () => {
+    busy = cliOutput<SandboxStatus>(await asAgent('create', '--id', 'snap-busy', '--adapter', 'moto', '--services', 's3', '--wait')).clientConfig as ClientConfig;
+    const s3 = new S3Client({ ...busy, maxAttempts: 1 });
+    await s3.send(new CreateBucketCommand({ Bucket: 'busy-bucket' }));
+    const acknowledged: string[] = [];
+    let refused = 0;
+    let pausing = true;
+    // Each lane PUTs distinct keys one after another, as an agent busy in its sandbox would, until the pause has answered.
+    const lane = async (name: string) => {
+      for (let i = 0; pausing; i += 1) {
+        const Key = `${name}/put-${i}`;
+        try {
+          await s3.send(new PutObjectCommand({ Bucket: 'busy-bucket', Key, Body: Key }));
+          acknowledged.push(Key);
+        } catch {
+          // 503 while the emulator is quiet, refused connections once its container is gone: not acknowledged, so not owed.
+          refused += 1;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+    };
+    const lanes = ['a', 'b', 'c'].map(lane);
+    await eventually('the lanes to have PUTs acknowledged', () => (acknowledged.length >= 10 ? true : undefined), 30_000);
+    let paused: SandboxStatus;
+    try {
+      paused = cliOutput<SandboxStatus>(await asAgent('pause', 'snap-busy'));
+    } finally {
+      pausing = false;
+      await Promise.all(lanes);
+    }
+    s3.destroy();
+    assert.equal(paused.state, 'PAUSED');
+    assert.ok(refused > 0, 'some PUTs came while the pause held the emulator quiet or after its container went');
+
+    const resumed = cliOutput<SandboxStatus>(await asAgent('resume', 'snap-busy'));
+    assert.equal(resumed.state, 'READY');
+    busy = resumed.clientConfig as ClientConfig;
+    const reader = new S3Client({ ...busy, maxAttempts: 1 });
+    const kept = new Set<string>();
+    for await (const page of paginateListObjectsV2({ client: reader }, { Bucket: 'busy-bucket' })) for (const object of page.Contents ?? []) kept.add(object.Key ?? '');
+    reader.destroy();
+    const lost = acknowledged.filter((key) => !kept.has(key));
+    assert.deepEqual(lost, [], `${lost.length} of ${acknowledged.length} acknowledged PUTs are not in the resumed sandbox`);
+  });
+
+  test('a quiet starts once the requests already admitted are served (they are in what a capture reads next); new ones get 503 meanwhile', async () => {
+    const [container] = await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-busy' });
+    const token = container?.labels['io.sandboxplane.operator-token'];
+    assert.ok(token !== undefined);
+    const quiesce = (body: string) => fetch(`${busy.endpoint}/_sandboxplane/sandboxplane/quiesce`, { method: 'POST', body, headers: { 'x-sandboxplane-operator': token } });
+    const endpoint = new URL(busy.endpoint);
+    // A PUT whose body comes in two halves: the emulator has it in hand until the second arrives.
+    const socket = net.connect(Number(endpoint.port), endpoint.hostname);
+    const answered = new Promise<string>((resolve, reject) => {
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+    });
+    socket.write(`PUT /busy-bucket/slow.txt HTTP/1.1\r\nHost: ${endpoint.host}\r\nContent-Length: 10\r\nConnection: close\r\n\r\nfirst`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    let settled = false;
+    const quiet = quiesce('30 lease-drain').then((response) => {
+      settled = true;
+      return response.status;
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.equal(settled, false, 'the quiet waits for the PUT in hand');
+      assert.equal((await fetch(`${busy.endpoint}/busy-bucket`)).status, 503, 'a request that comes meanwhile is refused');
+      socket.end('-last');
+      assert.equal(await quiet, 200, 'and is taken once the PUT is served');
+      assert.match(await answered, /^HTTP\/1\.1 \d{3} /, 'the PUT was answered');
+      assert.equal((await fetch(`${busy.endpoint}/busy-bucket`)).status, 503);
+    } finally {
+      socket.destroy();
+      assert.equal((await quiesce('0 lease-drain')).status, 200);
+    }
+    assert.notEqual((await fetch(`${busy.endpoint}/busy-bucket`)).status, 503, 'served again once the quiet ended');
+    await worker.sandboxes.destroy('snap-busy');
+  });
+
   test("while a restore runs only the plane is served, under its lease; a restore of a fork's fork state keeps its key", async () => {
     const [container] = await broker.list({ [PLANE_LABEL]: plane, 'io.sandboxplane.sandbox-id': 'snap-source' });
     const token = container?.labels['io.sandboxplane.operator-token'];
@@ -334,6 +421,9 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
     const refused = cliFailure(await asAgent('snapshot', 'snap-big'), 3, 'SNAPSHOT_TOO_LARGE');
     assert.match(refused.message, /24 MiB/);
     assert.doesNotMatch(refused.message, /_sandboxplane\/[0-9a-f]/, 'no operator token in an error');
+    cliFailure(await asAgent('pause', 'snap-big'), 3, 'SNAPSHOT_TOO_LARGE');
+    assert.equal(worker.store.sandboxes.state('snap-big'), 'READY');
+    await aws(big, ['s3api', 'put-object', '--bucket', 'big-bucket', '--key', 'after-the-pause.txt', '--body', path.join(dir, 'hello.txt')]);
     await worker.sandboxes.destroy('snap-big');
   });
 
@@ -377,7 +467,7 @@ describe('snapshots of moto sandboxes (real dev server, engine, moto and AWS CLI
   });
 
   test("every lifecycle's history (snapshots, restores, a fork, a pause and a resume) replays on this build's workflow code", async () => {
-    const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen', 'snap-marked', 'snap-big'].map((id) => `sandbox-${id}`);
+    const ids = ['snap-source', 'snap-fork', 'snap-other', 'snap-narrow', 'snap-stolen', 'snap-marked', 'snap-big', 'snap-busy'].map((id) => `sandbox-${id}`);
     await assertReplays(await fetchHistories(worker.client, ids));
   });
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Context, log } from '@temporalio/activity';
-import type { AdapterRegistry, RecordedRuntime, RestoreTarget } from '../adapters/cloud-emulator-adapter';
+import type { AdapterRegistry, QuietHold, RecordedRuntime, RestoreTarget } from '../adapters/cloud-emulator-adapter';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
 import type { AdapterName } from '../domain/service-catalog';
@@ -55,14 +55,35 @@ export function unpackSnapshot(digest: string, gzip: Buffer): string {
  */
 export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistry; contents: SnapshotContents; snapshotMaxBytes?: number }) {
   return {
-    /** Keeps the sandbox's emulator state now, sealed under its digest; what names it. */
-    async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime }): Promise<SnapshotContent> {
+    /**
+     * Keeps the sandbox's emulator state now, sealed under its digest; what names it. With
+     * `hold` (a pause) the emulator serves only the plane from before the read on, where it
+     * can: `quietLease` says so, and {@link endQuiet} ends it if the container is to stay.
+     */
+    async captureSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime; hold?: QuietHold }): Promise<SnapshotContent & { quietLease?: string }> {
       return withTaxonomy(async () => {
-        const state = await adapterOf(deps.adapters, input.adapter).captureState(input.sandboxId, input.runtime);
-        const { content, gzip } = packSnapshot(state, deps.snapshotMaxBytes);
-        await deps.contents.put(content.digest, gzip);
-        log.info('snapshot taken', { sandboxId: input.sandboxId, bytes: content.bytes, digest: content.digest });
-        return content;
+        const adapter = adapterOf(deps.adapters, input.adapter);
+        const { state, quietLease } = await adapter.captureState(input.sandboxId, input.runtime, input.hold);
+        let content: SnapshotContent;
+        try {
+          const packed = packSnapshot(state, deps.snapshotMaxBytes);
+          await deps.contents.put(packed.content.digest, packed.gzip);
+          content = packed.content;
+        } catch (err) {
+          // Not kept: nothing will follow the capture, so the sandbox serves its agent again now.
+          if (quietLease !== undefined) await adapter.endQuiet?.(input.sandboxId, quietLease, input.runtime).catch(() => undefined);
+          throw err;
+        }
+        log.info('snapshot taken', { sandboxId: input.sandboxId, bytes: content.bytes, digest: content.digest, held: quietLease !== undefined });
+        return quietLease === undefined ? content : { ...content, quietLease };
+      });
+    },
+
+    /** Ends the quiet a capture held under `lease` (its `quietLease`): the pause that asked for it did not remove the container. */
+    async endQuiet(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime; lease: string }): Promise<void> {
+      return withTaxonomy(async () => {
+        await adapterOf(deps.adapters, input.adapter).endQuiet?.(input.sandboxId, input.lease, input.runtime);
+        log.info('quiet ended', { sandboxId: input.sandboxId });
       });
     },
 

@@ -101,6 +101,17 @@ export interface RestoreTarget {
   readonly verbatim?: boolean;
 }
 
+/** How long a capture keeps the emulator serving only the plane after its read (a pause: until the container goes). */
+export interface QuietHold {
+  readonly seconds: number;
+}
+
+/** A captured state, and the lease of the quiet it holds, when asked to hold one and the emulator can. */
+export interface CapturedState {
+  readonly state: string;
+  readonly quietLease?: string;
+}
+
 /** The emulator SPI of DESIGN §4. Every method may be retried: each must be idempotent. */
 export interface CloudEmulatorAdapter {
   readonly name: AdapterName;
@@ -137,9 +148,13 @@ export interface CloudEmulatorAdapter {
   iacAccess?(sandboxId: string, recorded?: RecordedRuntime | null): Promise<IacAccess>;
   /**
    * The emulator's state now, as text the plane keeps (DESIGN §15). Throws
-   * SNAPSHOT_UNSUPPORTED, saying why, where the emulator has no way to give it.
+   * SNAPSHOT_UNSUPPORTED, saying why, where the emulator has no way to give it. With
+   * `hold` (a pause), an emulator that can serve only the plane does so from before the
+   * read until the hold lapses or {@link endQuiet} ends it, and returns the lease it holds.
    */
-  captureState(sandboxId: string, recorded?: RecordedRuntime | null): Promise<string>;
+  captureState(sandboxId: string, recorded?: RecordedRuntime | null, hold?: QuietHold): Promise<CapturedState>;
+  /** Ends the quiet a capture held under `lease` (another lease's stays), so the emulator serves everyone again. */
+  endQuiet?(sandboxId: string, lease: string, recorded?: RecordedRuntime | null): Promise<void>;
   /**
    * Replaces the emulator's state with `state` (from {@link captureState}) and returns the
    * sandbox's credentials afterwards: its own for a restore, new ones for a fork.

@@ -12,12 +12,14 @@ import { stopAndRemove, type ContainerBroker, type ContainerInfo, type Container
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
 import type {
   AdapterContext,
+  CapturedState,
   CloudEmulatorAdapter,
   DestroyReport,
   HealthReport,
   IacAccess,
   LaunchPlan,
   ProvisionRequest,
+  QuietHold,
   RecordedRuntime,
   ResourceListing,
   RestoreTarget,
@@ -119,6 +121,12 @@ export interface ContainerEmulatorOptions {
 /** How an emulator's state is taken and put back (DESIGN §15). */
 export interface EmulatorStateStore {
   capture(access: OperatorAccess, signal: AbortSignal): Promise<string>;
+  /**
+   * Serves only the plane for `seconds` under `lease` (again: renews it), once what the
+   * emulator already admitted is served; 0 seconds ends that lease's quiet. Without it a
+   * capture holds no quiet.
+   */
+  quiesce?(access: OperatorAccess, quiet: { seconds: number; lease: string }, signal: AbortSignal): Promise<void>;
   restore(
     access: OperatorAccess,
     state: string,
@@ -448,9 +456,28 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     };
   }
 
-  async captureState(sandboxId: string, recorded?: RecordedRuntime | null): Promise<string> {
+  async captureState(sandboxId: string, recorded?: RecordedRuntime | null, hold?: QuietHold): Promise<CapturedState> {
     const access = await this.stateAccess(sandboxId, recorded);
-    return this.stateStore().capture(access, AbortSignal.timeout(60_000));
+    const store = this.stateStore();
+    const signal = AbortSignal.timeout(60_000);
+    if (hold === undefined || store.quiesce === undefined) return { state: await store.capture(access, signal) };
+    const quiet = { seconds: hold.seconds, lease: randomBytes(12).toString('hex') };
+    await store.quiesce(access, quiet, signal);
+    try {
+      const state = await store.capture(access, signal);
+      // Renewed once read: the hold counts from here, however long the read took.
+      await store.quiesce(access, quiet, signal);
+      return { state, quietLease: quiet.lease };
+    } catch (err) {
+      await store.quiesce(access, { seconds: 0, lease: quiet.lease }, AbortSignal.timeout(5_000)).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async endQuiet(sandboxId: string, lease: string, recorded?: RecordedRuntime | null): Promise<void> {
+    const quiesce = this.options.state?.quiesce;
+    if (quiesce === undefined) return;
+    await quiesce(await this.stateAccess(sandboxId, recorded), { seconds: 0, lease }, AbortSignal.timeout(10_000));
   }
 
   async restoreState(sandboxId: string, state: string, target: RestoreTarget, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<SandboxCredentials | undefined> {

@@ -2,7 +2,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
 import { z } from 'zod';
-import type { CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, ResourceListing, ResourceRef } from './cloud-emulator-adapter';
+import type { CapturedState, CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, ResourceListing, ResourceRef } from './cloud-emulator-adapter';
 
 /** A memory sandbox's state as a snapshot keeps it: its resources. */
 const memoryStateSchema = z.object({ resources: z.array(z.object({ service: z.string(), type: z.string(), id: z.string() }).passthrough()) }).strict();
@@ -68,8 +68,9 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
     return { removed: existed ? [`memory-${sandboxId}`] : [], remaining: [] };
   }
 
-  async captureState(sandboxId: string): Promise<string> {
-    return JSON.stringify({ resources: this.held(sandboxId).resources });
+  // Nothing can hold callers off here: a capture asked to hold one captures without it.
+  async captureState(sandboxId: string): Promise<CapturedState> {
+    return { state: JSON.stringify({ resources: this.held(sandboxId).resources }) };
   }
 
   async restoreState(sandboxId: string, state: string): Promise<undefined> {

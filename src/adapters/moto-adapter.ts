@@ -10,7 +10,7 @@ import { ContainerEmulatorAdapter } from './container-emulator';
 import { fetchJson } from './health-gate';
 import { MOTO_GUARD_SCRIPT, MOTO_PORT, OPERATOR_HEADER, OPERATOR_TOKEN_ENV, RECORDING_PATH } from './moto-guard';
 import { operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
-import { captureMotoRecording, mintMotoCredentials, resetMoto, restoreMotoRecording } from './moto-state';
+import { captureMotoRecording, mintMotoCredentials, quiesceMoto, resetMoto, restoreMotoRecording } from './moto-state';
 
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
@@ -130,6 +130,6 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
     cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER, updateGaps: motoUpdateGap },
-    state: { capture: captureMotoRecording, restore: restoreMotoRecording },
+    state: { capture: captureMotoRecording, restore: restoreMotoRecording, quiesce: quiesceMoto },
   });
 }

@@ -15,10 +15,19 @@ export const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
 
 /**
  * Under {@link OPERATOR_PATH}: `POST "<seconds> <lease>"` serves only the plane for that long
- * (a restore; sent again to renew), `"0 <lease>"` ends it, for that lease only: a restore
- * given up on (a timed-out attempt) cannot end the quiet of the one that took over.
+ * (a restore, or a pause from its capture until its container goes; sent again to renew),
+ * answering once the requests of others already admitted are served; `"0 <lease>"` ends it,
+ * for that lease only: a restore given up on (a timed-out attempt) cannot end the quiet of
+ * the one that took over.
  */
 export const QUIESCE_PATH = '/sandboxplane/quiesce';
+
+/**
+ * How long a quiet waits for requests admitted before it to be served; past it the quiet is
+ * not taken (503), so a capture never reads a state an acknowledged request is missing from.
+ * Well inside the 30 s an activity that does not heartbeat has.
+ */
+const DRAIN_SECONDS = 10;
 
 /** How WSGI names a request header in its environ. */
 function environName(header: string): string {
@@ -49,15 +58,17 @@ function environName(header: string): string {
  * - A header a replay could not send again (a name that is no HTTP token, such as `X-A{b}`,
  *   or a value with control characters; Node refuses both) is refused 400 before moto sees
  *   the call, so every recording replays.
- * - While a restore runs ({@link QUIESCE_PATH}), only the plane is served: anyone else gets
- *   503, so nothing slips in between the reset and the replay. The quiet is a renewed
- *   lease: a restore that dies leaves it for at most its last renewal's length.
+ * - While a restore runs, and from a pause's capture until its container goes
+ *   ({@link QUIESCE_PATH}), only the plane is served: anyone else gets 503, so nothing
+ *   slips in between the reset and the replay, or between the capture and the teardown.
+ *   A quiet starts once the requests it found in hand are served (they are in what is read
+ *   next). It is a lease: one whose holder dies lapses after its last renewal's length.
  *
  * Everything else goes to moto unchanged; moto's own `main` runs the server, without its
  * access log (each line would show a request's path).
  */
 export const MOTO_GUARD_SCRIPT = [
-  'import contextvars, hmac, io, json, logging, os, re, time',
+  'import contextvars, hmac, io, json, logging, os, re, threading, time',
   'from urllib.parse import unquote',
   'import moto.server as server',
   'from moto.core import authorization',
@@ -70,7 +81,9 @@ export const MOTO_GUARD_SCRIPT = [
   'def authenticate(self, *args, **kwargs):',
   '    return None if operator_call.get() else checked(self, *args, **kwargs)',
   'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
-  'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": ""}',
+  'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": "", "admitted": 0}',
+  // Guards the quiet and the count of others' requests in hand, which a quiet waits to reach 0.
+  'served = threading.Condition()',
   'record = recorder._record_request',
   // What the recorder will write for this request, at most: its headers and URL as JSON, and its
   // body as JSON text (a UTF-8 byte escapes to at most 6) or base64 (binary).
@@ -128,7 +141,8 @@ export const MOTO_GUARD_SCRIPT = [
   '        if header is not None and not (TOKEN.fullmatch(header) and isinstance(value, str) and VALUE.fullmatch(value)):',
   '            return header.replace("_", "-").title()',
   '    return None',
-  'BUSY = b\'{"error": "the sandbox is being restored from a snapshot; try again in a few seconds"}\'',
+  'BUSY = b\'{"error": "the sandbox is being restored from a snapshot, or paused; try again in a few seconds"}\'',
+  'UNDRAINED = b\'{"error": "requests of the sandbox were still being served; the quiet was not taken"}\'',
   'class Guarded(server.DomainDispatcherApplication):',
   '    def __call__(self, environ, start_response):',
   '        path = environ.get("PATH_INFO", "")',
@@ -147,11 +161,17 @@ export const MOTO_GUARD_SCRIPT = [
   `            if path == "${QUIESCE_PATH}":`,
   '                length = int(environ.get("CONTENT_LENGTH") or 0)',
   '                seconds, _, lease = environ["wsgi.input"].read(length).decode("ascii", "replace").partition(" ")',
-  '                if int(seconds or "0") > 0:',
+  '                with served:',
+  '                    if int(seconds or "0") <= 0:',
+  '                        if lease == state["quiet_lease"]:',
+  '                            state["quiet_until"] = 0.0',
+  '                        return answer(start_response, "200 OK", b"{}")',
   '                    state["quiet_until"], state["quiet_lease"] = time.monotonic() + int(seconds), lease',
-  '                elif lease == state["quiet_lease"]:',
-  '                    state["quiet_until"] = 0.0',
-  '                return answer(start_response, "200 OK", b"{}")',
+  `                    if served.wait_for(lambda: state["admitted"] == 0, timeout=${DRAIN_SECONDS}):`,
+  '                        return answer(start_response, "200 OK", b"{}")',
+  '                    if lease == state["quiet_lease"]:',
+  '                        state["quiet_until"] = 0.0',
+  '                return answer(start_response, "503 Service Unavailable", UNDRAINED)',
   '            if path == "/moto-api/recorder/upload-recording":',
   '                state["overflowed"] = False',
   '            return super().__call__(environ, start_response)',
@@ -161,10 +181,18 @@ export const MOTO_GUARD_SCRIPT = [
   '        if bad is not None:',
   '            message = {"error": f"the header {bad} (its name or value) could not be replayed from a snapshot, so the sandbox refuses it; send the call without it"}',
   '            return answer(start_response, "400 Bad Request", json.dumps(message).encode("utf-8"))',
-  '        if given is None and time.monotonic() < state["quiet_until"]:',
-  '            return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
   '        if given is None:',
-  '            return super().__call__(environ, start_response)',
+  '            with served:',
+  '                if time.monotonic() < state["quiet_until"]:',
+  '                    return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
+  '                state["admitted"] += 1',
+  // moto records and applies the request inside this call; only then is it no longer in hand.
+  '            try:',
+  '                return super().__call__(environ, start_response)',
+  '            finally:',
+  '                with served:',
+  '                    state["admitted"] -= 1',
+  '                    served.notify_all()',
   `        environ["${environName(RECORDED_AS_HEADER)}"] = "operator"`,
   '        marker = operator_call.set(True)',
   '        try:',

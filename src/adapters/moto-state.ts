@@ -149,6 +149,15 @@ export async function captureMotoRecording(access: OperatorAccess, signal: Abort
   return text;
 }
 
+/**
+ * Serves only the plane for `seconds` under `lease` (the guard's quiet, moto-guard.ts; sent
+ * again, renews it), answering once the agent's requests moto already took are served; 0
+ * ends that lease's quiet, never another's.
+ */
+export function quiesceMoto(access: OperatorAccess, quiet: { seconds: number; lease: string }, signal: AbortSignal): Promise<void> {
+  return motoApiPost(access, QUIESCE_PATH, `${quiet.seconds} ${quiet.lease}`, signal);
+}
+
 /** How long a restore keeps everyone but the plane out without renewing its lease (it renews as it replays). */
 const RESTORE_QUIET_SECONDS = 120;
 
@@ -170,7 +179,7 @@ export async function restoreMotoRecording(
 ): Promise<SandboxCredentials | undefined> {
   const recording = parseRecording(text);
   const lease = randomBytes(12).toString('hex');
-  const quiet = (seconds: number, until: AbortSignal) => motoApiPost(access, QUIESCE_PATH, `${seconds} ${lease}`, until);
+  const quiet = (seconds: number, until: AbortSignal) => quiesceMoto(access, { seconds, lease }, until);
   await quiet(RESTORE_QUIET_SECONDS, signal);
   const keepQuiet = () => quiet(RESTORE_QUIET_SECONDS, signal);
   try {

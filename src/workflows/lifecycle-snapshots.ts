@@ -1,4 +1,4 @@
-import { CancellationScope, condition, isCancellation, setHandler } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, log, setHandler } from '@temporalio/workflow';
 import type { SandboxCredentials } from '../domain/client-config';
 import type { PhaseNamed, RuntimeHandle } from '../domain/lifecycle-record';
 import { stateOf } from '../domain/lifecycle-record';
@@ -139,19 +139,30 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
   );
 }
 
-/** Takes and keeps a snapshot of the READY sandbox's state, recorded in its audit trail. */
-export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'ready'>, actor: string): Promise<SnapshotSummary> {
+/**
+ * Takes and keeps a snapshot of the READY sandbox's state, recorded in its audit trail.
+ * With `hold` (a pause), the emulator serves only the plane from the capture on, for the
+ * caller to remove the container in; a snapshot the store refuses ends that quiet at once.
+ */
+export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'ready'>, actor: string, hold?: { readonly seconds: number }): Promise<SnapshotSummary> {
   const { request } = ctx.record;
-  const content = await ctx.runtime.captureSnapshot({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
-  // The store's activity names it: the workflow's random numbers are not replay-stable here (keepSnapshot says why).
-  const summary = await ctx.projection.keepSnapshot({
-    sandboxId: request.id,
-    principal: request.principal,
-    adapter: request.adapter,
-    services: request.services,
-    createdAt: iso(Date.now()),
-    content,
-  });
+  const place = { sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime };
+  const { quietLease, ...content } = await ctx.runtime.captureSnapshot({ ...place, ...(hold !== undefined ? { hold } : {}) });
+  let summary: SnapshotSummary;
+  try {
+    // The store's activity names it: the workflow's random numbers are not replay-stable here (keepSnapshot says why).
+    summary = await ctx.projection.keepSnapshot({
+      sandboxId: request.id,
+      principal: request.principal,
+      adapter: request.adapter,
+      services: request.services,
+      createdAt: iso(Date.now()),
+      content,
+    });
+  } catch (err) {
+    if (quietLease !== undefined && !isCancellation(err)) await endQuiet(ctx, { ...place, lease: quietLease });
+    throw err;
+  }
   await ctx.journal.audit(
     {
       action: 'snapshot_taken',
@@ -163,6 +174,20 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
     ctx.record,
   );
   return summary;
+}
+
+/**
+ * Ends a capture's quiet on a sandbox that stays READY, so its agent is served again now
+ * rather than when the lease lapses. A brief look: should it fail, the lapse still comes,
+ * and the caller's own failure is the one to report.
+ */
+async function endQuiet(ctx: LifecycleContext, input: Parameters<LifecycleContext['briefLook']['endQuiet']>[0]): Promise<void> {
+  try {
+    await ctx.briefLook.endQuiet(input);
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.warn('the quiet of a capture could not be ended; it lapses with its lease', { code: failureCode(err, 'INTERNAL').code });
+  }
 }
 
 /**

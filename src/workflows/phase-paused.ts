@@ -15,9 +15,21 @@ export function pausedDetails(phase: PhaseNamed<'paused'>): string {
 }
 
 /**
- * A READY sandbox pauses (DESIGN §15): a snapshot of its state, then its container goes
- * and its host's capacity is freed. A snapshot that cannot be taken leaves it READY, and
- * the caller hears why; a container that will not go ends the sandbox through teardown.
+ * How long a pause's capture keeps the emulator serving only the plane, counted from its
+ * read: until the container goes, which normally takes a second or two. Long enough to
+ * outlast the store's retries of keeping the snapshot (about 90 s of backoff), since a
+ * request let in before the teardown would be acknowledged and then lost; short enough that
+ * a pause whose workers all die leaves its READY sandbox refusing its agent (503, Retry-After)
+ * two minutes at most. A pause that fails after the capture ends the quiet at once.
+ */
+const PAUSE_QUIET = { seconds: 120 } as const;
+
+/**
+ * A READY sandbox pauses (DESIGN §15): a snapshot of its state, taken quiet (from the
+ * capture on, only the plane is served, so no request acknowledged after it is lost), then
+ * its container goes and its host's capacity is freed. A snapshot that cannot be taken or
+ * kept leaves it READY and serving, and the caller hears why; a container that will not go
+ * ends the sandbox through teardown.
  */
 export async function pause(ctx: LifecycleContext): Promise<Phase> {
   const request = ctx.pauseRequest;
@@ -27,7 +39,7 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   const { request: sandbox } = ctx.record;
   let snapshotId: string;
   try {
-    snapshotId = (await takeSnapshot(ctx, phase, request.actor)).snapshotId;
+    snapshotId = (await takeSnapshot(ctx, phase, request.actor, PAUSE_QUIET)).snapshotId;
   } catch (err) {
     if (isCancellation(err)) throw err;
     request.outcome = { error: failureCode(err, 'INTERNAL') };
