@@ -155,6 +155,24 @@ describe('fork many and trees (real dev server, engine, moto and AWS CLI)', { sk
     assert.equal(await settledSandboxRows(), before, 'nothing started');
   });
 
+  test("forks count against the principal's live sandboxes: past its policy's max, each fork over it is DENIED on its own and the others are READY", async () => {
+    worker.store.policies.add({ principalPattern: 'capped-agent', capability: 'cloud.sandbox', effect: 'allow', maxConcurrent: 3 });
+    const asCapped = (...args: string[]) => runCli([...args, '--json'], { ...worker.env, SANDBOXPLANE_PRINCIPAL: 'capped-agent' });
+    cliOutput(await asCapped('create', '--id', 'capped-root', '--services', 's3', '--wait'));
+    const taken = cliOutput<SnapshotSummary>(await asCapped('snapshot', 'capped-root'));
+    const result = await asCapped('fork', taken.snapshotId, '--count', '4');
+    const outcomes = (JSON.parse(result.stdout) as ForkResult).sandboxes;
+    assert.deepEqual(
+      statusesOf(outcomes)
+        .map((fork) => (fork.state === 'READY' ? 'READY' : `${fork.state} ${fork.error?.code}`))
+        .sort(),
+      ['DENIED QUOTA_EXCEEDED', 'DENIED QUOTA_EXCEEDED', 'READY', 'READY'],
+    );
+    assert.equal(result.code, 3, "the exit code is the first failure's, after the document");
+    assert.match(result.stderr, /2 of 4 forks failed/);
+    cliOutput(await asCapped('destroy', 'capped-root', '--tree'));
+  });
+
   test('past SANDBOXPLANE_FORK_MAX the fork is refused and nothing is made', async () => {
     const before = sandboxRows();
     const refused = cliFailure(await asAgent('fork', snapshot.snapshotId, '--count', '6'), 2, 'INVALID_INPUT');

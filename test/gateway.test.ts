@@ -105,7 +105,16 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     const document = await http('GET', '/v1/openapi.json', null);
     assert.equal(document.status, 200);
     const paths = Object.keys((document.body as { paths: Record<string, unknown> }).paths).sort();
-    assert.deepEqual(paths, ['/mcp', '/v1/iac/{runId}', '/v1/sandboxes', '/v1/sandboxes/{id}', '/v1/sandboxes/{id}/extend', '/v1/sandboxes/{id}/iac']);
+    assert.deepEqual(paths, [
+      '/mcp',
+      '/v1/iac/{runId}',
+      '/v1/sandboxes',
+      '/v1/sandboxes/{id}',
+      '/v1/sandboxes/{id}/extend',
+      '/v1/sandboxes/{id}/iac',
+      '/v1/sandboxes/{id}/tree',
+      '/v1/snapshots/{id}/forks',
+    ]);
     const none = refused(await http('GET', '/v1/sandboxes', null), 401, 'UNAUTHENTICATED');
     const forged = refused(await http('GET', '/v1/sandboxes', `spk_${keyA.keyId}_${'A'.repeat(43)}`), 401, 'UNAUTHENTICATED');
     const garbage = refused(await http('GET', '/v1/nowhere', 'hello'), 401, 'UNAUTHENTICATED');
@@ -155,6 +164,34 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     await assert.rejects(new GatewayClient({ url, apiKey: keyB.key }).destroy('gw-a'), (err: Error & { code?: string }) => err.code === 'NOT_FOUND');
     const destroyed = await sdk.destroy('gw-a', { reason: 'done' });
     assert.equal(destroyed.state, 'DESTROYED');
+  });
+
+  test('key A forks its snapshot into two sandboxes at once and reads their tree; key B gets 404 for both; past SANDBOXPLANE_FORK_MAX is 400', async () => {
+    const source = await http('POST', '/v1/sandboxes', keyA.key, { id: 'gw-fsrc', services: ['s3'], ttlSeconds: 600, wait: 'ready' });
+    assert.equal(source.status, 201, JSON.stringify(source.body));
+    const { snapshotId } = await worker.sandboxes.snapshot('gw-fsrc');
+    refused(await http('POST', `/v1/snapshots/${snapshotId}/forks`, keyB.key, { count: 2 }), 404, 'NOT_FOUND');
+    const tooMany = refused(await http('POST', `/v1/snapshots/${snapshotId}/forks`, keyA.key, { count: 21 }), 400, 'INVALID_INPUT');
+    assert.match(tooMany.message, /count: must be at most 20 \(SANDBOXPLANE_FORK_MAX\)/);
+    const forked = await http('POST', `/v1/snapshots/${snapshotId}/forks`, keyA.key, { count: 2, wait: 'ready' });
+    assert.equal(forked.status, 201, JSON.stringify(forked.body));
+    const forks = (forked.body as { sandboxes: SandboxStatus[] }).sandboxes;
+    assert.deepEqual(
+      forks.map((fork) => [fork.state, fork.principal, fork.parent, fork.root]),
+      [
+        ['READY', 'agent-a', 'gw-fsrc', 'gw-fsrc'],
+        ['READY', 'agent-a', 'gw-fsrc', 'gw-fsrc'],
+      ],
+    );
+    const tree = (await http('GET', `/v1/sandboxes/${forks[0]?.id}/tree`, keyA.key)).body as { root: string; sandboxes: SandboxStatus[] };
+    assert.equal(tree.root, 'gw-fsrc');
+    assert.deepEqual(new Set(tree.sandboxes.map((member) => member.id)), new Set(['gw-fsrc', ...forks.map((fork) => fork.id)]));
+    refused(await http('GET', `/v1/sandboxes/${forks[0]?.id}/tree`, keyB.key), 404, 'NOT_FOUND');
+    const ended = await worker.sandboxes.destroyTree('gw-fsrc');
+    assert.deepEqual(
+      ended.sandboxes.map((member) => ('state' in member ? member.state : member.error.code)),
+      ['DESTROYED', 'DESTROYED', 'DESTROYED'],
+    );
   });
 
   test('an MCP session over Streamable HTTP at /mcp acts as the key: the same tools, its own sandboxes only', async () => {

@@ -120,6 +120,7 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.deepEqual(fork.required, ['snapshotId']);
     assert.equal(fork.properties?.principal, undefined, "who asks is the server's principal, never an argument");
     assert.equal(fork.additionalProperties, false);
+    assert.equal(fork.properties?.count?.type, 'integer', 'fork_sandbox forks many with count');
 
     assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
     assert.deepEqual((byName.get('destroy_sandbox')?.inputSchema as JsonSchema).required, ['id']);

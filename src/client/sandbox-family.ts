@@ -68,9 +68,18 @@ export function failedOutcome(outcome: FamilyOutcome): { code: ErrorCode; messag
   return status.error ?? undefined;
 }
 
-/** The first failure among `outcomes`, as an error whose code is that failure's (the CLI's exit class), for a caller that prints them all first. */
-export function firstFailure(outcomes: readonly FamilyOutcome[], what: string): SandboxPlaneError | undefined {
-  const failures = outcomes.map((outcome) => ({ id: outcome.id, failure: failedOutcome(outcome) })).filter((entry) => entry.failure !== undefined);
+/**
+ * The first failure among `outcomes`, as an error whose code is that failure's (the CLI's
+ * exit class), for a caller that prints them all first. For a fork every sandbox that did
+ * not come up failed; for an act on a tree (`acted`), only what the act itself could not
+ * do: a member that had ended before, DENIED or EXPIRED, is no failure of a teardown.
+ */
+export function firstFailure(outcomes: readonly FamilyOutcome[], what: string, options: { acted?: boolean } = {}): SandboxPlaneError | undefined {
+  const counted = (outcome: FamilyOutcome) => options.acted !== true || !('state' in outcome) || outcome.state === 'DESTROY_FAILED';
+  const failures = outcomes
+    .filter(counted)
+    .map((outcome) => ({ id: outcome.id, failure: failedOutcome(outcome) }))
+    .filter((entry) => entry.failure !== undefined);
   const first = failures[0];
   if (first?.failure === undefined) return undefined;
   return new SandboxPlaneError(first.failure.code, `${failures.length} of ${outcomes.length} ${what} failed; ${first.id}: ${first.failure.message}`);

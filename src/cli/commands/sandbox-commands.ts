@@ -21,7 +21,7 @@ const request = sandboxRequestSchema.shape;
 /** A family after `--tree`: every member's outcome, then the first failure's exit code (0 when none failed). */
 async function printTree(json: boolean, tree: SandboxTree, what: string): Promise<number> {
   printResult({ json }, tree, `tree of ${tree.root}\n${formatFamily(tree.sandboxes, tree.root)}`);
-  const failure = firstFailure(tree.sandboxes, what);
+  const failure = firstFailure(tree.sandboxes, what, { acted: true });
   return failure === undefined ? 0 : reportError({ json }, failure);
 }
 
