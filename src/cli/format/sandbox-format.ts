@@ -1,6 +1,7 @@
 import type { ApprovalOutcome, SandboxSummary } from '../../client/sandbox-client';
 import { fakeCredentialValues } from '../../domain/client-config';
 import type { SandboxStatus } from '../../domain/lifecycle-messages';
+import { isTerminal } from '../../domain/sandbox-states';
 import type { AuditEntry } from '../../domain/store-commands';
 import type { FamilyOutcome } from '../../client/sandbox-family';
 import { formatFields, formatTable, formatTimeLeft } from './table';
@@ -76,7 +77,8 @@ export function formatFamily(outcomes: readonly FamilyOutcome[], root?: string):
   });
   const lines = [formatTable(['ID', 'STATE', 'PARENT', 'EXPIRES', 'ENDPOINT OR ERROR'], rows)];
   const anchor = root ?? outcomes.find((outcome): outcome is SandboxStatus => 'state' in outcome)?.root;
-  if (anchor !== undefined) lines.push('', `The family: sandboxctl tree ${anchor}    More time: sandboxctl extend ${anchor} --tree --ttl 15m    Done: sandboxctl destroy ${anchor} --tree`);
+  const live = outcomes.some((outcome) => 'state' in outcome && !isTerminal(outcome.state));
+  if (anchor !== undefined && live) lines.push('', `The family: sandboxctl tree ${anchor}    More time: sandboxctl extend ${anchor} --tree --ttl 15m    Done: sandboxctl destroy ${anchor} --tree`);
   return lines.join('\n');
 }
 
