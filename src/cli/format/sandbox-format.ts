@@ -78,7 +78,8 @@ export function formatFamily(outcomes: readonly FamilyOutcome[], root?: string):
   const lines = [formatTable(['ID', 'STATE', 'PARENT', 'EXPIRES', 'ENDPOINT OR ERROR'], rows)];
   const anchor = root ?? outcomes.find((outcome): outcome is SandboxStatus => 'state' in outcome)?.root;
   const live = outcomes.some((outcome) => 'state' in outcome && !isTerminal(outcome.state));
-  if (anchor !== undefined && live) lines.push('', `The family: sandboxctl tree ${anchor}    More time: sandboxctl extend ${anchor} --tree --ttl 15m    Done: sandboxctl destroy ${anchor} --tree`);
+  if (anchor !== undefined && live)
+    lines.push('', `The family: sandboxctl tree ${anchor}    More time: sandboxctl extend ${anchor} --tree --ttl 15m    Done: sandboxctl destroy ${anchor} --tree`);
   return lines.join('\n');
 }
 
