@@ -17,7 +17,8 @@ import type * as states from './domain/sandbox-states';
 
 // Re-exported by name: each of these carries its own JSDoc where it is declared.
 export { withTimeLeft } from './client/status-view';
-export { SandboxClient, generateSandboxId, requestDigest, type ApprovalOutcome, type CreateWait, type SandboxSummary } from './client/sandbox-client';
+export { SandboxClient, generateSandboxId, requestDigest, type ApprovalOutcome, type CreateWait, type ForkRequest, type SandboxSummary } from './client/sandbox-client';
+export type { FamilyOutcome, ForkResult, SandboxTree } from './client/sandbox-family';
 export { StoreClient, type StoreClientOptions } from './client/store-client';
 export { GatewayClient, type GatewayClientOptions } from './client/gateway-client';
 export type { ApiKeyRecord, NewApiKey } from './domain/api-keys';
