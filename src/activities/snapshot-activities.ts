@@ -3,7 +3,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Context, log } from '@temporalio/activity';
 import type { AdapterRegistry, QuietHold, RecordedRuntime, RestoreTarget } from '../adapters/cloud-emulator-adapter';
 import type { SandboxCredentials } from '../domain/client-config';
-import { SandboxPlaneError } from '../domain/errors';
+import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName } from '../domain/service-catalog';
 import { formatDuration } from '../domain/duration';
 import {
@@ -49,6 +49,23 @@ export function unpackSnapshot(digest: string, gzip: Buffer): string {
   return plain.toString('utf8');
 }
 
+/** What a run of an earlier build carries: the content itself, in its history (before SANDBOXPLANE_SNAPSHOT_DIR). */
+export interface LegacyContent {
+  readonly gzipBase64?: string;
+}
+
+/**
+ * Puts content a run of an earlier build carries in its history into the directory, so
+ * that its restore (an IaC checkpoint taken before the upgrade) or its keep (a capture by a
+ * docker worker not yet upgraded) works across a rolling upgrade. Checked against its digest.
+ */
+async function keepLegacyContent(contents: SnapshotContents, content: SnapshotContent & LegacyContent): Promise<void> {
+  if (content.gzipBase64 === undefined) return;
+  const gzip = Buffer.from(content.gzipBase64, 'base64');
+  unpackSnapshot(content.digest, gzip);
+  await contents.put(content.digest, gzip);
+}
+
 /**
  * The snapshot activities of a docker host (DESIGN §15): taking an emulator's state into
  * the plane's snapshot contents, and putting one back. Only digests cross workflow history.
@@ -88,9 +105,16 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
     },
 
     /** Replaces the sandbox's emulator state with a snapshot's; the sandbox's credentials afterwards (`null`: unchanged, or the adapter has none). */
-    async restoreSnapshot(input: { sandboxId: string; adapter: AdapterName; runtime: RecordedRuntime; content: SnapshotContent; target: RestoreTarget }): Promise<SandboxCredentials | null> {
+    async restoreSnapshot(input: {
+      sandboxId: string;
+      adapter: AdapterName;
+      runtime: RecordedRuntime;
+      content: SnapshotContent & LegacyContent;
+      target: RestoreTarget;
+    }): Promise<SandboxCredentials | null> {
       return withTaxonomy(async () => {
         const context = Context.current();
+        await keepLegacyContent(deps.contents, input.content);
         const state = unpackSnapshot(input.content.digest, await deps.contents.get(input.content.digest));
         const adapterContext = { heartbeat: (details?: unknown) => context.heartbeat(details), cancelled: context.cancellationSignal };
         const credentials = await adapterOf(deps.adapters, input.adapter).restoreState(input.sandboxId, state, input.target, adapterContext, input.runtime);
@@ -103,17 +127,13 @@ export function createSnapshotRuntimeActivities(deps: { adapters: AdapterRegistr
 
 /**
  * Deletes a snapshot (`principal`'s, or anyone's for `undefined`: an operator or the sweep)
- * and records why in the trail of the sandbox it was taken of; its content goes with the
- * last snapshot that holds it. See SnapshotRepository.remove for what is refused.
+ * and records why in the trail of the sandbox it was taken of. Its content stays until the
+ * sweep finds no snapshot has held it for a day: a fork that loaded it a moment before still
+ * restores. See SnapshotRepository.remove for what is refused.
  */
-export async function deleteSnapshot(
-  store: Store,
-  contents: SnapshotContents,
-  input: { snapshotId: string; principal: string | undefined; actor: string; reason: string },
-): Promise<SnapshotSummary> {
-  const { removed, unheldDigest } = store.sandboxes.atomically(() => {
-    const outcome = store.snapshots.remove(input.snapshotId, input.principal);
-    const { removed } = outcome;
+export function deleteSnapshot(store: Store, input: { snapshotId: string; principal: string | undefined; actor: string; reason: string }): SnapshotSummary {
+  return store.sandboxes.atomically(() => {
+    const removed = store.snapshots.remove(input.snapshotId, input.principal);
     store.sandboxes.appendAudit(removed.sandboxId, `snapshot-${removed.snapshotId}`, {
       step: 1,
       action: 'snapshot_deleted',
@@ -122,14 +142,17 @@ export async function deleteSnapshot(
       reason: input.reason,
       summary: { snapshotId: removed.snapshotId, bytes: removed.bytes, takenAt: removed.createdAt },
     });
-    return outcome;
+    return summaryOf(removed);
   });
-  if (unheldDigest !== undefined) await contents.remove(unheldDigest);
-  return summaryOf(removed);
 }
 
-/** How long content may lie in the directory with no snapshot holding it before the sweep removes it: room for a capture's keep to follow. */
-const UNHELD_CONTENT_GRACE_MS = 60 * 60 * 1000;
+/**
+ * How long content may lie in the directory with no snapshot holding it before the sweep
+ * removes it: room for a capture's keep to follow, for forks that loaded a snapshot just
+ * deleted to restore it, and for an IaC run's checkpoint (held by no snapshot) to outlast
+ * its apply, settle and verification.
+ */
+const UNHELD_CONTENT_GRACE_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The snapshot activities of the store role: keeping snapshots (their content is in
@@ -146,8 +169,9 @@ export function createSnapshotStoreActivities(deps: { store: Store; contents: Sn
      * drawn from the workflow's random numbers, which its tracing interceptors share with
      * update validators and queries that a replay does not run again.
      */
-    async keepSnapshot(input: Omit<SnapshotSource, 'bytes' | 'snapshotId'> & { snapshotId?: string; content: SnapshotContent }): Promise<SnapshotSummary> {
+    async keepSnapshot(input: Omit<SnapshotSource, 'bytes' | 'snapshotId'> & { snapshotId?: string; content: SnapshotContent & LegacyContent }): Promise<SnapshotSummary> {
       return withTaxonomy(async () => {
+        await keepLegacyContent(contents, input.content);
         // Refused here rather than at its first restore: a directory the capture's host does not share with the store.
         await contents.mustHold(input.content.digest);
         return store.snapshots.keep({ ...input, snapshotId: input.snapshotId ?? snapshotIdOfThisActivity() }, quota);
@@ -157,24 +181,40 @@ export function createSnapshotStoreActivities(deps: { store: Store; contents: Sn
     /**
      * The sweep's part (DESIGN §15): snapshots older than SANDBOXPLANE_SNAPSHOT_MAX_AGE go,
      * but for those PAUSED sandboxes resume from; so does content no snapshot holds (a
-     * capture whose snapshot was refused or never kept), after an hour's grace.
+     * capture whose snapshot was refused or never kept, one whose snapshots were deleted, an
+     * IaC checkpoint) once it has lain a day unheld, and writes a crash cut short.
      */
     async expireSnapshots(input: { now?: string } = {}): Promise<{ deleted: SnapshotSummary[] }> {
       return withTaxonomy(async () => {
         const now = input.now === undefined ? Date.now() : Date.parse(input.now);
         const cutoff = new Date(now - quota.maxAgeSeconds * 1000).toISOString();
         const reason = `older than ${formatDuration(quota.maxAgeSeconds)} (SANDBOXPLANE_SNAPSHOT_MAX_AGE)`;
-        const deleted: SnapshotSummary[] = [];
-        for (const { snapshotId } of store.snapshots.olderThan(cutoff)) deleted.push(await deleteSnapshot(store, contents, { snapshotId, principal: undefined, actor: 'sweep', reason }));
+        const deleted = store.snapshots.olderThan(cutoff).map(({ snapshotId }) => deleteSnapshot(store, { snapshotId, principal: undefined, actor: 'sweep', reason }));
         if (deleted.length > 0) log.info('snapshots past their age deleted', { count: deleted.length, cutoff });
         let unheld = 0;
-        for (const { digest, modifiedMs } of await contents.list()) {
-          if (modifiedMs > Date.now() - UNHELD_CONTENT_GRACE_MS || store.snapshots.holdsContent(digest)) continue;
-          await contents.remove(digest);
+        for (const { digest, modifiedMs, partial } of await contents.list()) {
+          if (modifiedMs > now - UNHELD_CONTENT_GRACE_MS) continue;
+          if (partial !== undefined) await contents.removePartial(partial);
+          else if (!store.snapshots.holdsContent(digest)) await contents.remove(digest);
+          else continue;
           unheld += 1;
         }
         if (unheld > 0) log.info('snapshot content no snapshot holds removed', { count: unheld });
         return { deleted };
+      });
+    },
+
+    /**
+     * Deletes a snapshot the plane itself took and will not use (a pause that did not go
+     * ahead), with `reason` in its sandbox's trail; one already gone is no failure (a retry).
+     */
+    async discardSnapshot(input: { snapshotId: string; reason: string }): Promise<void> {
+      return withTaxonomy(() => {
+        try {
+          deleteSnapshot(store, { snapshotId: input.snapshotId, principal: undefined, actor: 'worker', reason: input.reason });
+        } catch (err) {
+          if (!(isSandboxPlaneError(err) && err.code === 'NOT_FOUND')) throw err;
+        }
       });
     },
 

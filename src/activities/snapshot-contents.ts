@@ -11,7 +11,8 @@ const DIGEST = /^[0-9a-f]{64}$/;
  * digest (compressed state), so forks of one snapshot, and snapshots of one state, share
  * it. The docker host that captures a state writes it; the one that restores reads it;
  * the store, which counts who holds what, removes it with the last snapshot that holds
- * it. All of them name the same directory (SANDBOXPLANE_SNAPSHOT_DIR): one machine's
+ * it (the cleanup sweep, a day after the last one went, so a fork or an IaC checkpoint
+ * that already named it still finds it). All of them name the same directory (SANDBOXPLANE_SNAPSHOT_DIR): one machine's
  * disk, or a shared mount where the roles run on several.
  */
 export class SnapshotContents {
@@ -28,8 +29,13 @@ export class SnapshotContents {
   /** Keeps `gzip` (the compressed state whose SHA-256 is `digest`); content kept already stays as it is. */
   async put(digest: string, gzip: Buffer): Promise<void> {
     const file = this.fileOf(digest);
-    // Kept already, under this plane's keys: shared. Under another's (a directory two planes name), replaced.
-    if (await this.heldHere(file)) return;
+    // Kept already, under this plane's keys: shared, and its time renewed so that the sweep's grace for
+    // content no snapshot holds counts from now. Under another's (a directory two planes name), replaced.
+    if (await this.heldHere(file)) {
+      const now = new Date();
+      await fs.utimes(file, now, now);
+      return;
+    }
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     // Written aside, then renamed: a reader never sees half a file, and two writers of one digest both leave a whole one.
     const aside = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.part`;
@@ -72,22 +78,32 @@ export class SnapshotContents {
     await fs.rm(this.fileOf(digest), { force: true });
   }
 
-  /** Every digest kept, with when its file was written: what the sweep weighs against the snapshots that hold content. */
-  async list(): Promise<{ digest: string; modifiedMs: number }[]> {
+  /**
+   * Every file kept, with when it was last written: by digest (what the sweep weighs against
+   * the snapshots that hold content), or as `partial`, a write a crash cut short.
+   */
+  async list(): Promise<{ digest: string; modifiedMs: number; partial?: string }[]> {
     const shards = await fs.readdir(this.dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
       throw err;
     });
-    const kept: { digest: string; modifiedMs: number }[] = [];
+    const kept: { digest: string; modifiedMs: number; partial?: string }[] = [];
     for (const shard of shards.filter((name) => /^[0-9a-f]{2}$/.test(name))) {
       for (const name of await fs.readdir(path.join(this.dir, shard))) {
-        const digest = name.endsWith('.sealed') ? name.slice(0, -'.sealed'.length) : '';
-        if (!DIGEST.test(digest)) continue;
+        const digest = name.slice(0, 64);
+        const whole = name === `${digest}.sealed`;
+        if (!DIGEST.test(digest) || !(whole || name.endsWith('.part'))) continue;
         const stat = await fs.stat(path.join(this.dir, shard, name)).catch(() => undefined);
-        if (stat !== undefined) kept.push({ digest, modifiedMs: stat.mtimeMs });
+        if (stat !== undefined) kept.push({ digest, modifiedMs: stat.mtimeMs, ...(whole ? {} : { partial: path.join(this.dir, shard, name) }) });
       }
     }
     return kept;
+  }
+
+  /** Removes a write a crash cut short (a `partial` of {@link list}). */
+  async removePartial(file: string): Promise<void> {
+    if (path.dirname(path.dirname(file)) !== this.dir || !file.endsWith('.part')) throw new SandboxPlaneError('INVALID_INPUT', `${file} is no partial write of ${this.dir}`);
+    await fs.rm(file, { force: true });
   }
 
   private missing(digest: string): SandboxPlaneError {

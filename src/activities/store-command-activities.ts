@@ -10,7 +10,6 @@ import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
 import { enrolApprover } from './approver-proof';
 import { deleteSnapshot } from './snapshot-activities';
-import type { SnapshotContents } from './snapshot-contents';
 
 export interface StoreCommandDeps {
   readonly store: Store;
@@ -19,8 +18,6 @@ export interface StoreCommandDeps {
   readonly secrets: SecretBox;
   /** The worker's feature flags, for screening IaC runs before they start. */
   readonly flags: FeatureFlags;
-  /** Snapshot content, which goes with the last snapshot that holds it. */
-  readonly contents: SnapshotContents;
 }
 
 function unknownTarget(name: string): SandboxPlaneError {
@@ -35,7 +32,7 @@ type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kin
  * again here: a workflow started by hand (UI, `temporal workflow start`) is not trusted.
  */
 export function createStoreCommandActivities(deps: StoreCommandDeps): { runStoreCommand(command: unknown): Promise<unknown> } {
-  const { store, hosts, secrets, flags, contents } = deps;
+  const { store, hosts, secrets, flags } = deps;
   const handlers: Handlers = {
     'policy.add': ({ kind: _kind, ...policy }) => store.policies.add(policy),
     'policy.list': () => ({ policies: store.policies.list() }),
@@ -90,7 +87,7 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       return screenIacRun({ principal, capability, flags, policies: store.policies.list(), plan: { services, dataLoss: [] } });
     },
     'snapshots.delete': ({ snapshotId, principal, actor }) =>
-      deleteSnapshot(store, contents, { snapshotId, principal, actor: actor ?? principal ?? 'operator', reason: principal === undefined ? 'by an operator' : 'by its owner' }),
+      deleteSnapshot(store, { snapshotId, principal, actor: actor ?? principal ?? 'operator', reason: principal === undefined ? 'by an operator' : 'by its owner' }),
     'sandboxes.tree': ({ sandboxId, principal }) => {
       const root = store.sandboxes.lineageOf(sandboxId)?.root ?? sandboxId;
       const sandboxIds = store.sandboxes.principalOf(sandboxId) === undefined ? [] : store.sandboxes.tree(root, principal);

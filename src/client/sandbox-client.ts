@@ -524,7 +524,7 @@ export class SandboxClient {
     const { root, sandboxes: family } = await this.tree(id);
     const live = (member: FamilyOutcome) => 'state' in member && (member.state === 'READY' || member.state === 'PAUSED');
     const rootMember = family.find((member) => member.id === root);
-    const rootOutcome = rootMember !== undefined && live(rootMember) ? await this.extend(root, change) : rootMember;
+    const rootOutcome = rootMember !== undefined && live(rootMember) ? await outcomeOf(root, this.extend(root, change), this) : rootMember;
     const forks = await Promise.all(family.filter((member) => member.id !== root).map((member) => (live(member) ? outcomeOf(member.id, this.extend(member.id, change), this) : member)));
     return { root, sandboxes: [...(rootOutcome !== undefined ? [rootOutcome] : []), ...forks] };
   }

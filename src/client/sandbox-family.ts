@@ -4,6 +4,7 @@ import type { ErrorCode } from '../domain/error-codes';
 import type { SandboxStatus } from '../domain/lifecycle-messages';
 import { isTerminal } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
+import { toSandboxError } from './client-errors';
 
 /**
  * Fork many and trees (DESIGN §15): one snapshot into N sandboxes at once, and a family
@@ -56,8 +57,9 @@ export async function outcomeOf(id: string, work: Promise<SandboxStatus>, member
   } catch (err) {
     const status = await members.get(id).catch(() => undefined);
     if (status !== undefined && isTerminal(status.state) && status.error !== null) return status;
-    if (!isSandboxPlaneError(err)) throw err;
-    return { id, error: { code: err.code, message: err.message } };
+    // Whatever failed (a connection lost mid-way too), the others' outcomes are still told.
+    const failure = isSandboxPlaneError(err) ? err : toSandboxError(err, id);
+    return { id, error: { code: failure.code, message: failure.message } };
   }
 }
 

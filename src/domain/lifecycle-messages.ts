@@ -114,7 +114,8 @@ export const lifecycleInputSchema = z.object({
           runId: z.string(),
           requestDigest: z.string(),
           createdAtMs: z.number(),
-          phase: z.object({ name: z.enum(['awaiting_approval', 'ready']) }).passthrough(),
+          // The phases whose loops hand over to a fresh run (historyIsLong): awaiting approval, READY and PAUSED.
+          phase: z.object({ name: z.enum(['awaiting_approval', 'ready', 'paused']) }).passthrough(),
           waitingFor: z.string(),
           approvalAttempts: z.array(z.unknown()),
         })

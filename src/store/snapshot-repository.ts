@@ -93,11 +93,11 @@ export class SnapshotRepository {
   }
 
   /**
-   * Deletes a snapshot, and its content's row when no other snapshot holds it (the digest
-   * then comes back, for its file to go too): `principal`'s (an operator's `undefined`: anyone's). NOT_FOUND for one that is not there or another's;
+   * Deletes a snapshot, and its content's row when no other snapshot holds it (the sweep
+   * then removes its file): `principal`'s (an operator's `undefined`: anyone's). NOT_FOUND for one that is not there or another's;
    * INVALID_STATE for the one a PAUSED sandbox resumes from.
    */
-  remove(snapshotId: string, principal: string | undefined): { removed: SnapshotSource; unheldDigest: string | undefined } {
+  remove(snapshotId: string, principal: string | undefined): SnapshotSource {
     return this.db
       .transaction(() => {
         const row = this.db.prepare(`${SELECT} WHERE s.snapshot_id = ? AND (@principal IS NULL OR s.principal = @principal)`).get(snapshotId, { principal: principal ?? null });
@@ -115,8 +115,8 @@ export class SnapshotRepository {
           });
         }
         this.db.prepare('DELETE FROM snapshots WHERE snapshot_id = ?').run(snapshotId);
-        const unheld = this.db.prepare('DELETE FROM snapshot_contents WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM snapshots WHERE digest = ?)').run(digest, digest).changes > 0;
-        return { removed: source, unheldDigest: unheld ? digest : undefined };
+        this.db.prepare('DELETE FROM snapshot_contents WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM snapshots WHERE digest = ?)').run(digest, digest);
+        return source;
       })
       .immediate();
   }

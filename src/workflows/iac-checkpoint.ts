@@ -8,8 +8,9 @@ type SandboxPlace = Extract<IacPlace, { kind: 'sandbox' }>;
 
 /**
  * A sandbox's state just before an apply (DESIGN §14, §15), so that a failed apply can be
- * undone: an emulator does not roll back. The content stays in the run (its history, which
- * the codec encrypts), not among the principal's snapshots. An emulator that cannot give
+ * undone: an emulator does not roll back. Its content is sealed in the snapshot directory
+ * (the run's history carries its digest), not among the principal's snapshots: held by no
+ * snapshot, the sweep removes it a day later. An emulator that cannot give
  * its state (Floci), or a state over the cap, means no checkpoint: the apply goes on, and
  * the run says so.
  */

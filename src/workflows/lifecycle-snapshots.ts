@@ -142,9 +142,15 @@ export function registerSnapshotHandlers(ctx: LifecycleContext): void {
 /**
  * Takes and keeps a snapshot of the READY sandbox's state, recorded in its audit trail.
  * With `hold` (a pause), the emulator serves only the plane from the capture on, for the
- * caller to remove the container in; a snapshot the store refuses ends that quiet at once.
+ * caller to remove the container in (its lease comes back as `quietLease`); a snapshot the
+ * store refuses ends that quiet at once.
  */
-export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'ready'>, actor: string, hold?: { readonly seconds: number }): Promise<SnapshotSummary> {
+export async function takeSnapshot(
+  ctx: LifecycleContext,
+  phase: PhaseNamed<'ready'>,
+  actor: string,
+  hold?: { readonly seconds: number },
+): Promise<SnapshotSummary & { readonly quietLease?: string }> {
   const { request } = ctx.record;
   const place = { sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime };
   const { quietLease, ...content } = await ctx.runtime.captureSnapshot({ ...place, ...(hold !== undefined ? { hold } : {}) });
@@ -173,7 +179,7 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
     },
     ctx.record,
   );
-  return summary;
+  return quietLease === undefined ? summary : { ...summary, quietLease };
 }
 
 /**
@@ -181,7 +187,7 @@ export async function takeSnapshot(ctx: LifecycleContext, phase: PhaseNamed<'rea
  * rather than when the lease lapses. A brief look: should it fail, the lapse still comes,
  * and the caller's own failure is the one to report.
  */
-async function endQuiet(ctx: LifecycleContext, input: Parameters<LifecycleContext['briefLook']['endQuiet']>[0]): Promise<void> {
+export async function endQuiet(ctx: LifecycleContext, input: Parameters<LifecycleContext['briefLook']['endQuiet']>[0]): Promise<void> {
   try {
     await ctx.briefLook.endQuiet(input);
   } catch (err) {

@@ -1,8 +1,8 @@
 import { condition, isCancellation } from '@temporalio/workflow';
 import type { Phase, PhaseNamed } from '../domain/lifecycle-record';
 import { iso } from './iso-time';
-import type { DestroyRequest, LifecycleContext } from './lifecycle-context';
-import { takeSnapshot } from './lifecycle-snapshots';
+import type { DestroyRequest, LifecycleContext, PauseRequest } from './lifecycle-context';
+import { endQuiet, takeSnapshot } from './lifecycle-snapshots';
 import { ended } from './phase-ending';
 import { failureCode } from './workflow-failures';
 
@@ -17,12 +17,15 @@ export function pausedDetails(phase: PhaseNamed<'paused'>): string {
 /**
  * How long a pause's capture keeps the emulator serving only the plane, counted from its
  * read: until the container goes, which normally takes a second or two. Long enough to
- * outlast the store's retries of keeping the snapshot (about 90 s of backoff), since a
- * request let in before the teardown would be acknowledged and then lost; short enough that
- * a pause whose workers all die leaves its READY sandbox refusing its agent (503, Retry-After)
- * two minutes at most. A pause that fails after the capture ends the quiet at once.
+ * outlast the store's whole retry budget for keeping the snapshot (eight attempts, about
+ * five minutes), since a request let in before the teardown would be acknowledged and then
+ * lost; a pause that fails after the capture ends the quiet at once, and one whose workers
+ * all die leaves its READY sandbox refusing its agent (503, Retry-After) ten minutes at most.
  */
-const PAUSE_QUIET = { seconds: 120 } as const;
+const PAUSE_QUIET = { seconds: 600 } as const;
+
+/** What the teardown may still need of the quiet after the keep: the container's stop (its grace) and the activity's dispatch. */
+const TEARDOWN_MARGIN_MS = 60_000;
 
 /**
  * A READY sandbox pauses (DESIGN §15): a snapshot of its state, taken quiet (from the
@@ -38,13 +41,18 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   if (request === undefined) return phase;
   const { request: sandbox } = ctx.record;
   let snapshotId: string;
+  let quietLease: string | undefined;
+  // Before the capture starts, so never later than the quiet's own start: what it measures errs on the safe side.
+  const quietFrom = Date.now();
   try {
-    snapshotId = (await takeSnapshot(ctx, phase, request.actor, PAUSE_QUIET)).snapshotId;
+    ({ snapshotId, quietLease } = await takeSnapshot(ctx, phase, request.actor, PAUSE_QUIET));
   } catch (err) {
     if (isCancellation(err)) throw err;
     request.outcome = { error: failureCode(err, 'INTERNAL') };
     return phase;
   }
+  const took = Date.now() - quietFrom;
+  if (took > PAUSE_QUIET.seconds * 1000 - TEARDOWN_MARGIN_MS) return quietLapsed(ctx, request, { snapshotId, quietLease, tookMs: took });
   let leftovers: readonly string[];
   try {
     leftovers = (await ctx.runtime.destroySandbox({ sandboxId: sandbox.id, adapter: sandbox.adapter, runtime: phase.runtime })).remaining;
@@ -85,6 +93,22 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   ctx.unplaced();
   request.outcome = { paused: true };
   return paused;
+}
+
+/**
+ * A pause whose snapshot took so long to keep (a store away for minutes) that its quiet may
+ * have lapsed before the teardown: requests acknowledged since may be missing from the
+ * snapshot, so the container stays, the snapshot goes, and the caller hears why. READY.
+ */
+async function quietLapsed(ctx: LifecycleContext, request: PauseRequest, taken: { snapshotId: string; quietLease: string | undefined; tookMs: number }): Promise<Phase> {
+  const { request: sandbox } = ctx.record;
+  const phase = ctx.phase as PhaseNamed<'ready'>;
+  const { snapshotId, quietLease, tookMs } = taken;
+  const why = `keeping its snapshot took ${Math.round(tookMs / 1000)} s, past the ${PAUSE_QUIET.seconds} s the emulator served only the plane, so the snapshot may miss requests acknowledged meanwhile`;
+  if (quietLease !== undefined) await endQuiet(ctx, { sandboxId: sandbox.id, adapter: sandbox.adapter, runtime: phase.runtime, lease: quietLease });
+  await ctx.projection.discardSnapshot({ snapshotId, reason: `the pause did not go ahead: ${why}` });
+  request.outcome = { error: { code: 'STORE_UNAVAILABLE', message: `the pause did not go ahead: ${why}; the sandbox stays READY, pause it again` } };
+  return phase;
 }
 
 /**

@@ -36,10 +36,11 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     const provisioned = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
     if (phase.resume !== undefined) return await resumed(ctx, phase.resume, provisioned);
     const handle = request.fromSnapshot === undefined ? provisioned : await startFromSnapshot(ctx, provisioned, request.fromSnapshot);
-    const now = Date.now();
     const { lineage } = screening;
-    const rootExpiresAtMs = lineage?.rootExpiresAt === null || lineage === undefined ? null : Date.parse(lineage.rootExpiresAt);
-    const { expiresAtMs, clamped } = clampToRoot(now + screening.decision.ttlSeconds * 1000, rootExpiresAtMs);
+    // The root's expiry as it is now: it may have been extended while this fork waited for approval or a host.
+    const rootExpiresAt = lineage === undefined ? null : await ctx.projection.liveExpiry({ sandboxId: lineage.root });
+    const now = Date.now();
+    const { expiresAtMs, clamped } = clampToRoot(now + screening.decision.ttlSeconds * 1000, rootExpiresAt === null ? null : Date.parse(rootExpiresAt));
     const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
     return await ctx.enter(ready, readyDetails(ready), {
       action: 'ready',

@@ -39,6 +39,20 @@ describe('fork many', () => {
     assert.match(failure?.message ?? '', /^2 of 3 forks failed; sbx-2: gave up waiting/);
   });
 
+  test("a failure that is not the plane's own (a lost connection) is one fork's outcome too: the others are still told", async () => {
+    const result = await forkMany(
+      { createOne: async (id) => (id === 'sbx-a' ? status(id, 'READY') : Promise.reject(new Error('socket hang up'))), get: async () => undefined },
+      2,
+      5,
+      (() => {
+        const ids = ['sbx-a', 'sbx-b'];
+        return () => ids.shift() as string;
+      })(),
+    );
+    assert.equal((result.sandboxes[0] as SandboxStatus).state, 'READY');
+    assert.ok('error' in (result.sandboxes[1] as object) && !('state' in (result.sandboxes[1] as object)));
+  });
+
   test('past the limit nothing is asked for', async () => {
     await assert.rejects(
       forkMany({ createOne: () => assert.fail('a fork was made'), get: async () => undefined }, 6, 5, () => 'sbx-x'),

@@ -218,6 +218,22 @@ describe('snapshots at rest', () => {
     }
   });
 
+  test('a run of an earlier build, which carries the content in its history, keeps it across the upgrade (checked against its digest)', async () => {
+    const store = Store.open(path.join(dir, 'legacy.sqlite'));
+    try {
+      const contents = contentsIn('legacy');
+      const activities = createSnapshotStoreActivities({ store, contents });
+      const { content, gzip } = packSnapshot('captured by a docker worker of the last build');
+      const snapshot = { snapshotId: 'snap-eeeeeeeeeeeeeeee', sandboxId: 'sbx-a', principal: 'agent-1', adapter: 'moto' as const, services: ['s3'], createdAt: '2026-12-05T10:00:00.000Z' };
+      const forged = packSnapshot('something else').gzip.toString('base64');
+      await assert.rejects(activities.keepSnapshot({ ...snapshot, content: { ...content, gzipBase64: forged } }), (err: Error & { type?: string }) => err.type === 'SNAPSHOT_CORRUPT');
+      await activities.keepSnapshot({ ...snapshot, content: { ...content, gzipBase64: gzip.toString('base64') } });
+      assert.equal(unpackSnapshot(content.digest, await contents.get(content.digest)), 'captured by a docker worker of the last build');
+    } finally {
+      store.close();
+    }
+  });
+
   test('content an older build kept in the SQLite file moves out, once, when the store role starts', async () => {
     const store = Store.open(path.join(dir, 'moved.sqlite'));
     try {
@@ -268,21 +284,23 @@ describe('snapshot quotas and deletes in the store', () => {
         reason: null,
         summary: {},
       });
-      const remove = (snapshotId: string, principal: string | undefined) => deleteSnapshot(store, contents, { snapshotId, principal, actor: 'test', reason: 'test' });
-      await remove('snap-1000000000000001', 'agent-1');
+      const remove = (snapshotId: string, principal: string | undefined) => deleteSnapshot(store, { snapshotId, principal, actor: 'test', reason: 'test' });
+      remove('snap-1000000000000001', 'agent-1');
       assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 1, 'still held by two others');
-      await assert.rejects(remove('snap-2000000000000001', 'agent-1'), (err: Error & { code?: string }) => err.code === 'NOT_FOUND');
-      await remove('snap-1000000000000002', undefined);
-      assert.ok(await contents.get(content.digest), 'the content stays while a snapshot holds it');
-      await remove('snap-2000000000000001', 'agent-2');
+      assert.throws(
+        () => remove('snap-2000000000000001', 'agent-1'),
+        (err: Error & { code?: string }) => err.code === 'NOT_FOUND',
+      );
+      remove('snap-1000000000000002', undefined);
+      remove('snap-2000000000000001', 'agent-2');
       assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM snapshot_contents').get() as { n: number }).n, 0, 'no content row is left behind');
-      assert.deepEqual(await contents.list(), [], 'nor its file');
+      assert.ok(await contents.get(content.digest), 'its file stays for the sweep: a fork that loaded the snapshot a moment ago still restores');
     } finally {
       store.close();
     }
   });
 
-  test('the sweep removes content no snapshot holds once it is an hour old (a refused keep), and no other', async () => {
+  test('the sweep removes content no snapshot holds once it has lain a day (a refused keep, a deleted snapshot), and writes a crash cut short; no other', async () => {
     const store = Store.open(path.join(dir, 'unheld.sqlite'));
     try {
       const contents = contentsIn('unheld');
@@ -292,8 +310,11 @@ describe('snapshot quotas and deletes in the store', () => {
       const fresh = packSnapshot('captured a moment ago');
       for (const { content, gzip } of [held, refused, fresh]) await contents.put(content.digest, gzip);
       await activities.keepSnapshot({ ...source('snap-3000000000000001', 'agent-1', 'held'), createdAt: new Date().toISOString() });
-      const anHourAgo = new Date(Date.now() - 61 * 60 * 1000);
-      for (const { content } of [held, refused]) fs.utimesSync(path.join(contents.dir, content.digest.slice(0, 2), `${content.digest}.sealed`), anHourAgo, anHourAgo);
+      const aDayAgo = new Date(Date.now() - 25 * 60 * 60 * 1000);
+      for (const { content } of [held, refused]) fs.utimesSync(path.join(contents.dir, content.digest.slice(0, 2), `${content.digest}.sealed`), aDayAgo, aDayAgo);
+      const cutShort = path.join(contents.dir, held.content.digest.slice(0, 2), `${held.content.digest}.sealed.1234.abcdef.part`);
+      fs.writeFileSync(cutShort, 'half a file');
+      fs.utimesSync(cutShort, aDayAgo, aDayAgo);
       await new MockActivityEnvironment().run(() => activities.expireSnapshots());
       assert.deepEqual((await contents.list()).map(({ digest }) => digest).sort(), [held.content.digest, fresh.content.digest].sort());
     } finally {

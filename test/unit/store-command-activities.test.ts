@@ -12,8 +12,6 @@ import { after, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
 import { newRecipient } from '../../src/crypto/sealed-box';
-import { SnapshotContents } from '../../src/activities/snapshot-contents';
-import { SnapshotSeal } from '../../src/crypto/snapshot-seal';
 import { SecretBox } from '../../src/crypto/secret-box';
 import type { SealedText } from '../../src/domain/sealed-text';
 import type { HostRegistration, HostView } from '../../src/domain/hosts';
@@ -69,7 +67,6 @@ const { runStoreCommand } = createStoreCommandActivities({
   hosts,
   secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
   flags,
-  contents: new SnapshotContents(path.join(dir, 'snapshots'), new SnapshotSeal([{ id: 'k1', key: Buffer.alloc(32, 1) }])),
 });
 
 async function failureOf(command: unknown): Promise<ApplicationFailure> {

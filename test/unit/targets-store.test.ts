@@ -12,8 +12,6 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
-import { SnapshotContents } from '../../src/activities/snapshot-contents';
-import { SnapshotSeal } from '../../src/crypto/snapshot-seal';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import type { OperationRecord } from '../../src/domain/lifecycle-record';
@@ -157,7 +155,6 @@ describe('the store role: targets commands', () => {
         hosts: noHosts,
         secrets: SecretBox.fromKeyFile(path.join(path.dirname(store.file), 'store.key')),
         flags: loadConfig({}).flags,
-        contents: new SnapshotContents(path.join(path.dirname(store.file), 'snapshots'), new SnapshotSeal([{ id: 'k1', key: Buffer.alloc(32, 1) }])),
       });
       const added = (await run({ kind: 'targets.add', name: 'staging-eu', environment: 'staging', region: 'eu-west-2', profile: 'plane-staging' })) as TargetRecord;
       assert.deepEqual({ ...added, addedAt: '' }, { name: 'staging-eu', environment: 'staging', region: 'eu-west-2', endpoint: null, profile: 'plane-staging', addedAt: '' });
