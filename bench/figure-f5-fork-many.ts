@@ -5,8 +5,7 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { ClientConfig } from '../src/domain/client-config';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
-import { StoreClient } from '../src/client/store-client';
-import { eventually } from '../test/helpers/eventually';
+import { fullMotoPool } from './full-moto-pool';
 import { dockerClient } from '../test/helpers/container-events';
 import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
 import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
@@ -79,17 +78,8 @@ async function measureVariant(context: BenchContext, variant: ForkVariant, docke
     const plane = await startTestWorker(context.server.address, { env, broker: new DockerContainerBroker({ dockerHost }) });
     worker = plane;
     plane.store.policies.add({ principalPattern: `${BENCH_PRINCIPAL}*`, capability: 'cloud.sandbox', effect: 'allow' });
-    const store = new StoreClient({ client: plane.client, taskQueue: plane.config.taskQueue });
     const settle = async () => {
-      if (variant.key !== 'pool') return;
-      await eventually(
-        'a full moto pool',
-        async () => {
-          const moto = (await store.warmPools()).pools.find((candidate) => candidate.adapter === 'moto');
-          return moto !== undefined && moto.ready >= moto.target ? true : undefined;
-        },
-        180_000,
-      );
+      if (variant.key === 'pool') await fullMotoPool(plane);
     };
     const sourceId = `f5-${variant.key}-${context.runId}`;
     const source = await plane.sandboxes.create({ id: sourceId, principal: BENCH_PRINCIPAL, adapter: 'moto', services: ['s3'], ttlSeconds: 1800 }, { wait: 'ready' });

@@ -2,9 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { workflowIdFor } from '../src/domain/contract-names';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { DockerContainerBroker } from '../src/docker';
-import { StoreClient } from '../src/client/store-client';
 import { dockerClient } from '../test/helpers/container-events';
-import { eventually } from '../test/helpers/eventually';
+import { fullMotoPool } from './full-moto-pool';
 import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
 import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, enginePid, type BenchContext, type Figure } from './bench-context';
@@ -48,17 +47,7 @@ const POOL: MotoVariant = {
   label: 'moto create → READY, from a warm pool',
   maxRatio: 0.35,
   workerEnv: { SANDBOXPLANE_WARM_POOL: 'moto=2' },
-  settle: async (worker) => {
-    const store = new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue });
-    await eventually(
-      'a full moto pool',
-      async () => {
-        const pool = (await store.warmPools()).pools.find((candidate) => candidate.adapter === 'moto');
-        return pool !== undefined && pool.ready >= pool.target ? true : undefined;
-      },
-      120_000,
-    );
-  },
+  settle: (worker) => fullMotoPool(worker, 120_000),
 };
 
 /** One timed sandbox create, split by the engine calls the broker logged during it. */
