@@ -209,7 +209,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
       assert.deepEqual([(created.structuredContent as unknown as SandboxStatus).principal, (created.structuredContent as unknown as SandboxStatus).state], ['agent-a', 'READY']);
       const destroyed = (await mcp.callTool({ name: 'destroy_sandbox', arguments: { id: 'gw-mcp' } })) as CallToolResult;
       assert.equal((destroyed.structuredContent as unknown as SandboxStatus).state, 'DESTROYED');
-      assert.match(worker.store.sandboxes.audit('gw-mcp').find((op) => op.action === 'destroying')?.actor ?? '', new RegExp(`^mcp key:${keyA.keyId}$`));
+      assert.match(worker.store.sandboxes.audit('gw-mcp').find((op) => op.action === 'destroying')?.actor ?? '', new RegExp(`^agent:mcp key:${keyA.keyId}$`));
     } finally {
       await mcp.close();
     }

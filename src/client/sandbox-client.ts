@@ -16,6 +16,7 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
+import { agentActor } from '../domain/events';
 import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
@@ -370,8 +371,18 @@ export class SandboxClient {
   async extend(id: string, change: { ttlSeconds: number; reason?: string; actor?: string }): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [change] }));
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(extendUpdate, { args: [this.byCaller(change)] }));
     return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
+  }
+
+  /**
+   * `options` with the actor the audit trail and events name: a principal-bound client is
+   * the agent itself (`agent:<actor>`, its principal when no actor is given), so an event
+   * says `agent` rather than `operator` (DESIGN §19).
+   */
+  private byCaller<T extends { actor?: string }>(options: T): T {
+    if (this.principal === undefined) return options;
+    return { ...options, actor: agentActor(options.actor ?? this.principal) };
   }
 
   /**
@@ -425,7 +436,7 @@ export class SandboxClient {
   async destroy(id: string, options: { reason?: string; actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const status = await this.resendingUpdate(sandboxId, destroyUpdate, [options]);
+    const status = await this.resendingUpdate(sandboxId, destroyUpdate, [this.byCaller(options)]);
     return status === 'ended' ? this.finalStatus(sandboxId) : withTimeLeft(this.seenBy(status));
   }
 
@@ -441,7 +452,7 @@ export class SandboxClient {
   async snapshot(id: string, options: { actor?: string } = {}): Promise<SnapshotSummary> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    return this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(snapshotUpdate, { args: [options] }));
+    return this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(snapshotUpdate, { args: [this.byCaller(options)] }));
   }
 
   /**
@@ -454,7 +465,7 @@ export class SandboxClient {
     const sandboxId = this.checkId(id);
     const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
     await this.ensureOwn(sandboxId);
-    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(restoreUpdate, { args: [{ snapshotId: snapshot, ...options }] }));
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(restoreUpdate, { args: [{ snapshotId: snapshot, ...this.byCaller(options) }] }));
     return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 
@@ -537,7 +548,7 @@ export class SandboxClient {
   async pause(id: string, options: { actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(pauseUpdate, { args: [options] }));
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(pauseUpdate, { args: [this.byCaller(options)] }));
     return withTimeLeft(this.seenBy(status));
   }
 
@@ -549,7 +560,7 @@ export class SandboxClient {
   async resume(id: string, options: { actor?: string } = {}): Promise<SandboxStatus> {
     const sandboxId = this.checkId(id);
     await this.ensureOwn(sandboxId);
-    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(resumeUpdate, { args: [options] }));
+    const status = await this.sendUpdate(sandboxId, (handle) => handle.executeUpdate(resumeUpdate, { args: [this.byCaller(options)] }));
     return withTimeLeft(await this.withClientConfig(this.seenBy(status)));
   }
 
@@ -579,7 +590,7 @@ export class SandboxClient {
     const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
     return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).deleteSnapshot(snapshot, {
       ...(this.principal !== undefined ? { principal: this.principal } : {}),
-      ...options,
+      ...this.byCaller(options),
     });
   }
 

@@ -251,6 +251,54 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ALTER TABLE sandboxes ADD COLUMN root TEXT;
   CREATE INDEX sandboxes_root ON sandboxes (root) WHERE root IS NOT NULL;
   `,
+  // 14: events (DESIGN §19), one per audit row that records a change, written with the row
+  // in its transaction (so in one order across sandboxes and targets); the operators'
+  // webhook endpoints (the signing secret sealed with the store's key) and what each
+  // delivery of an event to one of them came to.
+  `
+  CREATE TABLE events (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id    TEXT NOT NULL UNIQUE,
+    time        TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    sandbox_id  TEXT,
+    run_id      TEXT,
+    principal   TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    from_state  TEXT,
+    to_state    TEXT,
+    detail      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(detail))
+  ) STRICT;
+  CREATE INDEX events_sandbox ON events (sandbox_id, seq);
+  CREATE INDEX events_principal ON events (principal, seq);
+  CREATE INDEX events_time ON events (time);
+
+  CREATE TABLE webhooks (
+    webhook_id  TEXT PRIMARY KEY,
+    url         TEXT NOT NULL,
+    kinds       TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(kinds)),
+    principal   TEXT,
+    secret      TEXT NOT NULL,
+    after_seq   INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    removed_at  TEXT
+  ) STRICT;
+
+  CREATE TABLE webhook_deliveries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id  TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event_seq   INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    outcome     TEXT NOT NULL CHECK (outcome IN ('delivered', 'failed', 'gave_up')),
+    status      INTEGER,
+    error       TEXT,
+    duration_ms INTEGER NOT NULL,
+    at          TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

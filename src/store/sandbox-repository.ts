@@ -6,6 +6,7 @@ import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
 import { AuditTap } from './audit-tap';
+import { EventRepository } from './event-repository';
 
 export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 
@@ -59,6 +60,7 @@ export class SandboxRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly events: EventRepository = new EventRepository(db),
   ) {}
 
   /** Writes the snapshot and its audit row in one transaction; `false` when the step was already recorded. */
@@ -238,17 +240,20 @@ export class SandboxRepository {
     return this.exists(sandboxId) && this.appendOperation(sandboxId, workflowId, operation, now.toISOString());
   }
 
-  /** One audit row, keyed by workflow id, run and step: `false` when that step is already there. */
+  /** One audit row, keyed by workflow id, run and step, with its event: `false` when that step is already there. */
   private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
-    const result = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
-    if (result.changes !== 1) return false;
-    this.audits.written({ sandboxId, workflowId, operation });
-    return true;
+    return this.db.transaction(() => {
+      const result = this.db
+        .prepare(
+          `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+      if (result.changes !== 1) return false;
+      this.events.fromSandboxRow(sandboxId, { workflowId, operation, at });
+      this.audits.written({ sandboxId, workflowId, operation });
+      return true;
+    })();
   }
 
   /** Runs `work` in one write transaction, so a read-decide-write sequence is atomic. */

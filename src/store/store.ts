@@ -1,5 +1,6 @@
 import { ApiKeyRepository } from './api-key-repository';
 import { AuditTap } from './audit-tap';
+import { EventRepository } from './event-repository';
 import { MetricsQueries } from './metrics-queries';
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
 import { LATEST_SCHEMA_VERSION } from './migrations';
@@ -24,6 +25,7 @@ export class Store {
   readonly snapshots: SnapshotRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly metrics: MetricsQueries;
+  readonly events: EventRepository;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
 
@@ -36,12 +38,13 @@ export class Store {
         ? this.sandboxes.operation(audit.workflowId, audit.operation.step, audit.operation.runId) !== undefined
         : this.targets.hasOperation(audit.workflowId, audit.operation.step, audit.operation.runId),
     );
-    this.sandboxes = new SandboxRepository(db, this.audits);
+    this.events = new EventRepository(db);
+    this.sandboxes = new SandboxRepository(db, this.audits, this.events);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
-    this.targets = new TargetRepository(db, this.audits);
+    this.targets = new TargetRepository(db, this.audits, this.events);
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.metrics = new MetricsQueries(db);

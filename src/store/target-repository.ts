@@ -4,6 +4,7 @@ import type { OperationRecord } from '../domain/lifecycle-record';
 import { TARGET_ENVIRONMENTS, type NewTargetInput, type TargetAuditEntry, type TargetRecord } from '../domain/targets';
 import type { SqliteDatabase } from './database';
 import { AuditTap } from './audit-tap';
+import { EventRepository } from './event-repository';
 
 /** A target row as stored: validated on the way out too, so a hand-edited row fails loudly. */
 const storedTargetSchema = z.object({
@@ -60,6 +61,7 @@ export class TargetRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly events: EventRepository = new EventRepository(db),
   ) {}
 
   /** Registers a target; INVALID_STATE when one of that name is there already (nothing is overwritten). */
@@ -102,26 +104,19 @@ export class TargetRepository {
 
   /** One audit row of an IaC run against `target`, keyed by workflow id, run and step: `false` when that step is already there. */
   appendOperation(target: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
-    const result = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        target,
-        workflowId,
-        operation.runId ?? '',
-        operation.step,
-        operation.action,
-        operation.actor,
-        operation.effect,
-        operation.reason,
-        JSON.stringify(operation.summary),
-        now.toISOString(),
-      );
-    if (result.changes !== 1) return false;
-    this.audits.written({ target, workflowId, operation });
-    return true;
+    const at = now.toISOString();
+    return this.db.transaction(() => {
+      const result = this.db
+        .prepare(
+          `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(target, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+      if (result.changes !== 1) return false;
+      this.events.fromTargetRow({ workflowId, operation, at });
+      this.audits.written({ target, workflowId, operation });
+      return true;
+    })();
   }
 
   /** Whether the row of `workflowId`'s run at `step` is there. */

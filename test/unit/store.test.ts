@@ -49,6 +49,7 @@ describe('Store', () => {
         'api_keys',
         'approval_failures',
         'approvers',
+        'events',
         'hosts',
         'leaks',
         'operations',
@@ -58,6 +59,8 @@ describe('Store', () => {
         'snapshots',
         'target_operations',
         'targets',
+        'webhook_deliveries',
+        'webhooks',
       ]);
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('foreign_keys', { simple: true }), 1);
