@@ -17,6 +17,7 @@ import { createStoreCommandActivities } from './store-command-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
+import { createWebhookActivities } from './webhook-activities';
 
 /** What the store role's activities need (DESIGN §10): the projection and Temporal. */
 export interface StoreRoleDeps {
@@ -66,6 +67,7 @@ export function createStoreActivities(deps: StoreRoleDeps) {
     ...createStoreCommandActivities(deps),
     ...createIacStoreActivities(deps),
     ...createSnapshotStoreActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

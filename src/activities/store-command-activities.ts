@@ -10,6 +10,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
 import { enrolApprover } from './approver-proof';
 import { deleteSnapshot } from './snapshot-activities';
+import { addWebhook } from './webhook-activities';
 
 export interface StoreCommandDeps {
   readonly store: Store;
@@ -22,6 +23,10 @@ export interface StoreCommandDeps {
 
 function unknownTarget(name: string): SandboxPlaneError {
   return new SandboxPlaneError('NOT_FOUND', `no target ${name}`, { hint: '`sandboxctl targets list` shows the targets.', details: { target: name } });
+}
+
+function unknownWebhook(webhookId: string): SandboxPlaneError {
+  return new SandboxPlaneError('NOT_FOUND', `no webhook ${webhookId}`, { hint: '`sandboxctl webhooks list` shows the endpoints.', details: { webhookId } });
 }
 
 type Handlers = { [K in StoreCommandKind]: (command: Extract<StoreCommand, { kind: K }>) => Promise<StoreCommandResults[K]> | StoreCommandResults[K] };
@@ -95,6 +100,18 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
         throw new SandboxPlaneError('NOT_FOUND', `no sandbox ${sandboxId} in the projection`, { hint: 'Check the id (`sandboxctl list` shows the sandboxes).', details: { sandboxId } });
       }
       return { root, sandboxIds };
+    },
+    'webhooks.add': ({ webhookId, url, kinds, principal, recipient }) => store.sandboxes.atomically(() => addWebhook(store, secrets, { webhookId, url, kinds, principal, recipient })),
+    'webhooks.list': () => ({ webhooks: store.webhooks.list() }),
+    'webhooks.remove': ({ webhookId }) => {
+      const removed = store.webhooks.remove(webhookId);
+      if (removed === undefined) throw unknownWebhook(webhookId);
+      return removed;
+    },
+    'webhooks.deliveries': ({ webhookId, limit }) => {
+      const deliveries = store.webhooks.deliveries(webhookId, limit);
+      if (deliveries === undefined) throw unknownWebhook(webhookId);
+      return { webhookId, deliveries };
     },
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {

@@ -13,6 +13,7 @@ import { registerDeploymentCommands } from './commands/deployment-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
 import { registerKeyCommands } from './commands/key-commands';
+import { registerWebhookCommands } from './commands/webhook-commands';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerSandboxCommands } from './commands/sandbox-commands';
 import { registerSnapshotCommands } from './commands/snapshot-commands';
@@ -187,6 +188,7 @@ export function buildProgram(): Command {
   registerIacCommands(program);
   registerTargetCommands(program);
   registerKeyCommands(program);
+  registerWebhookCommands(program);
 
   return program;
 }

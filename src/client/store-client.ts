@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ApplicationFailure, type Client, type Connection, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
 import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
 import { SandboxPlaneError } from '../domain/errors';
@@ -25,6 +25,7 @@ import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/t
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
 import type { WarmPoolReport } from '../domain/warm-pool';
+import { newWebhookSchema, type NewWebhookInput, type WebhookDelivery, type WebhookRecord } from '../domain/webhooks';
 import { newRecipient } from '../crypto/sealed-box';
 import { toSandboxError } from './client-errors';
 import type { ConnectOptions } from './sandbox-client';
@@ -266,6 +267,34 @@ export class StoreClient {
   }
 
   /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer. */
+  /**
+   * Registers a webhook endpoint (DESIGN §19) and returns it with its signing secret
+   * (`whsec_…`, Standard Webhooks' form), shown this once: the store keeps it sealed.
+   * Operators only.
+   */
+  async addWebhook(webhook: NewWebhookInput): Promise<WebhookRecord & { readonly secret: string }> {
+    const checked = parseOrThrow(newWebhookSchema, webhook, 'webhook');
+    const recipient = newRecipient();
+    const webhookId = `wh_${randomBytes(8).toString('hex')}`;
+    const { secret, ...added } = await this.run({ kind: 'webhooks.add', ...checked, webhookId, recipient: recipient.publicKey }, `webhooks add: ${checked.url}`);
+    return { ...added, secret: recipient.open(secret) };
+  }
+
+  /** The live webhook endpoints (never their secrets). */
+  async webhooks(): Promise<WebhookRecord[]> {
+    return (await this.run({ kind: 'webhooks.list' })).webhooks;
+  }
+
+  /** Stops deliveries to an endpoint; NOT_FOUND when it is not registered. */
+  async removeWebhook(webhookId: string): Promise<WebhookRecord> {
+    return this.run({ kind: 'webhooks.remove', webhookId }, `webhooks remove: ${webhookId}`);
+  }
+
+  /** The newest delivery attempts to an endpoint, oldest first. */
+  async webhookDeliveries(webhookId: string, limit?: number): Promise<WebhookDelivery[]> {
+    return (await this.run({ kind: 'webhooks.deliveries', webhookId, ...(limit !== undefined ? { limit } : {}) })).deliveries;
+  }
+
   private async run<K extends StoreCommandKind>(command: CommandOf<K>, summary: string = command.kind): Promise<StoreCommandResults[K]> {
     const checked = parseOrThrow(storeCommandSchema, command, `${command.kind} command`);
     if (!PRINCIPAL_KINDS.has(checked.kind)) this.refuseUnlessOperator(checked.kind);

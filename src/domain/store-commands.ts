@@ -16,6 +16,7 @@ import type { OperationRecord } from './lifecycle-record';
 import { POLICY_EFFECTS, principalPatternSchema, type PolicyRow } from './policy';
 import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from './sandbox-request';
 import { snapshotIdSchema, type SnapshotSource, type SnapshotSummary } from './snapshots';
+import { newWebhookSchema, webhookIdSchema, type WebhookDelivery, type WebhookRecord } from './webhooks';
 import { newTargetSchema, targetNameSchema, type TargetAuditEntry, type TargetRecord } from './targets';
 
 /** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
@@ -76,6 +77,11 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   newApiKeySchema.extend({ kind: z.literal('keys.add') }),
   z.object({ kind: z.literal('keys.list') }).strict(),
   z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
+  // The id is the client's draw (a retried add finds its own endpoint); the secret comes back sealed to `recipient`, never in history.
+  newWebhookSchema.extend({ kind: z.literal('webhooks.add'), webhookId: webhookIdSchema, recipient: recipientPublicKeySchema }),
+  z.object({ kind: z.literal('webhooks.list') }).strict(),
+  z.object({ kind: z.literal('webhooks.remove'), webhookId: webhookIdSchema }).strict(),
+  z.object({ kind: z.literal('webhooks.deliveries'), webhookId: webhookIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -106,6 +112,10 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'keys.add',
   'keys.list',
   'keys.revoke',
+  'webhooks.add',
+  'webhooks.list',
+  'webhooks.remove',
+  'webhooks.deliveries',
 ]);
 
 /**
@@ -168,6 +178,10 @@ export interface StoreCommandResults {
   'keys.add': ApiKeyRecord;
   'keys.list': { keys: ApiKeyRecord[] };
   'keys.revoke': ApiKeyRecord;
+  'webhooks.add': WebhookRecord & { readonly secret: SealedText };
+  'webhooks.list': { webhooks: WebhookRecord[] };
+  'webhooks.remove': WebhookRecord;
+  'webhooks.deliveries': { webhookId: string; deliveries: WebhookDelivery[] };
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

@@ -10,6 +10,7 @@ import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
 import { SnapshotRepository } from './snapshot-repository';
 import { TargetRepository } from './target-repository';
+import { WebhookRepository } from './webhook-repository';
 
 /**
  * The SQLite projection: inventory and audit trail that operators query without
@@ -26,6 +27,7 @@ export class Store {
   readonly apiKeys: ApiKeyRepository;
   readonly metrics: MetricsQueries;
   readonly events: EventRepository;
+  readonly webhooks: WebhookRepository;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
 
@@ -48,6 +50,7 @@ export class Store {
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.metrics = new MetricsQueries(db);
+    this.webhooks = new WebhookRepository(db, this.events);
   }
 
   /** Opens (creating and migrating unless told otherwise) the store at `file`. */

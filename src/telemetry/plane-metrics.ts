@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { LEAK_KINDS, type LeakKind } from '../domain/leaks';
 import { LIVE_STATES } from '../domain/sandbox-states';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
+import { WEBHOOK_OUTCOMES, type WebhookOutcome } from '../domain/webhooks';
 
 /**
  * The plane's own metrics (DESIGN §17), every name `sandboxplane_…`. Labels are bounded
@@ -150,6 +151,13 @@ const leaksRemoved = new Counter({
   registers: [planeRegistry],
 });
 
+const webhookDeliveries = new Counter({
+  name: 'sandboxplane_webhook_deliveries_total',
+  help: 'Attempts to deliver an event to a webhook endpoint, by outcome (delivered, failed, gave_up after a day).',
+  labelNames: ['outcome'] as const,
+  registers: [planeRegistry],
+});
+
 const dockerCalls = new Histogram({
   name: 'sandboxplane_docker_call_seconds',
   help: 'Docker engine calls by operation and outcome (ok, error).',
@@ -161,6 +169,7 @@ const dockerCalls = new Histogram({
 // Known label values start at zero, so `increase()` and alerts see the first one.
 for (const adapter of ADAPTER_NAMES) healthRestarts.inc({ adapter }, 0);
 for (const outcome of ['applied', 'failed']) iacRuns.inc({ outcome }, 0);
+for (const outcome of WEBHOOK_OUTCOMES) webhookDeliveries.inc({ outcome }, 0);
 for (const kind of LEAK_KINDS) {
   leaksFound.inc({ kind }, 0);
   leaksRemoved.inc({ kind }, 0);
@@ -189,6 +198,9 @@ export const planeMetrics = {
   },
   iacRunEnded(outcome: 'applied' | 'failed'): void {
     iacRuns.inc({ outcome });
+  },
+  webhookDelivered(outcome: WebhookOutcome): void {
+    webhookDeliveries.inc({ outcome });
   },
   sweepRecorded(found: readonly LeakKind[], removed: readonly LeakKind[]): void {
     for (const kind of found) leaksFound.inc({ kind });

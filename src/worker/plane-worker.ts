@@ -29,6 +29,7 @@ import { serveMetrics } from '../telemetry/metrics-server';
 import { meterPools } from '../telemetry/plane-metrics';
 import { tracingWorkerOptions } from '../telemetry/tracing';
 import { meterStore } from './store-metrics';
+import { wakeWebhooks } from './webhook-wakes';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools, type WarmPools } from './warm-pools';
@@ -203,6 +204,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
       unmeter.push(meterStore(store, config.taskQueue, async (query) => (await client.workflow.count(query)).count));
+      unmeter.push(wakeWebhooks({ store, client, taskQueue: config.taskQueue, logger }));
     }
     if (has('docker') && adapters !== undefined) {
       const taskQueue = dockerQueue(config.taskQueue, config.host.id);

@@ -9,6 +9,7 @@ export { roundTrip } from './round-trip';
 export { sandboxLifecycle } from './sandbox-lifecycle';
 export { storeCommand } from './store-command';
 export { warmPoolReport } from './warm-pool-report';
+export { webhookDelivery } from './webhook-delivery';
 
 // A sandbox's lifecycle and an IaC run (which may wait hours for a reviewer) finish on
 // the build that started them (DESIGN §16): a new build needs no patch branches for
