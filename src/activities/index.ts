@@ -14,6 +14,7 @@ import { createIacActivities, sandboxAccess, targetAccess } from './iac-activiti
 import { createIacStoreActivities } from './iac-store-activities';
 import { createSnapshotRuntimeActivities, createSnapshotStoreActivities } from './snapshot-activities';
 import { createStoreCommandActivities } from './store-command-activities';
+import { createUsageActivities } from './usage-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
@@ -66,6 +67,7 @@ export function createStoreActivities(deps: StoreRoleDeps) {
     ...createStoreCommandActivities(deps),
     ...createIacStoreActivities(deps),
     ...createSnapshotStoreActivities(deps),
+    ...createUsageActivities(deps),
   };
 }
 

@@ -96,6 +96,7 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       }
       return { root, sandboxIds };
     },
+    usage: ({ principal, since }) => ({ rows: store.usage.rollUp({ ...(principal !== undefined ? { principal } : {}), ...(since !== undefined ? { since } : {}) }) }),
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {
       const target = store.targets.get(name);

@@ -18,6 +18,7 @@ import { registerSandboxCommands } from './commands/sandbox-commands';
 import { registerSnapshotCommands } from './commands/snapshot-commands';
 import { registerFamilyCommands } from './commands/family-commands';
 import { registerTargetCommands } from './commands/target-commands';
+import { registerUsageCommands } from './commands/usage-commands';
 import { printResult } from './output';
 import { rootProgram } from './root-program';
 import { workerConfig, workerOptionsSchema } from './worker-options';
@@ -187,6 +188,7 @@ export function buildProgram(): Command {
   registerIacCommands(program);
   registerTargetCommands(program);
   registerKeyCommands(program);
+  registerUsageCommands(program);
 
   return program;
 }

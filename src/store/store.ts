@@ -9,6 +9,7 @@ import { ApproverRepository, PolicyRepository } from './policy-repository';
 import { SandboxRepository } from './sandbox-repository';
 import { SnapshotRepository } from './snapshot-repository';
 import { TargetRepository } from './target-repository';
+import { UsageRepository } from './usage-repository';
 
 /**
  * The SQLite projection: inventory and audit trail that operators query without
@@ -23,6 +24,8 @@ export class Store {
   readonly targets: TargetRepository;
   readonly snapshots: SnapshotRepository;
   readonly apiKeys: ApiKeyRepository;
+  /** What each sandbox accrued (DESIGN §19). */
+  readonly usage: UsageRepository;
   readonly metrics: MetricsQueries;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
@@ -44,6 +47,7 @@ export class Store {
     this.targets = new TargetRepository(db, this.audits);
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
+    this.usage = new UsageRepository(db);
     this.metrics = new MetricsQueries(db);
   }
 
