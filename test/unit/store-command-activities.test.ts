@@ -225,6 +225,7 @@ describe('runStoreCommand', () => {
       'targets.get',
       'targets.list',
       'targets.remove',
+      'usage',
     ]);
   });
 });

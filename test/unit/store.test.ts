@@ -53,11 +53,13 @@ describe('Store', () => {
         'leaks',
         'operations',
         'policies',
+        'sandbox_usage',
         'sandboxes',
         'snapshot_contents',
         'snapshots',
         'target_operations',
         'targets',
+        'usage_readings',
       ]);
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('foreign_keys', { simple: true }), 1);
