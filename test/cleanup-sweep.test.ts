@@ -180,6 +180,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
     const refusing: ContainerBroker = {
       run: (spec) => broker.run(spec),
       inspect: (id) => broker.inspect(id),
+      stats: (id) => broker.stats(id),
       list: (labels) => broker.list(labels),
       ping: () => broker.ping(),
       engineId: () => broker.engineId(),

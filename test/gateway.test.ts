@@ -114,6 +114,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
       '/v1/sandboxes/{id}/iac',
       '/v1/sandboxes/{id}/tree',
       '/v1/snapshots/{id}/forks',
+      '/v1/usage',
     ]);
     const none = refused(await http('GET', '/v1/sandboxes', null), 401, 'UNAUTHENTICATED');
     const forged = refused(await http('GET', '/v1/sandboxes', `spk_${keyA.keyId}_${'A'.repeat(43)}`), 401, 'UNAUTHENTICATED');

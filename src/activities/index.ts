@@ -14,6 +14,7 @@ import { createIacActivities, sandboxAccess, targetAccess } from './iac-activiti
 import { createIacStoreActivities } from './iac-store-activities';
 import { createSnapshotRuntimeActivities, createSnapshotStoreActivities } from './snapshot-activities';
 import { createStoreCommandActivities } from './store-command-activities';
+import { createUsageActivities } from './usage-activities';
 import { createProjectionActivities, createRuntimeActivities } from './lifecycle-activities';
 import { createWarmPoolActivities, type WarmPoolReporter } from './warm-pool-activities';
 import { createWorkerHealthActivities } from './worker-health-activities';
@@ -68,6 +69,7 @@ export function createStoreActivities(deps: StoreRoleDeps) {
     ...createIacStoreActivities(deps),
     ...createSnapshotStoreActivities(deps),
     ...createWebhookActivities(deps),
+    ...createUsageActivities(deps),
   };
 }
 

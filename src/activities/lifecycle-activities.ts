@@ -15,6 +15,7 @@ import { screenRequest, type Decision } from '../domain/screening';
 import { ADAPTER_NAMES, type AdapterName } from '../domain/service-catalog';
 import type { OperationRecord, SandboxSnapshot, Store } from '../store';
 import type { SecretBox } from '../crypto/secret-box';
+import type { ContainerUsage } from '../domain/usage';
 import { withTaxonomy } from './activity-failure';
 import { verifyApprovalCode, type ApprovalProof } from './approver-proof';
 
@@ -60,10 +61,27 @@ export interface PlacementRequest {
 const HEALTH_CONFIRMATIONS = 3;
 const HEALTH_CONFIRMATION_PAUSE_MS = 2_000;
 
-/** The health watch's answer about one sandbox. */
+/** The health watch's answer about one sandbox, with a read of its containers' usage taken on the way (DESIGN §19). */
 export interface HealthCheck {
   readonly healthy: boolean;
   readonly detail: string;
+  /** Absent when the read failed: usage is never worth a health verdict. */
+  readonly usage?: readonly ContainerUsage[];
+}
+
+/** What teardown reports, with its containers' usage read just before they went. */
+export interface TeardownReport extends DestroyReport {
+  readonly usage?: readonly ContainerUsage[];
+}
+
+/** The usage of the sandbox's running containers; `undefined` when it could not be read (logged): a read never fails a look or a teardown. */
+async function usageOf(adapter: CloudEmulatorAdapter, sandboxId: string, runtime: RuntimeHandle | null | undefined): Promise<readonly ContainerUsage[] | undefined> {
+  try {
+    return await adapter.usage(sandboxId, runtime);
+  } catch (err) {
+    log.warn('usage of the sandbox could not be read', { sandboxId, error: String(err) });
+    return undefined;
+  }
 }
 
 function adapterContext(): AdapterContext {
@@ -136,6 +154,7 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
       flags: deps.flags,
       policies: store.policies.list(),
       liveSandboxes: store.sandboxes.countLive(input.request.principal, input.request.id),
+      dailyUsage: store.usage.today(input.request.principal),
       availableAdapters: registeredAdapters(store),
       ttl: deps.lifecycle,
       ...source,
@@ -271,7 +290,8 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
           report = await adapter.health(input.sandboxId, input.runtime);
         }
         if (!report.healthy) log.warn('sandbox emulator unhealthy', { sandboxId: input.sandboxId, detail: report.detail });
-        return { healthy: report.healthy, detail: report.detail };
+        const usage = report.healthy ? await usageOf(adapter, input.sandboxId, input.runtime) : undefined;
+        return { healthy: report.healthy, detail: report.detail, ...(usage !== undefined ? { usage } : {}) };
       });
     },
 
@@ -289,12 +309,17 @@ export function createRuntimeActivities(deps: RuntimeActivityDeps) {
       });
     },
 
-    /** Tears down everything of the sandbox and reports what, if anything, remained. */
-    async destroySandbox(input: { sandboxId: string; adapter: AdapterName; runtime?: RuntimeHandle | null }): Promise<DestroyReport> {
+    /**
+     * Tears down everything of the sandbox and reports what, if anything, remained, and the
+     * usage of its containers read just before they went (DESIGN §19).
+     */
+    async destroySandbox(input: { sandboxId: string; adapter: AdapterName; runtime?: RuntimeHandle | null }): Promise<TeardownReport> {
       return withTaxonomy(async () => {
-        const report = await adapterFor(deps.adapters, input.adapter).destroy(input.sandboxId, adapterContext(), input.runtime);
+        const adapter = adapterFor(deps.adapters, input.adapter);
+        const usage = await usageOf(adapter, input.sandboxId, input.runtime);
+        const report = await adapter.destroy(input.sandboxId, adapterContext(), input.runtime);
         log.info('sandbox destroyed', { sandboxId: input.sandboxId, removed: report.removed.length, remaining: report.remaining.length });
-        return report;
+        return { ...report, ...(usage !== undefined ? { usage } : {}) };
       });
     },
   };

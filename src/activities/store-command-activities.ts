@@ -113,6 +113,7 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       if (deliveries === undefined) throw unknownWebhook(webhookId);
       return { webhookId, deliveries };
     },
+    usage: ({ principal, since }) => ({ rows: store.usage.rollUp({ ...(principal !== undefined ? { principal } : {}), ...(since !== undefined ? { since } : {}) }) }),
     'targets.remove': ({ name }) => store.targets.remove(name),
     'targets.get': ({ name }) => {
       const target = store.targets.get(name);

@@ -1,6 +1,7 @@
 import type { SandboxCredentials } from '../domain/client-config';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
+import type { ContainerUsage } from '../domain/usage';
 
 /** What the lifecycle asks an adapter to provision. */
 export interface ProvisionRequest {
@@ -135,6 +136,12 @@ export interface CloudEmulatorAdapter {
    * Throws RESOURCE_DISCOVERY_FAILED when it cannot ask at all (no emulator running).
    */
   listResources(sandboxId: string, services: readonly string[], recorded?: RecordedRuntime | null): Promise<ResourceListing>;
+  /**
+   * The usage of the sandbox's running containers (DESIGN §19): cumulative CPU and requests
+   * served, and peak memory, one entry per container; none for an adapter that runs no
+   * container (the memory adapter, whose sandboxes accrue live seconds only).
+   */
+  usage(sandboxId: string, recorded?: RecordedRuntime | null): Promise<readonly ContainerUsage[]>;
   /**
    * Tears down everything of the sandbox: what it finds by label and what provisioning
    * `recorded`. Destroying what is gone is a success; a runtime recorded somewhere this

@@ -8,6 +8,7 @@ import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { isSandboxPlaneError, SandboxPlaneError } from '../domain/errors';
 import type { AdapterName, ServiceCatalog } from '../domain/service-catalog';
+import type { ContainerUsage } from '../domain/usage';
 import { stopAndRemove, type ContainerBroker, type ContainerInfo, type ContainerSummary } from '../docker';
 import { belongsTo, containerNameFor, POOL_LABEL } from '../domain/warm-pool';
 import type {
@@ -113,6 +114,12 @@ export interface ContainerEmulatorOptions {
     /** What its CloudFormation cannot apply in an UPDATE of a type (see IacAccess.updateGaps). */
     readonly updateGaps?: (type: string, properties: readonly string[]) => string | undefined;
   };
+  /**
+   * How many requests the emulator served to the agent since its container started (its
+   * guard counts them, not the plane's own calls; DESIGN §19). Without it requests are not
+   * counted: `null` in each read.
+   */
+  readonly requestsServed?: (access: OperatorAccess, signal: AbortSignal) => Promise<number>;
   /** The emulator's state as the plane keeps it; without it a snapshot is SNAPSHOT_UNSUPPORTED with `noSnapshots` as the reason. */
   readonly state?: EmulatorStateStore;
   readonly noSnapshots?: string;
@@ -509,6 +516,23 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
     const token = container.labels[OPERATOR_TOKEN_LABEL];
     if (token === undefined) throw new SandboxPlaneError('SNAPSHOT_UNSUPPORTED', `sandbox ${sandboxId}'s container has no operator token: it was started by a plane before snapshots`);
     return { endpoint: publishedEndpoint(container, this.options.containerPort), token };
+  }
+
+  async usage(sandboxId: string, recorded?: RecordedRuntime | null): Promise<readonly ContainerUsage[]> {
+    await this.refuseOtherEngine(sandboxId, recorded);
+    const containers = await this.containers(sandboxId, recorded?.runtimeIds ?? []);
+    return Promise.all(containers.map((container) => this.usageOf(container)));
+  }
+
+  /** One running container's counters; its requests are `null` when its guard does not say (no counter, or an emulator of an earlier build). */
+  private async usageOf(container: ContainerInfo): Promise<ContainerUsage> {
+    const stats = await this.options.broker.stats(container.id);
+    const { requestsServed } = this.options;
+    const requests =
+      requestsServed === undefined || container.labels[OPERATOR_API_LABEL] === undefined
+        ? null
+        : await requestsServed(operatorAccess(container, this.options.containerPort), AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS)).catch(() => null);
+    return { containerId: container.id, cpuNanos: stats.cpuNanos, memoryPeakBytes: stats.memoryPeakBytes, requests };
   }
 
   async destroy(sandboxId: string, context: AdapterContext, recorded?: RecordedRuntime | null): Promise<DestroyReport> {

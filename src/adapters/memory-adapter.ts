@@ -1,6 +1,7 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { RuntimeHandle } from '../domain/lifecycle-record';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
+import type { ContainerUsage } from '../domain/usage';
 import { z } from 'zod';
 import type { CapturedState, CloudEmulatorAdapter, DestroyReport, HealthReport, LaunchPlan, ProvisionRequest, ResourceListing, ResourceRef } from './cloud-emulator-adapter';
 
@@ -61,6 +62,11 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
       resources: sandbox.resources.filter((resource) => services.includes(resource.service) && !unavailable.includes(resource.service)),
       unlisted: unavailable.map((service) => ({ service, kind: 'unavailable' as const, reason: `${service} is UNAVAILABLE here: ${this.catalog[service]?.note ?? ''}` })),
     };
+  }
+
+  /** No container runs: nothing to read (its sandboxes accrue live seconds only). */
+  async usage(): Promise<readonly ContainerUsage[]> {
+    return [];
   }
 
   async destroy(sandboxId: string): Promise<DestroyReport> {

@@ -10,7 +10,7 @@ import { ContainerEmulatorAdapter } from './container-emulator';
 import { fetchJson } from './health-gate';
 import { MOTO_GUARD_SCRIPT, MOTO_PORT, OPERATOR_HEADER, OPERATOR_TOKEN_ENV, RECORDING_PATH } from './moto-guard';
 import { operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
-import { captureMotoRecording, mintMotoCredentials, quiesceMoto, resetMoto, restoreMotoRecording } from './moto-state';
+import { captureMotoRecording, mintMotoCredentials, motoRequestsServed, quiesceMoto, resetMoto, restoreMotoRecording } from './moto-state';
 
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
@@ -129,6 +129,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
+    requestsServed: motoRequestsServed,
     cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER, updateGaps: motoUpdateGap },
     state: { capture: captureMotoRecording, restore: restoreMotoRecording, quiesce: quiesceMoto },
   });

@@ -23,6 +23,13 @@ export const RECORDING_PATH = '/dev/shm/sandboxplane-recording.jsonl';
 export const QUIESCE_PATH = '/sandboxplane/quiesce';
 
 /**
+ * Under {@link OPERATOR_PATH}: `GET` answers `{"requests": N}`, the AWS calls the guard let
+ * through to moto for others than the plane (the agent) since the container started —
+ * never the plane's own calls (minting, IaC, health, snapshots) nor refused ones (DESIGN §19).
+ */
+export const USAGE_PATH = '/sandboxplane/usage';
+
+/**
  * How long a quiet waits for requests admitted before it to be served; past it the quiet is
  * not taken (503), so a capture never reads a state an acknowledged request is missing from.
  * Well inside the 30 s an activity that does not heartbeat has.
@@ -58,6 +65,7 @@ function environName(header: string): string {
  * - A header a replay could not send again (a name that is no HTTP token, such as `X-A{b}`,
  *   or a value with control characters; Node refuses both) is refused 400 before moto sees
  *   the call, so every recording replays.
+ * - It counts the AWS calls it lets through for others than the plane ({@link USAGE_PATH}).
  * - While a restore runs, and from a pause's capture until its container goes
  *   ({@link QUIESCE_PATH}), only the plane is served: anyone else gets 503, so nothing
  *   slips in between the reset and the replay, or between the capture and the teardown.
@@ -81,7 +89,7 @@ export const MOTO_GUARD_SCRIPT = [
   'def authenticate(self, *args, **kwargs):',
   '    return None if operator_call.get() else checked(self, *args, **kwargs)',
   'authorization.ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate',
-  'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": "", "admitted": 0}',
+  'state = {"overflowed": False, "quiet_until": 0.0, "quiet_lease": "", "admitted": 0, "agent_requests": 0}',
   // Guards the quiet and the count of others' requests in hand, which a quiet waits to reach 0.
   'served = threading.Condition()',
   'record = recorder._record_request',
@@ -158,6 +166,9 @@ export const MOTO_GUARD_SCRIPT = [
   '            for key in ("RAW_URI", "REQUEST_URI"):',
   '                if environ.get(key, "").startswith(prefix):',
   '                    environ[key] = environ[key][len(prefix) :] or "/"',
+  `            if path == "${USAGE_PATH}":`,
+  '                with served:',
+  '                    return answer(start_response, "200 OK", json.dumps({"requests": state["agent_requests"]}).encode("ascii"))',
   `            if path == "${QUIESCE_PATH}":`,
   '                length = int(environ.get("CONTENT_LENGTH") or 0)',
   '                seconds, _, lease = environ["wsgi.input"].read(length).decode("ascii", "replace").partition(" ")',
@@ -186,6 +197,7 @@ export const MOTO_GUARD_SCRIPT = [
   '                if time.monotonic() < state["quiet_until"]:',
   '                    return answer(start_response, "503 Service Unavailable", BUSY, [("Retry-After", "5")])',
   '                state["admitted"] += 1',
+  '                state["agent_requests"] += 1',
   // moto records and applies the request inside this call; only then is it no longer in hand.
   '            try:',
   '                return super().__call__(environ, start_response)',

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import type { SandboxCredentials } from '../domain/client-config';
 import { SandboxPlaneError } from '../domain/errors';
 import { OPERATOR_HEADER, OPERATOR_PATH, operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
-import { QUIESCE_PATH } from './moto-guard';
+import { z } from 'zod';
+import { QUIESCE_PATH, USAGE_PATH } from './moto-guard';
 import { parseRecording, recordingHeader, replayRecording, reseedLine, type MintedIdentity, type Recording } from './moto-recording';
 
 /**
@@ -31,6 +32,19 @@ async function motoApiPost(access: OperatorAccess, path: string, body: string, s
   const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': contentType, ...operatorHeaders(access) }, signal });
   await response.arrayBuffer();
   if (response.status !== 200) throw new Error(`${url} answered HTTP ${response.status}`);
+}
+
+const motoUsageSchema = z.object({ requests: z.number().int().nonnegative() });
+
+/** The requests moto's guard served to the agent since its container started (DESIGN §19); never the plane's own. */
+export async function motoRequestsServed(access: OperatorAccess, signal: AbortSignal): Promise<number> {
+  const url = operatorUrl(guarded(access), USAGE_PATH);
+  const response = await fetch(url, { headers: { accept: 'application/json', ...operatorHeaders(access) }, signal });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${url} answered HTTP ${response.status}`);
+  const parsed = motoUsageSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new Error(`${url} answered no request count`);
+  return parsed.data.requests;
 }
 
 /** Seeds moto's random; the seed goes in the body, never in a URL that a log line could show. */

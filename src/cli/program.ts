@@ -19,6 +19,7 @@ import { registerSandboxCommands } from './commands/sandbox-commands';
 import { registerSnapshotCommands } from './commands/snapshot-commands';
 import { registerFamilyCommands } from './commands/family-commands';
 import { registerTargetCommands } from './commands/target-commands';
+import { registerUsageCommands } from './commands/usage-commands';
 import { printResult } from './output';
 import { rootProgram } from './root-program';
 import { workerConfig, workerOptionsSchema } from './worker-options';
@@ -189,6 +190,7 @@ export function buildProgram(): Command {
   registerTargetCommands(program);
   registerKeyCommands(program);
   registerWebhookCommands(program);
+  registerUsageCommands(program);
 
   return program;
 }

@@ -21,6 +21,7 @@ import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
+import type { UsageRow } from '../domain/usage';
 import { DEFAULT_FORK_MAX, snapshotIdSchema, type SnapshotSummary } from '../domain/snapshots';
 import { forkCountSchema, forkMany, outcomeOf, type FamilyOutcome, type ForkResult, type SandboxTree } from './sandbox-family';
 import {
@@ -579,6 +580,22 @@ export class SandboxClient {
   }
 
   /**
+   * Usage by principal and UTC day (DESIGN §19), newest day first: this client's
+   * principal's (everyone's for an operator's client, or `filter.principal`'s), from the UTC
+   * day `filter.since` (YYYY-MM-DD) on. Each row: sandboxes that became READY that day, their
+   * READY seconds (live ones up to now), CPU seconds, the highest peak memory of any one, and
+   * the requests their emulators served (moto counts them; floci and memory add 0).
+   */
+  async usage(filter: { principal?: string; since?: string } = {}): Promise<UsageRow[]> {
+    if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
+    const principal = this.principal ?? filter.principal;
+    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).usage({
+      ...(principal !== undefined ? { principal } : {}),
+      ...(filter.since !== undefined ? { since: filter.since } : {}),
+    });
+  }
+
+  /**
    * Deletes one of this client's principal's snapshots (any snapshot, for an operator's
    * client) and returns what it was; its quota is free again. NOT_FOUND for a snapshot that
    * is not the caller's; INVALID_STATE for the one a PAUSED sandbox resumes from.
@@ -626,7 +643,7 @@ export class SandboxClient {
       const reportedCode = status.error?.code ?? status.decision?.code;
       const code = isErrorCode(reportedCode) ? reportedCode : 'INTERNAL';
       throw new SandboxPlaneError(code, `sandbox ${status.id} is ${status.state}: ${status.error?.message ?? status.waitingFor}`, {
-        details: { status },
+        details: { ...status.decision?.details, status },
       });
     }
     if (!hasReached(until, status.state)) {

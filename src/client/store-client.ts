@@ -24,6 +24,7 @@ import type { SnapshotSource, SnapshotSummary } from '../domain/snapshots';
 import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/targets';
 import { storeQueue } from '../domain/task-queues';
 import { parseOrThrow } from '../domain/validation';
+import type { UsageRow } from '../domain/usage';
 import type { WarmPoolReport } from '../domain/warm-pool';
 import { newWebhookSchema, type NewWebhookInput, type WebhookDelivery, type WebhookRecord } from '../domain/webhooks';
 import { newRecipient } from '../crypto/sealed-box';
@@ -245,6 +246,17 @@ export class StoreClient {
    */
   async tree(sandboxId: string, principal?: string): Promise<{ root: string; sandboxIds: string[] }> {
     return this.run({ kind: 'sandboxes.tree', sandboxId, ...(principal !== undefined ? { principal } : {}) });
+  }
+
+  /**
+   * Usage by principal and UTC day (DESIGN §19), newest day first: `filter.principal`'s
+   * (this client's own, when it is bound to a principal) or everyone's, from the UTC day
+   * `filter.since` (YYYY-MM-DD) on. Live sandboxes count up to now.
+   */
+  async usage(filter: { principal?: string; since?: string } = {}): Promise<UsageRow[]> {
+    if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
+    const principal = this.principal ?? filter.principal;
+    return (await this.run({ kind: 'usage', ...(principal !== undefined ? { principal } : {}), ...(filter.since !== undefined ? { since: filter.since } : {}) })).rows;
   }
 
   /** Policy's verdict on `principal`'s IaC run over `services` (against `target`, for a promotion), before the run starts. */

@@ -65,6 +65,16 @@ export interface NetworkSummary {
   readonly labels: Readonly<Record<string, string>>;
 }
 
+/** What `stats` reads of a container (DESIGN §19): cumulative CPU, and its memory's peak (or current use, where the engine keeps no peak). */
+export interface ContainerStats {
+  /** CPU time used since the container started, in nanoseconds. */
+  readonly cpuNanos: number;
+  /** Memory in use now, in bytes. */
+  readonly memoryBytes: number;
+  /** cgroup v1's `max_usage`; on cgroup v2 the engine keeps none, so this is `memoryBytes` and the store keeps the highest it reads. */
+  readonly memoryPeakBytes: number;
+}
+
 /** Outcome of `removeNetwork`: `already_gone` is absorbed; `in_use` means a container still holds it. */
 export type NetworkRemoveOutcome = 'removed' | 'already_gone' | 'in_use';
 
@@ -102,6 +112,8 @@ export interface ContainerBroker {
    * (in its span and metrics).
    */
   inspect(id: string, options?: { readonly mayBeAbsent?: boolean }): Promise<ContainerInfo>;
+  /** A managed container's resource use, read once (not streamed); CONTAINER_NOT_FOUND when it does not exist. */
+  stats(id: string): Promise<ContainerStats>;
   /** Every container, in any state, carrying all of `labels`. */
   list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]>;
   /** Throws CONTAINER_NOT_FOUND when the container does not exist. */

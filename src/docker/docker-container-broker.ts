@@ -10,6 +10,7 @@ import {
   ContainerState,
   type ContainerBroker,
   type ContainerInfo,
+  type ContainerStats,
   type EngineIdentity,
   type ContainerSummary,
   type NetworkRemoveOutcome,
@@ -22,7 +23,7 @@ import {
 import { CONTAINER_NAME, type ContainerSpecInput, type ValidatedContainerSpec } from './container-spec';
 import { formatDockerEndpoint, parseDockerHost, type DockerEndpoint } from './docker-host';
 import { engineMessage, engineStatusCode, mapEngineError } from './engine-errors';
-import { toContainerInfo, toContainerSummaries, toEngineId, toEngineMemoryBytes, toNetworkSummaries } from './engine-responses';
+import { toContainerInfo, toContainerStats, toContainerSummaries, toEngineId, toEngineMemoryBytes, toNetworkSummaries } from './engine-responses';
 import { resolveExistingHostPath } from './host-path-resolver';
 import { ownNetworkName, validateContainerSpec, type SpecPolicy } from './spec-rules';
 
@@ -393,6 +394,14 @@ export class DockerContainerBroker implements ContainerBroker {
     return info;
   }
 
+  async stats(id: string): Promise<ContainerStats> {
+    const info = await this.inspectManaged(id);
+    const context = { containerId: info.id };
+    // One read, not a stream; `one-shot` skips the engine's second sample (for a CPU percentage we do not need).
+    const raw: unknown = await this.engineCall('stats', context, () => this.docker.getContainer(info.id).stats({ stream: false, 'one-shot': true } as { stream: false }));
+    return toContainerStats(raw);
+  }
+
   async list(labels: Readonly<Record<string, string>>): Promise<ContainerSummary[]> {
     const filter = { ...labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const label = Object.entries(filter).map(([key, value]) => `${key}=${value}`);
@@ -536,7 +545,7 @@ export class DockerContainerBroker implements ContainerBroker {
    * `harmless` are the caller's to absorb, so they are logged at info, not warn.
    */
   private async call<T>(operation: string, context: Record<string, unknown>, fn: () => Promise<T>, harmless: readonly number[] = []): Promise<T> {
-    const read = operation === 'inspect' || operation === 'list' || operation === 'info';
+    const read = operation === 'inspect' || operation === 'list' || operation === 'info' || operation === 'stats';
     const log = (obj: object, msg: string) => (read ? this.logger.debug?.(obj, msg) : this.logger.info(obj, msg));
     // One span and one timing per engine call (DESIGN §17), under the activity that made it.
     const outcome = await inClientSpan(`docker ${operation}`, spanAttributes(operation, context), async (span): Promise<{ result: T } | { harmless: unknown }> => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { engineIdOf } from '../domain/engine-identity';
 import { SandboxPlaneError } from '../domain/errors';
-import { toContainerState, type ContainerInfo, type ContainerSummary, type NetworkSummary, type PublishedPort } from './container-broker';
+import { toContainerState, type ContainerInfo, type ContainerStats, type ContainerSummary, type NetworkSummary, type PublishedPort } from './container-broker';
 
 /**
  * The parts of the engine's answers the broker relies on, checked with zod so that a
@@ -66,6 +66,30 @@ const listSchema = z.array(
 const infoSchema = z.object({ ID: z.string().trim().min(1), Name: z.string().optional(), DockerRootDir: z.string().optional() });
 
 const memoryInfoSchema = z.object({ MemTotal: z.number().int().positive() });
+
+/**
+ * `GET /containers/{id}/stats?stream=false`: a stopped container answers with empty
+ * memory stats and zero CPU, so both are optional here and read as 0.
+ */
+const statsSchema = z.object({
+  cpu_stats: z
+    .object({
+      cpu_usage: z
+        .object({ total_usage: z.number().nonnegative().default(0) })
+        .partial()
+        .default({}),
+    })
+    .passthrough()
+    .nullish(),
+  memory_stats: z
+    .object({
+      usage: z.number().nonnegative().optional(),
+      // cgroup v1 only; cgroup v2 has no maximum.
+      max_usage: z.number().nonnegative().optional(),
+    })
+    .passthrough()
+    .nullish(),
+});
 
 /** The engine writes the zero time for "never". */
 function timestamp(value: string | undefined): string | null {
@@ -152,4 +176,15 @@ export function toContainerSummaries(raw: unknown): ContainerSummary[] {
       networks: entry.NetworkSettings?.Networks ?? Object.freeze({}),
     }),
   );
+}
+
+/** Maps `GET /containers/{id}/stats?stream=false` onto {@link ContainerStats}. */
+export function toContainerStats(raw: unknown): ContainerStats {
+  const stats = parseOrThrow(statsSchema, raw, 'stats');
+  const memoryBytes = Math.round(stats.memory_stats?.usage ?? 0);
+  return Object.freeze({
+    cpuNanos: Math.round(stats.cpu_stats?.cpu_usage.total_usage ?? 0),
+    memoryBytes,
+    memoryPeakBytes: Math.max(memoryBytes, Math.round(stats.memory_stats?.max_usage ?? 0)),
+  });
 }

@@ -194,7 +194,8 @@ export interface SandboxStatus {
   readonly host: string | null;
   readonly clientConfig: ClientConfig | null;
   readonly fidelity: Readonly<Record<string, Fidelity>>;
-  readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null } | null;
+  /** `details`: what a refusal says besides its reasons, when it has more (the daily cap: used, cap, when it resets). */
+  readonly decision: { readonly effect: PolicyEffect; readonly reasons: readonly string[]; readonly code: ErrorCode | null; readonly details?: Readonly<Record<string, unknown>> } | null;
   /** What the sandbox is waiting for, in plain words (the same text as the UI's current details). */
   readonly waitingFor: string;
   readonly approval: { readonly approver: string; readonly reason: string; readonly at: string } | null;

@@ -262,7 +262,10 @@ export function statusOf(record: SandboxRecord): SandboxStatus {
     host: record.host?.hostId ?? null,
     clientConfig: runtime === null ? null : clientConfigFor(request.adapter, runtime.endpoint, runtime.region, runtime.credentials),
     fidelity: decision?.fidelity ?? {},
-    decision: decision === null ? null : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null },
+    decision:
+      decision === null
+        ? null
+        : { effect: decision.effect, reasons: decision.reasons, code: decision.code ?? null, ...(decision.details !== undefined ? { details: decision.details } : {}) },
     waitingFor: record.waitingFor,
     approval: record.approval,
     approvalAttempts: record.approvalAttempts,

@@ -24,6 +24,8 @@ export interface PolicyRow {
   readonly services: readonly string[] | null;
   /** Live sandboxes the principal may hold at once under this row. */
   readonly maxConcurrent: number | null;
+  /** Sandbox-hours the principal may use per UTC day under this row (DESIGN §19); absent in rows from before the cap: none. */
+  readonly maxSandboxHoursPerDay?: number | null;
 }
 
 /** A principal name, or a glob where `*` stands for any run of characters: what a policy row matches. */
@@ -47,6 +49,7 @@ export interface PolicyOutcome {
   /** The tightest limits among the rows that decided. */
   readonly maxTtlSeconds: number | null;
   readonly maxConcurrent: number | null;
+  readonly maxSandboxHoursPerDay: number | null;
 }
 
 function minOrNull(values: readonly (number | null)[]): number | null {
@@ -71,6 +74,7 @@ export function evaluatePolicy(input: { principal: string; capability: Capabilit
       matchedPolicyIds: [],
       maxTtlSeconds: null,
       maxConcurrent: null,
+      maxSandboxHoursPerDay: null,
     };
   }
 
@@ -94,6 +98,7 @@ export function evaluatePolicy(input: { principal: string; capability: Capabilit
     matchedPolicyIds: decidingRows.map((row) => row.id).sort((a, b) => a - b),
     maxTtlSeconds: minOrNull(decidingRows.map((row) => row.maxTtlSeconds)),
     maxConcurrent: minOrNull(decidingRows.map((row) => row.maxConcurrent)),
+    maxSandboxHoursPerDay: minOrNull(decidingRows.map((row) => row.maxSandboxHoursPerDay ?? null)),
   };
 
   if (uncovered.length > 0) {

@@ -6,6 +6,7 @@ import type { IdentifiedRequest } from './sandbox-request';
 import { screenServices, type AdapterName, type Fidelity } from './service-catalog';
 import { snapshotMisfit, type SnapshotSource } from './snapshots';
 import { grantTtl, type TtlSettings } from './ttl';
+import { dailyCapRefusal, type DailyUsage } from './usage';
 
 const ADAPTER_FLAGS: Readonly<Record<AdapterName, FeatureFlag>> = {
   memory: 'ADAPTER_MEMORY',
@@ -24,6 +25,8 @@ export interface Decision {
   /** Granted TTL and the most any extension may reach from "now". */
   readonly ttlSeconds: number;
   readonly maxTtlSeconds: number;
+  /** What a refusal has to say besides its reasons (the daily cap: what was used, when it resets). */
+  readonly details?: Readonly<Record<string, unknown>>;
 }
 
 export interface ScreeningInput {
@@ -37,11 +40,13 @@ export interface ScreeningInput {
   readonly ttl: TtlSettings;
   /** The snapshot a fork starts from, when the principal holds one by the request's `fromSnapshot` id. */
   readonly source?: Pick<SnapshotSource, 'snapshotId' | 'adapter' | 'services'>;
+  /** The principal's sandbox-time today (UTC), for a policy row's daily cap; left out: not judged. */
+  readonly dailyUsage?: DailyUsage;
 }
 
 /**
  * Screens a request before anything touches a runtime, in the order of DESIGN §2:
- * flags, policy, services (catalog and fidelity), TTL, quota. The first refusal
+ * flags, policy, services (catalog and fidelity), TTL, quota (live sandboxes, then sandbox-hours today). The first refusal
  * decides; nothing here has side effects.
  */
 export function screenRequest(input: ScreeningInput): Decision {
@@ -100,6 +105,11 @@ export function screenRequest(input: ScreeningInput): Decision {
       matchedPolicyIds: policy.matchedPolicyIds,
       fidelity: services.fidelity,
     });
+  }
+
+  const overCap = dailyCapRefusal(request.principal, policy.maxSandboxHoursPerDay, input.dailyUsage);
+  if (overCap !== undefined) {
+    return denied('QUOTA_EXCEEDED', overCap.reason, { matchedPolicyIds: policy.matchedPolicyIds, fidelity: services.fidelity, details: overCap.details });
   }
 
   return {

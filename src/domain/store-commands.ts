@@ -18,6 +18,7 @@ import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from './sandbo
 import { snapshotIdSchema, type SnapshotSource, type SnapshotSummary } from './snapshots';
 import { newWebhookSchema, webhookIdSchema, type WebhookDelivery, type WebhookRecord } from './webhooks';
 import { newTargetSchema, targetNameSchema, type TargetAuditEntry, type TargetRecord } from './targets';
+import { maxSandboxHoursPerDaySchema, usageQuerySchema, type UsageRow } from './usage';
 
 /** Checked as the workflow checks the approver of a signal, so a listed name can approve. */
 export const approverNameSchema = approvalPayloadSchema.shape.approver;
@@ -35,6 +36,7 @@ export const newPolicySchema = z
     // Parsed exactly as a request's services are, so a row and a request compare like with like.
     services: sandboxRequestSchema.shape.services.nullable().default(null),
     maxConcurrent: z.number().int('must be a whole number').min(0, 'must be at least 0').nullable().default(null),
+    maxSandboxHoursPerDay: maxSandboxHoursPerDaySchema.nullable().default(null),
   })
   .strict();
 export type NewPolicyInput = z.input<typeof newPolicySchema>;
@@ -82,6 +84,8 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('webhooks.list') }).strict(),
   z.object({ kind: z.literal('webhooks.remove'), webhookId: webhookIdSchema }).strict(),
   z.object({ kind: z.literal('webhooks.deliveries'), webhookId: webhookIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
+  // Usage by principal and UTC day (DESIGN §19): with a principal, only that principal's; without, an operator's: everyone's.
+  usageQuerySchema.extend({ kind: z.literal('usage') }),
 ]);
 export type StoreCommand = z.output<typeof storeCommandSchema>;
 export type StoreCommandInput = z.input<typeof storeCommandSchema>;
@@ -116,16 +120,26 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'webhooks.list',
   'webhooks.remove',
   'webhooks.deliveries',
+  'usage',
 ]);
 
 /**
  * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
- * snapshots (to read, and to delete), its own sandboxes' families, and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
+ * snapshots (to read, and to delete), its own sandboxes' families, its own usage, and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
-export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete', 'iac.screen', 'sandboxes.tree']);
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
+  'audit',
+  'snapshots.list',
+  'snapshots.get',
+  'snapshots.delete',
+  'iac.screen',
+  'sandboxes.tree',
+  'usage',
+]);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {
+  readonly maxSandboxHoursPerDay: number | null;
   readonly createdAt: string;
 }
 
@@ -182,6 +196,7 @@ export interface StoreCommandResults {
   'webhooks.list': { webhooks: WebhookRecord[] };
   'webhooks.remove': WebhookRecord;
   'webhooks.deliveries': { webhookId: string; deliveries: WebhookDelivery[] };
+  usage: { rows: UsageRow[] };
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

@@ -13,6 +13,7 @@ import { CDK_APP_REFUSED, changeInput } from '../mcp/iac-tools';
 import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
 import { forkSandboxInput } from '../mcp/snapshot-tools';
 import { snapshotIdSchema } from '../domain/snapshots';
+import { usageQuerySchema } from '../domain/usage';
 
 /** What a route gets: its path's parameters, the query, the parsed JSON body, the bound client and the audit trail's actor. */
 export interface RouteContext {
@@ -89,6 +90,18 @@ export const ROUTES: readonly Route[] = [
         'list query',
       );
       return { sandboxes: await sandboxes.list(filter) };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/usage',
+    operationId: 'getUsage',
+    successStatus: 200,
+    summary: "The key's principal's usage by UTC day, newest first (?since=YYYY-MM-DD): {rows: [{principal, day, sandboxes, sandboxSeconds, cpuSeconds, peakMemoryBytes, requests}]}.",
+    handle: async ({ query, sandboxes }) => {
+      const since = query.get('since');
+      const filter = parseOrThrow(usageQuerySchema.pick({ since: true }), since === null ? {} : { since }, 'query');
+      return { rows: await sandboxes.usage(filter) };
     },
   },
   {

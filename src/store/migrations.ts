@@ -299,6 +299,38 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
   ) STRICT;
   CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
   `,
+  // 15: usage (DESIGN §19): one row per sandbox that became READY, counted to the UTC day it
+  // first did; the last read of each of its containers, so a later read adds only what grew;
+  // and a policy row's cap on sandbox-hours per principal per day.
+  `
+  CREATE TABLE sandbox_usage (
+    sandbox_id        TEXT PRIMARY KEY,
+    principal         TEXT NOT NULL,
+    adapter           TEXT NOT NULL,
+    day               TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    ended_at          TEXT,
+    live_ms           INTEGER NOT NULL DEFAULT 0 CHECK (live_ms >= 0),
+    live_since_ms     INTEGER,
+    cpu_ns            INTEGER NOT NULL DEFAULT 0 CHECK (cpu_ns >= 0),
+    peak_memory_bytes INTEGER NOT NULL DEFAULT 0 CHECK (peak_memory_bytes >= 0),
+    requests          INTEGER CHECK (requests IS NULL OR requests >= 0),
+    updated_at        TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX sandbox_usage_principal_day ON sandbox_usage (principal, day);
+  CREATE INDEX sandbox_usage_day ON sandbox_usage (day);
+
+  CREATE TABLE usage_readings (
+    sandbox_id    TEXT NOT NULL,
+    container_id  TEXT NOT NULL,
+    cpu_ns        INTEGER NOT NULL,
+    requests      INTEGER,
+    read_at_ms    INTEGER NOT NULL,
+    PRIMARY KEY (sandbox_id, container_id)
+  ) STRICT;
+
+  ALTER TABLE policies ADD COLUMN max_sandbox_hours_per_day REAL CHECK (max_sandbox_hours_per_day IS NULL OR max_sandbox_hours_per_day > 0);
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -17,6 +17,7 @@ const storedPolicySchema = z.object({
     .nullable()
     .transform((text) => (text === null ? null : z.array(z.string()).parse(JSON.parse(text)))),
   max_concurrent: z.number().int().nonnegative().nullable(),
+  max_sandbox_hours_per_day: z.number().positive().nullable(),
   created_at: z.string(),
 });
 
@@ -30,6 +31,7 @@ function toPolicy(raw: unknown): PolicyRecord {
     maxTtlSeconds: row.max_ttl_seconds,
     services: row.allowed_services,
     maxConcurrent: row.max_concurrent,
+    maxSandboxHoursPerDay: row.max_sandbox_hours_per_day,
     createdAt: row.created_at,
   };
 }
@@ -40,8 +42,8 @@ export class PolicyRepository {
   add(policy: NewPolicyInput, now: Date = new Date()): PolicyRecord {
     const result = this.db
       .prepare(
-        `INSERT INTO policies (principal_pattern, capability, effect, max_ttl_seconds, allowed_services, max_concurrent, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO policies (principal_pattern, capability, effect, max_ttl_seconds, allowed_services, max_concurrent, max_sandbox_hours_per_day, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         policy.principalPattern,
@@ -50,6 +52,7 @@ export class PolicyRepository {
         policy.maxTtlSeconds ?? null,
         policy.services ? JSON.stringify([...policy.services].sort()) : null,
         policy.maxConcurrent ?? null,
+        policy.maxSandboxHoursPerDay ?? null,
         now.toISOString(),
       );
     return this.get(Number(result.lastInsertRowid));

@@ -11,6 +11,7 @@ import { SandboxRepository } from './sandbox-repository';
 import { SnapshotRepository } from './snapshot-repository';
 import { TargetRepository } from './target-repository';
 import { WebhookRepository } from './webhook-repository';
+import { UsageRepository } from './usage-repository';
 
 /**
  * The SQLite projection: inventory and audit trail that operators query without
@@ -25,6 +26,8 @@ export class Store {
   readonly targets: TargetRepository;
   readonly snapshots: SnapshotRepository;
   readonly apiKeys: ApiKeyRepository;
+  /** What each sandbox accrued (DESIGN §19). */
+  readonly usage: UsageRepository;
   readonly metrics: MetricsQueries;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;
@@ -49,6 +52,7 @@ export class Store {
     this.targets = new TargetRepository(db, this.audits, this.events);
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
+    this.usage = new UsageRepository(db);
     this.metrics = new MetricsQueries(db);
     this.webhooks = new WebhookRepository(db, this.events);
   }

@@ -8,6 +8,7 @@ import { AuditJournal, type Operation } from './audit-journal';
 import { ExtendRateLimit } from './extend-rate-limit';
 import { IacStackLocks, type CarriedIacLocks } from './iac-stack-locks';
 import { showPlacement, showRecord } from './lifecycle-display';
+import { UsageMeter } from './usage-meter';
 
 /** Who asked for the sandbox to end early, and why. */
 export interface DestroyRequest {
@@ -57,6 +58,8 @@ export class LifecycleContext {
   readonly inbox: ApprovalInbox;
   readonly extendLimit: ExtendRateLimit;
   readonly iacLocks: IacStackLocks;
+  /** Usage reports to the store (DESIGN §19); nothing to carry: each run settles its own. */
+  readonly usage: UsageMeter;
   destroyRequest: DestroyRequest | undefined;
   /** Asked by the `pause` and `resume` updates; never carried: a caller whose run hands over sends again. */
   pauseRequest: PauseRequest | undefined;
@@ -72,6 +75,7 @@ export class LifecycleContext {
     this.inbox = new ApprovalInbox(carried?.inbox ?? []);
     this.extendLimit = new ExtendRateLimit(carried?.extendTimesMs ?? []);
     this.iacLocks = new IacStackLocks(carried?.iacLocks ?? []);
+    this.usage = new UsageMeter(() => this.current.request);
     this.destroyRequest = carried?.destroyRequest ?? undefined;
   }
 

@@ -29,6 +29,7 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
   let error: LifecycleError;
   try {
     const report = await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
+    ctx.usage.report('stopped', report.usage);
     if (report.remaining.length === 0) {
       const outcome = failure === undefined ? `Destroyed (${reason}).` : `Failed (${failure.code}): ${failure.message}. Everything was torn down.`;
       return await ctx.enter({ name: 'ended', state: failure === undefined ? 'DESTROYED' : 'FAILED', screening, runtime: handle, expiresAtMs, error: failure ?? null }, outcome, [
@@ -39,6 +40,7 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
     error = { code: 'DESTROY_FAILED', message: `still present after teardown: ${report.remaining.join(', ')}` };
   } catch (err) {
     if (isCancellation(err)) throw err;
+    ctx.usage.report('stopped');
     error = failureCode(err, 'DESTROY_FAILED');
   }
   return ctx.enter(

@@ -55,7 +55,10 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   if (took > PAUSE_QUIET.seconds * 1000 - TEARDOWN_MARGIN_MS) return quietLapsed(ctx, request, { snapshotId, quietLease, tookMs: took });
   let leftovers: readonly string[];
   try {
-    leftovers = (await ctx.runtime.destroySandbox({ sandboxId: sandbox.id, adapter: sandbox.adapter, runtime: phase.runtime })).remaining;
+    const report = await ctx.runtime.destroySandbox({ sandboxId: sandbox.id, adapter: sandbox.adapter, runtime: phase.runtime });
+    leftovers = report.remaining;
+    // No container while PAUSED: its time does not count (DESIGN §19); a resume is live again.
+    if (leftovers.length === 0) ctx.usage.report('stopped', report.usage);
   } catch (err) {
     if (isCancellation(err)) throw err;
     leftovers = [`unknown (${failureCode(err, 'DESTROY_FAILED').message})`];

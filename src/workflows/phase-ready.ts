@@ -1,5 +1,6 @@
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import type { HealthWatch, LifecycleError, Phase, PhaseNamed, RuntimeHandle, Screening } from '../domain/lifecycle-record';
+import type { ContainerUsage } from '../domain/usage';
 import { iso } from './iso-time';
 import { readyDetails } from './lifecycle-display';
 import type { LifecycleContext } from './lifecycle-context';
@@ -111,13 +112,15 @@ async function untilExpiryOrDestroy(ctx: LifecycleContext): Promise<Ending | 'ha
  */
 async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined> {
   const { request } = ctx.record;
-  let check: { healthy: boolean; detail: string } | undefined;
+  let check: { healthy: boolean; detail: string; usage?: readonly ContainerUsage[] } | undefined;
   try {
     check = await ctx.briefLook.checkSandboxHealth({ sandboxId: request.id, adapter: request.adapter, runtime: (ctx.phase as PhaseNamed<'ready'>).runtime });
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
   }
+  // The slow look doubles as the slow usage read (DESIGN §19): no polling of its own.
+  if (check?.usage !== undefined) ctx.usage.report('reading', check.usage);
   const now = Date.now();
   // Read after the look: an extension may have replaced the phase meanwhile.
   const phase = ctx.phase as PhaseNamed<'ready'>;
@@ -144,6 +147,8 @@ async function restartEmulator(ctx: LifecycleContext, died: string): Promise<End
   const phase = ctx.phase as PhaseNamed<'ready'>;
   try {
     const report = await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: phase.runtime });
+    // What the dead container used until its last read counts; the new one counts from 0.
+    if (report.usage !== undefined && report.usage.length > 0) ctx.usage.report('reading', report.usage);
     if (report.remaining.length > 0) throw new Error(`the dead emulator could not be removed: ${report.remaining.join(', ')}`);
     const handle = await ctx.runtime.provisionSandbox({ sandboxId: request.id, adapter: request.adapter, services: request.services, labels: request.labels });
     const now = Date.now();

@@ -72,6 +72,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   endIacTurns(ctx);
   await CancellationScope.nonCancellable(async () => {
     await ctx.journal.settleBackground();
+    await ctx.usage.settle();
     await ctx.journal.flush(ctx.record);
   });
   // Not cancellable: a cancelled run still answers the updates that wait on it, then ends DESTROYED.
@@ -88,6 +89,7 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
 async function handOver(ctx: LifecycleContext): Promise<never> {
   ctx.inbox.releaseWaitingDecisions();
   await ctx.journal.settleBackground();
+  await ctx.usage.settle();
   await condition(allHandlersFinished);
   log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
   return continueAsNew<typeof sandboxLifecycle>({ request: ctx.record.request, carried: ctx.carried() });

@@ -21,6 +21,7 @@ function onAnotherEngine(broker: ContainerBroker): ContainerBroker {
   return {
     run: (spec) => broker.run(spec),
     inspect: (id) => broker.inspect(id),
+    stats: (id) => broker.stats(id),
     list: (labels) => broker.list(labels),
     stop: (id, options) => broker.stop(id, options),
     remove: (id, options) => broker.remove(id, options),

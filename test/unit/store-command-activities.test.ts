@@ -225,6 +225,11 @@ describe('runStoreCommand', () => {
       'targets.get',
       'targets.list',
       'targets.remove',
+      'usage',
+      'webhooks.add',
+      'webhooks.deliveries',
+      'webhooks.list',
+      'webhooks.remove',
     ]);
   });
 });

@@ -54,11 +54,13 @@ describe('Store', () => {
         'leaks',
         'operations',
         'policies',
+        'sandbox_usage',
         'sandboxes',
         'snapshot_contents',
         'snapshots',
         'target_operations',
         'targets',
+        'usage_readings',
         'webhook_deliveries',
         'webhooks',
       ]);

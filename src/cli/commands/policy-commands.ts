@@ -4,6 +4,7 @@ import { loadConfig } from '../../config/config';
 import { CAPABILITIES } from '../../domain/capabilities';
 import { POLICY_EFFECTS, principalPatternSchema } from '../../domain/policy';
 import { sandboxRequestSchema } from '../../domain/sandbox-request';
+import { maxSandboxHoursPerDaySchema } from '../../domain/usage';
 import { commaListSchema, durationSchema, oneOf, parseCliArgument, parseCliOptions, wholeNumberSchema } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatPolicy, formatPolicyList } from '../format/policy-format';
@@ -18,6 +19,7 @@ const policyAddOptionsSchema = z.object({
   // Parsed exactly as a request's services are, so a row and a request compare like with like.
   services: commaListSchema.pipe(sandboxRequestSchema.shape.services).optional(),
   maxConcurrent: wholeNumberSchema(0).optional(),
+  maxSandboxHoursPerDay: z.coerce.number({ invalid_type_error: 'must be a number of hours' }).pipe(maxSandboxHoursPerDaySchema).optional(),
   json: z.boolean().default(false),
 });
 
@@ -36,6 +38,10 @@ export function registerPolicyCommands(program: Command): void {
     .option('--max-ttl <duration>', 'longest TTL this row grants: 90s, 30m, 2h (default: the global ceiling)')
     .option('--services <list>', 'comma-separated services the row covers, e.g. s3,sqs (default: every service)')
     .option('--max-concurrent <n>', 'live sandboxes the principal may hold at once under this row (default: no limit)')
+    .option(
+      '--max-sandbox-hours-per-day <h>',
+      'sandbox-hours (READY time, e.g. 8 or 0.5) the principal may use per UTC day under this row; past it a create is refused QUOTA_EXCEEDED until 00:00 UTC (default: no limit)',
+    )
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
@@ -48,6 +54,7 @@ export function registerPolicyCommands(program: Command): void {
             maxTtlSeconds: options.maxTtl ?? null,
             services: options.services ?? null,
             maxConcurrent: options.maxConcurrent ?? null,
+            maxSandboxHoursPerDay: options.maxSandboxHoursPerDay ?? null,
           }),
         );
         printResult({ json: options.json }, row, `Added ${formatPolicy(row)}.`);

@@ -7,6 +7,7 @@ function limitsText(policy: PolicyRecord): string {
     policy.maxTtlSeconds === null ? null : `max TTL ${formatDuration(policy.maxTtlSeconds)}`,
     policy.services === null ? null : `services ${policy.services.join(', ')}`,
     policy.maxConcurrent === null ? null : `at most ${policy.maxConcurrent} live`,
+    policy.maxSandboxHoursPerDay === null ? null : `at most ${policy.maxSandboxHoursPerDay} sandbox-hours per day`,
   ].filter((limit): limit is string => limit !== null);
   return limits.length === 0 ? 'no limits' : limits.join('; ');
 }
@@ -19,7 +20,7 @@ export function formatPolicy(policy: PolicyRecord): string {
 export function formatPolicyList(policies: readonly PolicyRecord[]): string {
   if (policies.length === 0) return 'No policy rows: every request is denied. Add one with `sandboxctl policy add`.';
   return formatTable(
-    ['ID', 'PRINCIPAL', 'CAPABILITY', 'EFFECT', 'MAX-TTL', 'SERVICES', 'MAX-CONCURRENT'],
+    ['ID', 'PRINCIPAL', 'CAPABILITY', 'EFFECT', 'MAX-TTL', 'SERVICES', 'MAX-CONCURRENT', 'MAX-HOURS/DAY'],
     policies.map((p) => [
       String(p.id),
       p.principalPattern,
@@ -28,6 +29,7 @@ export function formatPolicyList(policies: readonly PolicyRecord[]): string {
       p.maxTtlSeconds === null ? '-' : formatDuration(p.maxTtlSeconds),
       p.services === null ? 'any' : p.services.join(','),
       p.maxConcurrent === null ? '-' : String(p.maxConcurrent),
+      p.maxSandboxHoursPerDay === null ? '-' : String(p.maxSandboxHoursPerDay),
     ]),
   );
 }

@@ -9,6 +9,7 @@ function broker(stop: ContainerBroker['stop'], removed: string[]): ContainerBrok
   return {
     run: unused,
     inspect: unused,
+    stats: unused,
     list: unused,
     ping: unused,
     engineId: unused,
