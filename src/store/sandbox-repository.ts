@@ -5,6 +5,7 @@ import type { Lineage, OperationRecord, SandboxSnapshot } from '../domain/lifecy
 import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 
 export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
@@ -59,6 +60,7 @@ export class SandboxRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly chain: AuditChain = new AuditChain(db),
   ) {}
 
   /** Writes the snapshot and its audit row in one transaction; `false` when the step was already recorded. */
@@ -240,12 +242,14 @@ export class SandboxRepository {
 
   /** One audit row, keyed by workflow id, run and step: `false` when that step is already there. */
   private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
-    const result = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+    const result = this.chain.append('operations', () =>
+      this.db
+        .prepare(
+          `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at),
+    );
     if (result.changes !== 1) return false;
     this.audits.written({ sandboxId, workflowId, operation });
     return true;

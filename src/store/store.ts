@@ -1,4 +1,5 @@
 import { ApiKeyRepository } from './api-key-repository';
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { MetricsQueries } from './metrics-queries';
 import { openDatabase, schemaVersion, type OpenDatabaseOptions, type SqliteDatabase } from './database';
@@ -26,6 +27,8 @@ export class Store {
   readonly metrics: MetricsQueries;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
+  /** The hash chains over the audit tables (DESIGN §19); keyed by the store role at start. */
+  readonly auditChain: AuditChain;
 
   private constructor(
     readonly file: string,
@@ -36,12 +39,13 @@ export class Store {
         ? this.sandboxes.operation(audit.workflowId, audit.operation.step, audit.operation.runId) !== undefined
         : this.targets.hasOperation(audit.workflowId, audit.operation.step, audit.operation.runId),
     );
-    this.sandboxes = new SandboxRepository(db, this.audits);
+    this.auditChain = new AuditChain(db);
+    this.sandboxes = new SandboxRepository(db, this.audits, this.auditChain);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
-    this.targets = new TargetRepository(db, this.audits);
+    this.targets = new TargetRepository(db, this.audits, this.auditChain);
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.metrics = new MetricsQueries(db);

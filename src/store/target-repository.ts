@@ -3,6 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import { TARGET_ENVIRONMENTS, type NewTargetInput, type TargetAuditEntry, type TargetRecord } from '../domain/targets';
 import type { SqliteDatabase } from './database';
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 
 /** A target row as stored: validated on the way out too, so a hand-edited row fails loudly. */
@@ -60,6 +61,7 @@ export class TargetRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly chain: AuditChain = new AuditChain(db),
   ) {}
 
   /** Registers a target; INVALID_STATE when one of that name is there already (nothing is overwritten). */
@@ -102,23 +104,25 @@ export class TargetRepository {
 
   /** One audit row of an IaC run against `target`, keyed by workflow id, run and step: `false` when that step is already there. */
   appendOperation(target: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
-    const result = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+    const result = this.chain.append('target_operations', () =>
+      this.db
+        .prepare(
+          `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        target,
-        workflowId,
-        operation.runId ?? '',
-        operation.step,
-        operation.action,
-        operation.actor,
-        operation.effect,
-        operation.reason,
-        JSON.stringify(operation.summary),
-        now.toISOString(),
-      );
+        )
+        .run(
+          target,
+          workflowId,
+          operation.runId ?? '',
+          operation.step,
+          operation.action,
+          operation.actor,
+          operation.effect,
+          operation.reason,
+          JSON.stringify(operation.summary),
+          now.toISOString(),
+        ),
+    );
     if (result.changes !== 1) return false;
     this.audits.written({ target, workflowId, operation });
     return true;
