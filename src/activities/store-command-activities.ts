@@ -61,6 +61,8 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       }
       return { sandboxId, operations: store.sandboxes.audit(sandboxId) };
     },
+    'audit.verify': () => store.auditChain.verify(),
+    'audit.export': ({ after, since, limit }) => store.auditChain.exportPage({ after, since, limit }),
     leaks: () => ({ leaks: store.leaks.outstanding() }),
     hosts: async () => ({ hosts: await hosts.list() }),
     'hosts.register': ({ registration }) => hosts.register(registration),

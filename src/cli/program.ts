@@ -7,6 +7,7 @@ import type { Logger } from '../logging/logger';
 import { fileSchema, parseCliOptions, portSchema } from './cli-options';
 import { action, asTracedService, jsonOption } from './command-action';
 import { registerApproverCommands } from './commands/approver-commands';
+import { registerAuditCommands } from './commands/audit-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
 import { registerDeploymentCommands } from './commands/deployment-commands';
@@ -178,6 +179,7 @@ export function buildProgram(): Command {
     );
 
   registerSandboxCommands(program);
+  registerAuditCommands(program);
   registerSnapshotCommands(program);
   registerFamilyCommands(program);
   registerPolicyCommands(program);

@@ -4,6 +4,7 @@ import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REP
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostView } from '../domain/hosts';
 import type { ApiKeyRecord, NewApiKey } from '../domain/api-keys';
+import type { AuditCursor, AuditExportPage, AuditRecord, AuditVerification } from '../domain/audit-evidence';
 import { refuseUnlessOperator } from '../domain/operator-only';
 import { principalSchema } from '../domain/sandbox-request';
 import { newApiKey } from '../crypto/api-key-hash';
@@ -133,6 +134,29 @@ export class StoreClient {
   /** A sandbox's audit trail, oldest first; NOT_FOUND when the store has never seen the sandbox. */
   async audit(sandboxId: string): Promise<AuditEntry[]> {
     return (await this.run({ kind: 'audit', sandboxId, ...(this.principal !== undefined ? { principal: this.principal } : {}) })).operations;
+  }
+
+  /**
+   * Checks the whole audit trail's hash chains in the store (DESIGN §19), which alone holds
+   * the chain key: `ok`, the rows checked, and the first row found edited, removed or
+   * reordered, or written unchained. An operator's command.
+   */
+  async verifyAudit(): Promise<AuditVerification> {
+    return this.run({ kind: 'audit.verify' });
+  }
+
+  /**
+   * Every audit row with its chain fields, oldest first per stream (sandboxes' rows, then
+   * targets'), at or after `since` (an ISO time) when given; fetched a page at a time, so a
+   * trail of any length stays inside Temporal's payload limit. An operator's command.
+   */
+  async *exportAudit(options: { since?: string } = {}): AsyncGenerator<AuditRecord> {
+    for (let after: AuditCursor | null = null; ;) {
+      const page: AuditExportPage = await this.run({ kind: 'audit.export', after, ...(options.since !== undefined ? { since: options.since } : {}) });
+      yield* page.records;
+      if (page.next === null) return;
+      after = page.next;
+    }
   }
 
   /**

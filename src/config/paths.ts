@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 
 /** The package root: two levels above this file in both `src/config` and `dist/config`. */
@@ -14,3 +15,13 @@ export const DEFAULT_TEMPORAL_DB_PATH = path.join(DATA_DIR, 'temporal.sqlite');
 
 /** The payload codec's keys when none are configured: made with a fresh key when the plane first starts (docs/security.md). */
 export const DEFAULT_CODEC_KEYS_PATH = path.join(DATA_DIR, 'codec-keys');
+
+/** This package's version (package.json); `0.0.0` when it cannot be read. */
+export function packageVersion(): string {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof manifest.version === 'string' ? manifest.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}

@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+/** The HKDF purpose of the audit chain's HMAC key (DESIGN §19), derived from the store's key file. */
+export const AUDIT_CHAIN_KEY_PURPOSE = 'audit chain';
 
 /**
  * Secrets at rest (AES-256-GCM under a key file only the store worker reads): the store
@@ -25,6 +28,15 @@ export class SecretBox {
     const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
     if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key in base64`);
     return new SecretBox(key);
+  }
+
+  /**
+   * A key of its own for `purpose` (HKDF-SHA256 with the purpose as its info), so one key
+   * file serves several uses and no use can stand in for another: the audit chain's HMAC key
+   * is `deriveKey('audit chain')`.
+   */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `cloud-sandbox-plane ${purpose} v1`, 32));
   }
 
   seal(secret: Buffer, boundTo: string): string {

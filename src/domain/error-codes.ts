@@ -159,6 +159,12 @@ export const ERROR_CODES = {
     "The snapshot's kept content is missing, cut short or not sealed with this plane's codec keys (SANDBOXPLANE_SNAPSHOT_DIR, SANDBOXPLANE_CODEC_KEYS): every docker host and the store must share that directory and those keys. Take the snapshot again.",
   ),
 
+  AUDIT_TAMPERED: spec(
+    'refused',
+    false,
+    'The audit trail does not verify from the row named on: treat what it records from there as untrusted, restore the SQLite file from a backup that verifies, and find who wrote to it past the store (docs/audit-evidence.md).',
+  ),
+
   // Lookups
   NOT_FOUND: spec('not_found', false, 'Check the id; `sandboxctl list` shows the known ones.'),
 

@@ -5,6 +5,7 @@
  * before sending it and the store worker checks it again, both with this one schema.
  */
 import { z } from 'zod';
+import { auditExportPageSchema, type AuditExportPage, type AuditVerification } from './audit-evidence';
 import { apiKeyIdSchema, newApiKeySchema, type ApiKeyRecord } from './api-keys';
 import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
@@ -51,6 +52,9 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('approvers.remove'), name: approverNameSchema }).strict(),
   // With a principal (a principal-bound caller), only that principal's sandbox: another's is NOT_FOUND.
   z.object({ kind: z.literal('audit'), sandboxId: sandboxIdSchema, principal: principalSchema.optional() }).strict(),
+  // The tamper-evident trail (DESIGN §19), an operator's: checked in the store, which alone holds the chain key; exported a page at a time.
+  z.object({ kind: z.literal('audit.verify') }).strict(),
+  auditExportPageSchema.extend({ kind: z.literal('audit.export') }),
   z.object({ kind: z.literal('leaks') }).strict(),
   z.object({ kind: z.literal('hosts') }).strict(),
   z.object({ kind: z.literal('hosts.register'), registration: hostRegistrationSchema }).strict(),
@@ -103,6 +107,8 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'approvers.list',
   'approvers.remove',
   'audit',
+  'audit.verify',
+  'audit.export',
   'leaks',
   'hosts',
   'hosts.register',
@@ -175,6 +181,8 @@ export interface StoreCommandResults {
   'approvers.list': { approvers: ApproverRecord[] };
   'approvers.remove': ApproverRecord;
   audit: { sandboxId: string; operations: AuditEntry[] };
+  'audit.verify': AuditVerification;
+  'audit.export': AuditExportPage;
   leaks: { leaks: LeakRecord[] };
   hosts: { hosts: HostView[] };
   'hosts.register': HostView;

@@ -1,15 +1,15 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { SandboxClient } from '../client/sandbox-client';
 import { payloadCodecFor } from '../codec/codec-settings';
 import type { Config } from '../config/config';
-import { PROJECT_ROOT } from '../config/paths';
+import { packageVersion } from '../config/paths';
 import type { Logger } from '../logging/logger';
 import { registerIacTools } from './iac-tools';
 import { registerSandboxTools } from './sandbox-tools';
 import { registerSnapshotTools } from './snapshot-tools';
+
+export { packageVersion };
 
 export const MCP_SERVER_NAME = 'cloud-sandbox-plane';
 
@@ -21,15 +21,6 @@ const INSTRUCTIONS = [
   'To change a sandbox with infrastructure code, call plan_iac, then apply_iac (a human may need to approve the plan); iac_status follows a run.',
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
-
-export function packageVersion(): string {
-  try {
-    const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
-    return typeof manifest.version === 'string' ? manifest.version : '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
 
 /** The audit trail's name for an MCP caller: `mcp:<client name>` from the initialize handshake. */
 function actorFor(server: McpServer): string {

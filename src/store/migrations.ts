@@ -331,6 +331,28 @@ export const MIGRATIONS: readonly string[] = Object.freeze([
 
   ALTER TABLE policies ADD COLUMN max_sandbox_hours_per_day REAL CHECK (max_sandbox_hours_per_day IS NULL OR max_sandbox_hours_per_day > 0);
   `,
+  // 16: the audit trail is tamper-evident (DESIGN §19): each row of operations and of
+  // target_operations (one chain per table) carries the hash of the row before it and its own,
+  // an HMAC under a key outside this file (store/audit-chain.ts). Rows are chained as the store
+  // inserts them; rows already here are chained once when the store role starts with its key
+  // (SQL cannot compute an HMAC). The tables stay append-only: the one UPDATE allowed fills a
+  // row's missing hashes and changes nothing else.
+  `
+  ALTER TABLE operations ADD COLUMN prev_hash TEXT;
+  ALTER TABLE operations ADD COLUMN row_hash TEXT;
+  ALTER TABLE target_operations ADD COLUMN prev_hash TEXT;
+  ALTER TABLE target_operations ADD COLUMN row_hash TEXT;
+  DROP TRIGGER operations_no_update;
+  CREATE TRIGGER operations_no_update BEFORE UPDATE ON operations
+    WHEN NOT (OLD.row_hash IS NULL AND OLD.prev_hash IS NULL AND NEW.row_hash IS NOT NULL AND NEW.prev_hash IS NOT NULL
+      AND NEW.seq IS OLD.seq AND NEW.sandbox_id IS OLD.sandbox_id AND NEW.workflow_id IS OLD.workflow_id AND NEW.run_id IS OLD.run_id AND NEW.step IS OLD.step AND NEW.action IS OLD.action AND NEW.actor IS OLD.actor AND NEW.effect IS OLD.effect AND NEW.reason IS OLD.reason AND NEW.summary IS OLD.summary AND NEW.at IS OLD.at)
+    BEGIN SELECT RAISE(ABORT, 'operations is append-only'); END;
+  DROP TRIGGER target_operations_no_update;
+  CREATE TRIGGER target_operations_no_update BEFORE UPDATE ON target_operations
+    WHEN NOT (OLD.row_hash IS NULL AND OLD.prev_hash IS NULL AND NEW.row_hash IS NOT NULL AND NEW.prev_hash IS NOT NULL
+      AND NEW.seq IS OLD.seq AND NEW.target IS OLD.target AND NEW.workflow_id IS OLD.workflow_id AND NEW.run_id IS OLD.run_id AND NEW.step IS OLD.step AND NEW.action IS OLD.action AND NEW.actor IS OLD.actor AND NEW.effect IS OLD.effect AND NEW.reason IS OLD.reason AND NEW.summary IS OLD.summary AND NEW.at IS OLD.at)
+    BEGIN SELECT RAISE(ABORT, 'target_operations is append-only'); END;
+  `,
 ]);
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,6 +5,7 @@ import type { Lineage, OperationRecord, SandboxSnapshot } from '../domain/lifecy
 import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { EventRepository } from './event-repository';
 
@@ -60,6 +61,7 @@ export class SandboxRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly chain: AuditChain = new AuditChain(db),
     private readonly events: EventRepository = new EventRepository(db),
   ) {}
 
@@ -243,12 +245,14 @@ export class SandboxRepository {
   /** One audit row, keyed by workflow id, run and step, with its event: `false` when that step is already there. */
   private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
     return this.db.transaction(() => {
-      const result = this.db
-        .prepare(
-          `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+      const result = this.chain.append('operations', () =>
+        this.db
+          .prepare(
+            `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+          )
+          .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at),
+      );
       if (result.changes !== 1) return false;
       this.events.fromSandboxRow(sandboxId, { workflowId, operation, at });
       this.audits.written({ sandboxId, workflowId, operation });

@@ -1,4 +1,5 @@
 import { ApiKeyRepository } from './api-key-repository';
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { EventRepository } from './event-repository';
 import { MetricsQueries } from './metrics-queries';
@@ -33,6 +34,8 @@ export class Store {
   readonly webhooks: WebhookRepository;
   /** Each audit row once it is written and committed (the worker's metrics listen). */
   readonly audits: AuditTap;
+  /** The hash chains over the audit tables (DESIGN §19); keyed by the store role at start. */
+  readonly auditChain: AuditChain;
 
   private constructor(
     readonly file: string,
@@ -44,12 +47,13 @@ export class Store {
         : this.targets.hasOperation(audit.workflowId, audit.operation.step, audit.operation.runId),
     );
     this.events = new EventRepository(db);
-    this.sandboxes = new SandboxRepository(db, this.audits, this.events);
+    this.auditChain = new AuditChain(db);
+    this.sandboxes = new SandboxRepository(db, this.audits, this.auditChain, this.events);
     this.policies = new PolicyRepository(db);
     this.approvers = new ApproverRepository(db);
     this.leaks = new LeakRepository(db);
     this.hosts = new HostRepository(db);
-    this.targets = new TargetRepository(db, this.audits, this.events);
+    this.targets = new TargetRepository(db, this.audits, this.auditChain, this.events);
     this.snapshots = new SnapshotRepository(db);
     this.apiKeys = new ApiKeyRepository(db);
     this.usage = new UsageRepository(db);

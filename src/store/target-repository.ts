@@ -3,6 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import { TARGET_ENVIRONMENTS, type NewTargetInput, type TargetAuditEntry, type TargetRecord } from '../domain/targets';
 import type { SqliteDatabase } from './database';
+import { AuditChain } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { EventRepository } from './event-repository';
 
@@ -61,6 +62,7 @@ export class TargetRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly audits: AuditTap = new AuditTap(),
+    private readonly chain: AuditChain = new AuditChain(db),
     private readonly events: EventRepository = new EventRepository(db),
   ) {}
 
@@ -106,12 +108,14 @@ export class TargetRepository {
   appendOperation(target: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
     const at = now.toISOString();
     return this.db.transaction(() => {
-      const result = this.db
-        .prepare(
-          `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(target, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
+      const result = this.chain.append('target_operations', () =>
+        this.db
+          .prepare(
+            `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(target, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at),
+      );
       if (result.changes !== 1) return false;
       this.events.fromTargetRow({ workflowId, operation, at });
       this.audits.written({ target, workflowId, operation });

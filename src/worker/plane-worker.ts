@@ -11,7 +11,7 @@ import { moveSnapshotContentsOut } from '../activities/snapshot-activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
 import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
-import { SecretBox } from '../crypto/secret-box';
+import { AUDIT_CHAIN_KEY_PURPOSE, SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration } from '../domain/hosts';
 import { ADAPTER_NAMES } from '../domain/service-catalog';
@@ -201,6 +201,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       };
       const moved = await moveSnapshotContentsOut(store, deps.secrets, snapshotContents);
       if (moved > 0) logger.info({ moved, dir: snapshotContents.dir }, 'snapshot content moved out of the SQLite file');
+      const chained = store.auditChain.useKey(deps.secrets.deriveKey(AUDIT_CHAIN_KEY_PURPOSE));
+      if (chained > 0) logger.info({ chained }, 'audit rows of an earlier build chained (DESIGN §19)');
       workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
       queues.store = taskQueue;
       unmeter.push(meterStore(store, config.taskQueue, async (query) => (await client.workflow.count(query)).count));

@@ -205,6 +205,8 @@ describe('runStoreCommand', () => {
       'approvers.list',
       'approvers.remove',
       'audit',
+      'audit.export',
+      'audit.verify',
       'hosts',
       'hosts.register',
       'hosts.remove',
