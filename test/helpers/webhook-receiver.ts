@@ -17,9 +17,10 @@ export class WebhookReceiver {
   private child: ChildProcess | undefined;
   port = 0;
 
-  /** Starts it (again), on its earlier port when it had one. */
-  async start(): Promise<void> {
-    const child = spawn(process.execPath, [SCRIPT], { env: { ...process.env, RECEIVER_PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  /** Starts it (again), on its earlier port when it had one; `delayMs` holds each answer that long. */
+  async start(options: { delayMs?: number } = {}): Promise<void> {
+    const env = { ...process.env, RECEIVER_PORT: String(this.port), RECEIVER_DELAY_MS: String(options.delayMs ?? 0) };
+    const child = spawn(process.execPath, [SCRIPT], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     this.child = child;
     let buffered = '';
     const listening = new Promise<number>((resolve, reject) => {
