@@ -10,6 +10,7 @@ import { registerApproverCommands } from './commands/approver-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
 import { registerDeploymentCommands } from './commands/deployment-commands';
+import { registerEventCommands } from './commands/event-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
 import { registerKeyCommands } from './commands/key-commands';
@@ -187,6 +188,7 @@ export function buildProgram(): Command {
   registerIacCommands(program);
   registerTargetCommands(program);
   registerKeyCommands(program);
+  registerEventCommands(program);
 
   return program;
 }

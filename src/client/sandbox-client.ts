@@ -16,7 +16,8 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
-import { agentActor } from '../domain/events';
+import { eventsQuerySchema, MAX_EVENT_WAIT_SECONDS, type EventPage, type EventsQuery } from '../domain/event-query';
+import { agentActor, type PlaneEvent } from '../domain/events';
 import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
@@ -576,6 +577,43 @@ export class SandboxClient {
       ...(principal !== undefined ? { principal } : {}),
       ...(sandboxId !== undefined ? { sandboxId } : {}),
     });
+  }
+
+  /**
+   * Events (DESIGN §19), oldest first, with the cursor to read on from (`next`): this
+   * client's principal's only when it is bound, everyone's for an operator's client. With
+   * `sandboxId`, that sandbox's (NOT_FOUND for another principal's, as for one that never
+   * was). With `waitSeconds` and nothing to return yet, the read waits in the store for an
+   * event to come, and answers with none when the wait is over.
+   *
+   * @example
+   * const { events, next } = await sandboxes.events({ sandboxId: 'sbx-1', since: '1h' });
+   */
+  async events(query: EventsQuery = {}): Promise<EventPage> {
+    const { since, ...rest } = query;
+    const checked = parseOrThrow(eventsQuerySchema, { ...rest, ...(since !== undefined ? { since: since instanceof Date ? since.toISOString() : since } : {}) }, 'events query');
+    return new StoreClient({ client: this.client, taskQueue: this.taskQueue, ...(this.principal !== undefined ? { principal: this.principal } : {}) }).events(checked);
+  }
+
+  /**
+   * Every event from `since` (by default: from now on), or `after` a cursor, as it comes:
+   * each read waits in the store for the next event, so nothing polls. Ends when `signal`
+   * aborts (at the latest once the read under way answers, within 20 s).
+   *
+   * @example
+   * for await (const event of sandboxes.followEvents({ sandboxId: 'sbx-1' })) console.log(event.kind, event.reason);
+   */
+  async *followEvents(query: Omit<EventsQuery, 'waitSeconds'> & { readonly signal?: AbortSignal } = {}): AsyncGenerator<PlaneEvent, void, undefined> {
+    const { signal, since, after, ...rest } = query;
+    let cursor = after;
+    let from: EventsQuery['since'] = cursor === undefined ? (since ?? new Date()) : since;
+    while (signal?.aborted !== true) {
+      const page = await this.events({ ...rest, ...(cursor !== undefined ? { after: cursor } : {}), ...(from !== undefined ? { since: from } : {}), waitSeconds: MAX_EVENT_WAIT_SECONDS });
+      for (const event of page.events) yield event;
+      cursor = page.next;
+      // The cursor says where the reader is from now on; a since would only hide events of a late clock.
+      from = undefined;
+    }
   }
 
   /**
