@@ -119,7 +119,7 @@ export function buildProgram(): Command {
   program
     .command('mcp')
     .description(
-      'serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox, destroy_sandbox, plan_iac, apply_iac, iac_status, snapshot_sandbox and fork_sandbox to an MCP client over stdio, until stdin closes, acting as one principal',
+      'serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox, destroy_sandbox, plan_iac, apply_iac, iac_status, snapshot_sandbox, fork_sandbox, delete_snapshot and sandbox_events to an MCP client over stdio, until stdin closes, acting as one principal',
     )
     .option('--principal <name>', 'the principal every tool call acts as, and whose sandboxes alone it sees (env SANDBOXPLANE_PRINCIPAL; required)')
     // Accepted like everywhere; MCP answers are JSON frames already, so it changes nothing.

@@ -16,7 +16,7 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
-import { eventsQuerySchema, MAX_EVENT_WAIT_SECONDS, type EventPage, type EventsQuery } from '../domain/event-query';
+import { eventsQuerySchema, type EventPage, type EventsQuery } from '../domain/event-query';
 import { agentActor, type PlaneEvent } from '../domain/events';
 import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
@@ -39,6 +39,7 @@ import {
 } from '../workflows/sandbox-messages';
 import { toSandboxError, unlessNotFound } from './client-errors';
 import { quoted } from './visibility-query';
+import { followEvents, type FollowQuery } from './event-follow';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
 import { connectTemporal } from './temporal-connection';
@@ -603,17 +604,8 @@ export class SandboxClient {
    * @example
    * for await (const event of sandboxes.followEvents({ sandboxId: 'sbx-1' })) console.log(event.kind, event.reason);
    */
-  async *followEvents(query: Omit<EventsQuery, 'waitSeconds'> & { readonly signal?: AbortSignal } = {}): AsyncGenerator<PlaneEvent, void, undefined> {
-    const { signal, since, after, ...rest } = query;
-    let cursor = after;
-    let from: EventsQuery['since'] = cursor === undefined ? (since ?? new Date()) : since;
-    while (signal?.aborted !== true) {
-      const page = await this.events({ ...rest, ...(cursor !== undefined ? { after: cursor } : {}), ...(from !== undefined ? { since: from } : {}), waitSeconds: MAX_EVENT_WAIT_SECONDS });
-      for (const event of page.events) yield event;
-      cursor = page.next;
-      // The cursor says where the reader is from now on; a since would only hide events of a late clock.
-      from = undefined;
-    }
+  followEvents(query: FollowQuery = {}): AsyncGenerator<PlaneEvent, void, undefined> {
+    return followEvents((page) => this.events(page), query);
   }
 
   /**
