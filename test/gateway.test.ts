@@ -148,7 +148,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     assert.equal(extended.status, 200, JSON.stringify(extended.body));
     assert.equal(Date.parse((extended.body as SandboxStatus).expiresAt ?? '') - Date.parse(sandbox.expiresAt ?? ''), 60_000);
     const extendRow = await eventually('the extend audited', async () => worker.store.sandboxes.audit('gw-a').find((op) => op.action === 'extended'));
-    assert.equal(extendRow.actor, `agent:key:${keyA.keyId}`, "the audit trail names the key, as the agent");
+    assert.equal(extendRow.actor, `agent:key:${keyA.keyId}`, 'the audit trail names the key, as the agent');
 
     const bad = refused(await http('POST', '/v1/sandboxes', keyA.key, { services: 's3' }), 400, 'INVALID_INPUT');
     assert.match(bad.message, /services/);

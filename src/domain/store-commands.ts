@@ -126,7 +126,15 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
  * What a principal-bound caller (an agent) may ask of the store: its own audit trails, events and
  * snapshots (to read, and to delete), its own sandboxes' families, and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
-export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>(['audit', 'snapshots.list', 'snapshots.get', 'snapshots.delete', 'iac.screen', 'sandboxes.tree', 'events']);
+export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
+  'audit',
+  'snapshots.list',
+  'snapshots.get',
+  'snapshots.delete',
+  'iac.screen',
+  'sandboxes.tree',
+  'events',
+]);
 
 /** A policy row as the store keeps it. */
 export interface PolicyRecord extends PolicyRow {

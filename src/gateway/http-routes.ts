@@ -65,7 +65,11 @@ export const forksBody = forkSandboxInput
 
 /** `GET /v1/events`: sandbox_events' arguments, its numbers as query text. */
 export const eventsQuery = sandboxEventsInput.extend({
-  limit: z.coerce.number().pipe(sandboxEventsInput.shape.limit.unwrap()).optional().describe(sandboxEventsInput.shape.limit.description ?? ''),
+  limit: z.coerce
+    .number()
+    .pipe(sandboxEventsInput.shape.limit.unwrap())
+    .optional()
+    .describe(sandboxEventsInput.shape.limit.description ?? ''),
   waitSeconds: z.coerce
     .number()
     .pipe(sandboxEventsInput.shape.waitSeconds.unwrap())

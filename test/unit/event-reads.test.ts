@@ -11,11 +11,9 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
-import { formatEventLine } from '../../src/cli/format/event-format';
 import { loadConfig } from '../../src/config/config';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { eventCursor, seqOfCursor, sinceIso, type EventPage } from '../../src/domain/event-query';
-import type { PlaneEvent } from '../../src/domain/events';
 import type { OperationRecord } from '../../src/domain/lifecycle-record';
 import { Store } from '../../src/store';
 import type { HostDirectory } from '../../src/store/host-directory';
@@ -62,7 +60,10 @@ describe('reading events (store command)', () => {
       mine.events.map((e) => e.sandboxId),
       ['rd-a1', 'rd-a2'],
     );
-    assert.ok(mine.events.every((e) => !('seq' in e)), 'the order is carried by cursors only');
+    assert.ok(
+      mine.events.every((e) => !('seq' in e)),
+      'the order is carried by cursors only',
+    );
     assert.deepEqual(
       (await read({})).events.map((e) => e.sandboxId),
       ['rd-a1', 'rd-b1', 'rd-a2'],
@@ -126,24 +127,5 @@ describe('reading events (store command)', () => {
     assert.deepEqual(none.events, []);
     assert.ok(Date.now() - quiet >= 950, 'it waited');
     assert.equal(none.next, page.next);
-  });
-
-  test('a line for people: time to the second, kind, sandbox, change of state, reason, actor', () => {
-    const event: PlaneEvent = {
-      eventId: 'evt_1',
-      time: '2026-12-06T17:01:02.345Z',
-      kind: 'sandbox.destroyed',
-      sandboxId: 'sbx-1',
-      runId: null,
-      principal: 'agent-1',
-      actor: 'timer',
-      reason: 'ttl',
-      from: 'READY',
-      to: 'DESTROYED',
-      detail: {},
-    };
-    assert.equal(formatEventLine(event), '2026-12-06T17:01:02Z  sandbox.destroyed  sbx-1  READY→DESTROYED  ttl  (timer)');
-    assert.equal(formatEventLine({ ...event, kind: 'sandbox.extended', from: 'READY', to: 'READY', reason: 'agent', actor: 'agent:planner' }).split('  ')[3], 'READY');
-    assert.equal(formatEventLine({ ...event, kind: 'iac.applied', sandboxId: null, runId: 'iac-1', from: null, to: null }).split('  ').slice(2, 4).join(' '), 'iac-1 -');
   });
 });
