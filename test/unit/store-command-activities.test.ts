@@ -205,6 +205,7 @@ describe('runStoreCommand', () => {
       'approvers.list',
       'approvers.remove',
       'audit',
+      'events',
       'hosts',
       'hosts.register',
       'hosts.remove',
