@@ -1,7 +1,8 @@
 /**
  * The package entry, `cloud-sandbox-plane`: the client SDK agents and tools use to get
  * and manage sandboxes (`sandboxes.iac` for infrastructure as code in them and its
- * promotion; through `StoreClient`, policy, approvers, audit, leaks, hosts and targets),
+ * promotion; `sandboxes.events` and `followEvents` for what changed and why; through
+ * `StoreClient`, policy, approvers, audit, leaks, hosts and targets),
  * its request schema, status and error types. Everything else in
  * `dist/` is internal and unreachable through the package's `exports`.
  *
@@ -34,6 +35,9 @@ export type { ApprovalAttempt, SandboxStatus } from './domain/lifecycle-messages
 export type { HostView } from './domain/hosts';
 export type { ResourceListing, ResourceRef, UnlistedKind, UnlistedService } from './domain/resources';
 export type { ApproverRecord, AuditEntry, LeakRecord, NewPolicyInput, PolicyRecord } from './domain/store-commands';
+export { EVENT_KINDS, EVENT_REASONS, type EventKind, type EventReason, type PlaneEvent } from './domain/events';
+export type { EventPage, EventsQuery } from './domain/event-query';
+export type { FollowQuery } from './client/event-follow';
 export { sandboxRequestSchema } from './domain/sandbox-request';
 export { SANDBOX_STATES, TERMINAL_STATES } from './domain/sandbox-states';
 export { startTracing, stopTracing, type PlaneService } from './telemetry/tracing';

@@ -107,6 +107,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     const paths = Object.keys((document.body as { paths: Record<string, unknown> }).paths).sort();
     assert.deepEqual(paths, [
       '/mcp',
+      '/v1/events',
       '/v1/iac/{runId}',
       '/v1/sandboxes',
       '/v1/sandboxes/{id}',
@@ -148,7 +149,7 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     assert.equal(extended.status, 200, JSON.stringify(extended.body));
     assert.equal(Date.parse((extended.body as SandboxStatus).expiresAt ?? '') - Date.parse(sandbox.expiresAt ?? ''), 60_000);
     const extendRow = await eventually('the extend audited', async () => worker.store.sandboxes.audit('gw-a').find((op) => op.action === 'extended'));
-    assert.equal(extendRow.actor, `key:${keyA.keyId}`, 'the audit trail names the key');
+    assert.equal(extendRow.actor, `agent:key:${keyA.keyId}`, 'the audit trail names the key, as the agent');
 
     const bad = refused(await http('POST', '/v1/sandboxes', keyA.key, { services: 's3' }), 400, 'INVALID_INPUT');
     assert.match(bad.message, /services/);
@@ -165,6 +166,48 @@ describe('the gateway: API keys, HTTP, the SDK and MCP over Streamable HTTP (rea
     await assert.rejects(new GatewayClient({ url, apiKey: keyB.key }).destroy('gw-a'), (err: Error & { code?: string }) => err.code === 'NOT_FOUND');
     const destroyed = await sdk.destroy('gw-a', { reason: 'done' });
     assert.equal(destroyed.state, 'DESTROYED');
+  });
+
+  test("GET /v1/events: key A reads its sandbox's events and follows with the cursor (a long poll); key B sees none of them, and 404 for the sandbox", async () => {
+    interface Page {
+      events: { kind: string; reason: string; sandboxId: string | null; principal: string }[];
+      next: string;
+    }
+    const read = await http('GET', '/v1/events?sandboxId=gw-a&since=1h', keyA.key);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    const page = read.body as Page;
+    assert.deepEqual(
+      page.events.map((e) => [e.kind, e.reason]),
+      [
+        ['sandbox.requested', 'agent'],
+        ['sandbox.ready', 'agent'],
+        ['sandbox.extended', 'agent'],
+        ['sandbox.destroyed', 'agent'],
+      ],
+    );
+    const mine = ((await http('GET', '/v1/events', keyA.key)).body as Page).events;
+    assert.ok(mine.every((e) => e.principal === 'agent-a'));
+
+    const others = (await http('GET', '/v1/events', keyB.key)).body as Page;
+    assert.ok(!others.events.some((e) => e.sandboxId === 'gw-a'), 'none of key A’s events');
+    const theirs = refused(await http('GET', '/v1/events?sandboxId=gw-a', keyB.key), 404, 'NOT_FOUND');
+    const never = refused(await http('GET', '/v1/events?sandboxId=gw-never', keyB.key), 404, 'NOT_FOUND');
+    assert.equal(theirs.message.replace('gw-a', 'ID'), never.message.replace('gw-never', 'ID'));
+    assert.match(refused(await http('GET', '/v1/events?since=yesterday', keyA.key), 400, 'INVALID_INPUT').message, /since/);
+    refused(await http('GET', '/v1/events?after=12', keyA.key), 400, 'INVALID_INPUT');
+    refused(await http('GET', '/v1/events?waitSeconds=60', keyA.key), 400, 'INVALID_INPUT');
+
+    // Follow: a read after the cursor waits at the gateway until key A's next sandbox is requested.
+    const sdk = new GatewayClient({ url, apiKey: keyA.key });
+    const started = Date.now();
+    const waiting = sdk.events({ after: page.next, waitSeconds: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal((await http('POST', '/v1/sandboxes', keyA.key, { id: 'gw-ev', services: ['s3'], ttlSeconds: 600 })).status, 201);
+    const next = await waiting;
+    assert.equal(next.events[0]?.kind, 'sandbox.requested');
+    assert.equal(next.events[0]?.sandboxId, 'gw-ev');
+    assert.ok(Date.now() - started < 15_000, 'answered when the event came, not at the end of the wait');
+    await sdk.destroy('gw-ev');
   });
 
   test('key A forks its snapshot into two sandboxes at once and reads their tree; key B gets 404 for both; past SANDBOXPLANE_FORK_MAX is 400', async () => {

@@ -82,7 +82,7 @@ describe('sandboxctl mcp (stdio)', () => {
     await worker?.stop();
   });
 
-  test('lists the ten tools (five for sandboxes, three for IaC, two for snapshots) with JSON input schemas derived from the SDK schemas', async () => {
+  test('lists the twelve tools (five for sandboxes, three for IaC, three for snapshots, one for events) with JSON input schemas derived from the SDK schemas', async () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name).sort(), [...MCP_TOOLS]);
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -121,6 +121,11 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.equal(fork.properties?.principal, undefined, "who asks is the server's principal, never an argument");
     assert.equal(fork.additionalProperties, false);
     assert.equal(fork.properties?.count?.type, 'integer', 'fork_sandbox forks many with count');
+
+    const events = byName.get('sandbox_events')?.inputSchema as JsonSchema;
+    assert.deepEqual(events.required ?? [], []);
+    assert.deepEqual(Object.keys(events.properties ?? {}).sort(), ['after', 'limit', 'sandboxId', 'since', 'waitSeconds']);
+    assert.equal(byName.get('sandbox_events')?.annotations?.readOnlyHint, true);
 
     assert.deepEqual((byName.get('get_sandbox')?.inputSchema as JsonSchema).required, ['id']);
     assert.deepEqual((byName.get('destroy_sandbox')?.inputSchema as JsonSchema).required, ['id']);
@@ -169,7 +174,7 @@ describe('sandboxctl mcp (stdio)', () => {
     assert.ok(!worker.memory.liveSandboxIds().includes('mcp-one'), 'the emulator is gone');
 
     const actors = worker.store.sandboxes.audit('mcp-one').map((operation) => operation.actor);
-    assert.ok(actors.includes('mcp:mcp-test'), `the audit trail names the MCP client; actors: ${actors.join(', ')}`);
+    assert.ok(actors.includes('agent:mcp:mcp-test'), `the audit trail names the MCP client, as the agent; actors: ${actors.join(', ')}`);
   });
 
   test("bound to agent-mcp: it cannot create as admin, nor see, extend or destroy another principal's sandbox", async () => {
@@ -189,6 +194,32 @@ describe('sandboxctl mcp (stdio)', () => {
     const b = await serverFor('agent-b');
     assert.equal(ok<SandboxStatus>(await call('get_sandbox', { id: 'mcp-theirs' }, b)).state, 'READY');
     ok(await call('destroy_sandbox', { id: 'mcp-theirs' }, b));
+  });
+
+  test("sandbox_events: its own sandbox's events in order with reasons; another principal's sandbox is NOT_FOUND, its events never listed", async () => {
+    interface Page {
+      events: { kind: string; reason: string; sandboxId: string | null; principal: string; actor: string }[];
+      next: string;
+    }
+    const page = ok<Page>(await call('sandbox_events', { sandboxId: 'mcp-one', since: '1h' }));
+    assert.deepEqual(
+      page.events.map((e) => [e.kind, e.reason]),
+      [
+        ['sandbox.requested', 'agent'],
+        ['sandbox.ready', 'agent'],
+        ['sandbox.extended', 'agent'],
+        ['sandbox.destroyed', 'agent'],
+      ],
+    );
+    assert.match(page.next, /^evc_/);
+    const all = ok<Page>(await call('sandbox_events', { limit: 500 })).events;
+    assert.ok(all.length >= 4 && all.every((e) => e.principal === 'agent-mcp'), 'its own events only');
+    assert.ok(!all.some((e) => e.sandboxId === 'mcp-theirs'));
+    const theirs = refused(await call('sandbox_events', { sandboxId: 'mcp-theirs' }), 'NOT_FOUND');
+    const never = refused(await call('sandbox_events', { sandboxId: 'mcp-never' }), 'NOT_FOUND');
+    assert.equal(theirs.error.message.replace('mcp-theirs', 'ID'), never.error.message.replace('mcp-never', 'ID'));
+    assert.deepEqual(ok<Page>(await call('sandbox_events', { after: page.next, sandboxId: 'mcp-one' })).events, [], 'nothing after the cursor');
+    refused(await call('sandbox_events', { since: 'last tuesday' }), 'INVALID_INPUT');
   });
 
   test('refusals are tool errors with the code and a hint, never protocol errors', async () => {

@@ -9,6 +9,7 @@ import type { HostDirectory } from '../store/host-directory';
 import type { SecretBox } from '../crypto/secret-box';
 import { withTaxonomy } from './activity-failure';
 import { enrolApprover } from './approver-proof';
+import { activityCancellation, readEvents } from './event-activities';
 import { deleteSnapshot } from './snapshot-activities';
 import { addWebhook } from './webhook-activities';
 
@@ -75,6 +76,7 @@ export function createStoreCommandActivities(deps: StoreCommandDeps): { runStore
       return added;
     },
     'keys.list': () => ({ keys: store.apiKeys.list() }),
+    events: (command) => readEvents(store, command, activityCancellation()),
     'keys.revoke': ({ keyId }) => {
       const revoked = store.apiKeys.revoke(keyId);
       if (revoked === undefined) throw new SandboxPlaneError('NOT_FOUND', `no API key ${keyId}`, { hint: '`sandboxctl keys list` shows the keys.' });

@@ -11,6 +11,7 @@ import { registerAuditCommands } from './commands/audit-commands';
 import { registerCleanupCommands } from './commands/cleanup-commands';
 import { registerCodecCommands } from './commands/codec-commands';
 import { registerDeploymentCommands } from './commands/deployment-commands';
+import { registerEventCommands } from './commands/event-commands';
 import { registerHostCommands } from './commands/host-commands';
 import { registerIacCommands } from './commands/iac-commands';
 import { registerKeyCommands } from './commands/key-commands';
@@ -121,7 +122,7 @@ export function buildProgram(): Command {
   program
     .command('mcp')
     .description(
-      'serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox, destroy_sandbox, plan_iac, apply_iac, iac_status, snapshot_sandbox and fork_sandbox to an MCP client over stdio, until stdin closes, acting as one principal',
+      'serve create_sandbox, get_sandbox, list_sandboxes, extend_sandbox, destroy_sandbox, plan_iac, apply_iac, iac_status, snapshot_sandbox, fork_sandbox, delete_snapshot and sandbox_events to an MCP client over stdio, until stdin closes, acting as one principal',
     )
     .option('--principal <name>', 'the principal every tool call acts as, and whose sandboxes alone it sees (env SANDBOXPLANE_PRINCIPAL; required)')
     // Accepted like everywhere; MCP answers are JSON frames already, so it changes nothing.
@@ -193,6 +194,7 @@ export function buildProgram(): Command {
   registerKeyCommands(program);
   registerWebhookCommands(program);
   registerUsageCommands(program);
+  registerEventCommands(program);
 
   return program;
 }

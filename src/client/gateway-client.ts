@@ -11,11 +11,14 @@
 import { z } from 'zod';
 import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
+import type { EventPage, EventsQuery } from '../domain/event-query';
+import type { PlaneEvent } from '../domain/events';
 import type { IacStatus } from '../domain/iac/iac-run';
 import type { SandboxStatus } from '../domain/lifecycle-messages';
 import { parseOrThrow } from '../domain/validation';
 import { synthesizeCdkApp } from './cdk-synth';
 import { unlessNotFound } from './client-errors';
+import { followEvents, type FollowQuery } from './event-follow';
 import type { IacRequest, IacWaitOptions } from './iac-client';
 import type { BoundRequestInput, CreateOptions, ListFilter, SandboxSummary } from './sandbox-client';
 
@@ -107,6 +110,19 @@ export class GatewayClient {
       body = { ...body, template: typeof template === 'string' ? template : JSON.stringify(template) };
     }
     return this.call<IacStatus>('POST', `/v1/sandboxes/${encodeURIComponent(sandboxId)}/iac`, body);
+  }
+
+  /** The key's principal's events, oldest first, and the cursor to read on from; see SandboxClient.events. */
+  async events(query: EventsQuery = {}): Promise<EventPage> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value instanceof Date ? value.toISOString() : String(value));
+    const text = params.toString();
+    return this.call<EventPage>('GET', `/v1/events${text === '' ? '' : `?${text}`}`);
+  }
+
+  /** The key's principal's events as they come (each request waits at the gateway); see SandboxClient.followEvents. */
+  followEvents(query: FollowQuery = {}): AsyncGenerator<PlaneEvent, void, undefined> {
+    return followEvents((page) => this.events(page), query);
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -16,7 +16,8 @@ import { isErrorCode } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
 import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitStateTarget, type SandboxStatus } from '../domain/lifecycle-messages';
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
-import { agentActor } from '../domain/events';
+import { eventsQuerySchema, type EventPage, type EventsQuery } from '../domain/event-query';
+import { agentActor, type PlaneEvent } from '../domain/events';
 import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
@@ -39,6 +40,7 @@ import {
 } from '../workflows/sandbox-messages';
 import { toSandboxError, unlessNotFound } from './client-errors';
 import { quoted } from './visibility-query';
+import { followEvents, type FollowQuery } from './event-follow';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
 import { connectTemporal } from './temporal-connection';
@@ -593,6 +595,34 @@ export class SandboxClient {
       ...(principal !== undefined ? { principal } : {}),
       ...(filter.since !== undefined ? { since: filter.since } : {}),
     });
+  }
+
+  /**
+   * Events (DESIGN §19), oldest first, with the cursor to read on from (`next`): this
+   * client's principal's only when it is bound, everyone's for an operator's client. With
+   * `sandboxId`, that sandbox's (NOT_FOUND for another principal's, as for one that never
+   * was). With `waitSeconds` and nothing to return yet, the read waits in the store for an
+   * event to come, and answers with none when the wait is over.
+   *
+   * @example
+   * const { events, next } = await sandboxes.events({ sandboxId: 'sbx-1', since: '1h' });
+   */
+  async events(query: EventsQuery = {}): Promise<EventPage> {
+    const { since, ...rest } = query;
+    const checked = parseOrThrow(eventsQuerySchema, { ...rest, ...(since !== undefined ? { since: since instanceof Date ? since.toISOString() : since } : {}) }, 'events query');
+    return new StoreClient({ client: this.client, taskQueue: this.taskQueue, ...(this.principal !== undefined ? { principal: this.principal } : {}) }).events(checked);
+  }
+
+  /**
+   * Every event from `since` (by default: from now on), or `after` a cursor, as it comes:
+   * each read waits in the store for the next event, so nothing polls. Ends when `signal`
+   * aborts (at the latest once the read under way answers, within 20 s).
+   *
+   * @example
+   * for await (const event of sandboxes.followEvents({ sandboxId: 'sbx-1' })) console.log(event.kind, event.reason);
+   */
+  followEvents(query: FollowQuery = {}): AsyncGenerator<PlaneEvent, void, undefined> {
+    return followEvents((page) => this.events(page), query);
   }
 
   /**

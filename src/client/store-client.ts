@@ -20,6 +20,7 @@ import {
   type StoreCommandKind,
   type StoreCommandResults,
 } from '../domain/store-commands';
+import type { EventPage } from '../domain/event-query';
 import type { IacDecision } from '../domain/iac/iac-screening';
 import type { SnapshotSource, SnapshotSummary } from '../domain/snapshots';
 import type { NewTargetInput, TargetAuditEntry, TargetRecord } from '../domain/targets';
@@ -302,7 +303,6 @@ export class StoreClient {
     }
   }
 
-  /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer. */
   /**
    * Registers a webhook endpoint (DESIGN §19) and returns it with its signing secret
    * (`whsec_…`, Standard Webhooks' form), shown this once: the store keeps it sealed.
@@ -331,7 +331,20 @@ export class StoreClient {
     return (await this.run({ kind: 'webhooks.deliveries', webhookId, ...(limit !== undefined ? { limit } : {}) })).deliveries;
   }
 
-  private async run<K extends StoreCommandKind>(command: CommandOf<K>, summary: string = command.kind): Promise<StoreCommandResults[K]> {
+  /**
+   * Events (DESIGN §19), oldest first: this client's principal's only when it is bound,
+   * everyone's for an operator; of one sandbox with `sandboxId` (NOT_FOUND for another
+   * principal's, as for one that never was). Start at `sinceIso`, or `after` the `next`
+   * of an earlier read; with `waitSeconds` (at most 20) and nothing to return yet, the
+   * store waits that long for an event to come before it answers with none.
+   */
+  async events(query: { sandboxId?: string; sinceIso?: string; after?: string; limit?: number; waitSeconds?: number } = {}): Promise<EventPage> {
+    const command = { kind: 'events' as const, ...query, ...(this.principal !== undefined ? { principal: this.principal } : {}) };
+    return this.run(command, 'events', query.waitSeconds ?? 0);
+  }
+
+  /** Runs one command as a `storeCommand` workflow on `<tq>` and waits for its answer (and `waitSeconds` more, for a read that waits in the store). */
+  private async run<K extends StoreCommandKind>(command: CommandOf<K>, summary: string = command.kind, waitSeconds = 0): Promise<StoreCommandResults[K]> {
     const checked = parseOrThrow(storeCommandSchema, command, `${command.kind} command`);
     if (!PRINCIPAL_KINDS.has(checked.kind)) this.refuseUnlessOperator(checked.kind);
     try {
@@ -339,7 +352,7 @@ export class StoreClient {
         taskQueue: this.taskQueue,
         workflowId: storeCommandWorkflowId(checked.kind),
         args: [checked],
-        workflowExecutionTimeout: `${COMMAND_TIMEOUT_SECONDS}s`,
+        workflowExecutionTimeout: `${COMMAND_TIMEOUT_SECONDS + waitSeconds}s`,
         staticSummary: summary,
       })) as StoreCommandResults[K];
     } catch (err) {

@@ -9,6 +9,7 @@ import { auditExportPageSchema, type AuditExportPage, type AuditVerification } f
 import { apiKeyIdSchema, newApiKeySchema, type ApiKeyRecord } from './api-keys';
 import { recipientPublicKeySchema, type SealedText } from './sealed-text';
 import { CAPABILITIES } from './capabilities';
+import { DEFAULT_EVENT_LIMIT, eventCursorSchema, eventLimitSchema, eventWaitSchema, isoTimeSchema, type EventPage } from './event-query';
 import { hostIdSchema, hostRegistrationSchema, type HostView } from './hosts';
 import type { LeakFinding } from './leaks';
 import type { IacDecision } from './iac/iac-screening';
@@ -82,6 +83,18 @@ export const storeCommandSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('sandboxes.tree'), sandboxId: sandboxIdSchema, principal: principalSchema.optional() }).strict(),
   newApiKeySchema.extend({ kind: z.literal('keys.add') }),
   z.object({ kind: z.literal('keys.list') }).strict(),
+  // Events (DESIGN §19): a principal's own (another's sandbox is NOT_FOUND), or everyone's for an operator; waits up to waitSeconds for one to come.
+  z
+    .object({
+      kind: z.literal('events'),
+      principal: principalSchema.optional(),
+      sandboxId: sandboxIdSchema.optional(),
+      sinceIso: isoTimeSchema.optional(),
+      after: eventCursorSchema.optional(),
+      limit: eventLimitSchema.default(DEFAULT_EVENT_LIMIT),
+      waitSeconds: eventWaitSchema.default(0),
+    })
+    .strict(),
   z.object({ kind: z.literal('keys.revoke'), keyId: apiKeyIdSchema }).strict(),
   // The id is the client's draw (a retried add finds its own endpoint); the secret comes back sealed to `recipient`, never in history.
   newWebhookSchema.extend({ kind: z.literal('webhooks.add'), webhookId: webhookIdSchema, recipient: recipientPublicKeySchema }),
@@ -127,10 +140,11 @@ export const RETRY_SAFE_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComm
   'webhooks.remove',
   'webhooks.deliveries',
   'usage',
+  'events',
 ]);
 
 /**
- * What a principal-bound caller (an agent) may ask of the store: its own audit trails and
+ * What a principal-bound caller (an agent) may ask of the store: its own audit trails, events and
  * snapshots (to read, and to delete), its own sandboxes' families, its own usage, and policy's verdict on its own IaC run. Everything else is an operator's (DESIGN §18), refused as PRINCIPAL_MISMATCH.
  */
 export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreCommandKind>([
@@ -141,6 +155,7 @@ export const PRINCIPAL_KINDS: ReadonlySet<StoreCommandKind> = new Set<StoreComma
   'iac.screen',
   'sandboxes.tree',
   'usage',
+  'events',
 ]);
 
 /** A policy row as the store keeps it. */
@@ -205,6 +220,7 @@ export interface StoreCommandResults {
   'webhooks.remove': WebhookRecord;
   'webhooks.deliveries': { webhookId: string; deliveries: WebhookDelivery[] };
   usage: { rows: UsageRow[] };
+  events: EventPage;
 }
 
 /** The store role's activity, as workflow code sees it (its type only; the worker wires the code). */

@@ -12,6 +12,7 @@ import { parseOrThrow } from '../domain/validation';
 import { CDK_APP_REFUSED, changeInput } from '../mcp/iac-tools';
 import { createSandboxInput, destroySandboxInput, extendSandboxInput, listSandboxesInput } from '../mcp/sandbox-tools';
 import { forkSandboxInput } from '../mcp/snapshot-tools';
+import { sandboxEventsInput } from '../mcp/event-tools';
 import { snapshotIdSchema } from '../domain/snapshots';
 import { usageQuerySchema } from '../domain/usage';
 
@@ -34,6 +35,10 @@ export interface Route {
   readonly summary: string;
   /** The body's schema (for the OpenAPI document too); none for GET and an empty DELETE. */
   readonly body?: z.ZodTypeAny;
+  /** The query's parameters, for the OpenAPI document (the route parses them itself). */
+  readonly query?: z.AnyZodObject;
+  /** The success body's JSON schema in the OpenAPI document; an object by default. */
+  readonly response?: Readonly<Record<string, unknown>>;
   /** The answer's body, sent with {@link successStatus}. */
   readonly handle: (context: RouteContext) => Promise<unknown>;
 }
@@ -58,6 +63,20 @@ export const forksBody = forkSandboxInput
   .omit({ snapshotId: true, id: true })
   .extend({ count: forkSandboxInput.shape.count.unwrap().default(1).describe('How many sandboxes at once (default 1; at most SANDBOXPLANE_FORK_MAX, 20 by default).') })
   .strict();
+
+/** `GET /v1/events`: sandbox_events' arguments, its numbers as query text. */
+export const eventsQuery = sandboxEventsInput.extend({
+  limit: z.coerce
+    .number()
+    .pipe(sandboxEventsInput.shape.limit.unwrap())
+    .optional()
+    .describe(sandboxEventsInput.shape.limit.description ?? ''),
+  waitSeconds: z.coerce
+    .number()
+    .pipe(sandboxEventsInput.shape.waitSeconds.unwrap())
+    .optional()
+    .describe(`${sandboxEventsInput.shape.waitSeconds.description ?? ''} A waiting request holds one of the key's requests in flight.`),
+});
 
 const sandboxId = (context: RouteContext) => parseOrThrow(sandboxIdSchema, context.params.id, 'sandbox id (in the path)');
 
@@ -172,6 +191,17 @@ export const ROUTES: readonly Route[] = [
     successStatus: 200,
     summary: "One IaC run's status; another principal's is 404.",
     handle: async (context) => await context.sandboxes.iac.status(parseOrThrow(iacRunIdSchema, context.params.runId, 'run id (in the path)')),
+  },
+  {
+    method: 'GET',
+    path: '/v1/events',
+    operationId: 'listEvents',
+    successStatus: 200,
+    summary:
+      "The key's principal's events, oldest first: {events, next}. Read on (page, or follow) with ?after=<next>; with &waitSeconds=20 an answer with no events waits up to 20 s for the next one (long poll).",
+    query: eventsQuery,
+    response: { $ref: '#/components/schemas/EventPage' },
+    handle: async ({ query, sandboxes }) => await sandboxes.events(parseOrThrow(eventsQuery, Object.fromEntries(query), 'events query')),
   },
 ];
 

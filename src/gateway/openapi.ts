@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import { ERROR_CODES } from '../domain/error-codes';
+import { EVENT_KINDS, EVENT_REASONS } from '../domain/events';
 import { ROUTES } from './http-routes';
 
 const ERROR_SCHEMA = {
@@ -16,6 +18,36 @@ const ERROR_SCHEMA = {
       },
     },
     status: { type: 'object', description: "The sandbox's status, when the error is about one (e.g. WAIT_TIMEOUT)." },
+  },
+} as const;
+
+const nullableString = { type: ['string', 'null'] } as const;
+
+/** One event (DESIGN §11 "Events"), as `sandboxctl events --json` prints it. */
+const EVENT_SCHEMA = {
+  type: 'object',
+  required: ['eventId', 'time', 'kind', 'sandboxId', 'runId', 'principal', 'actor', 'reason', 'from', 'to', 'detail'],
+  properties: {
+    eventId: { type: 'string', description: 'Stable however often the change is recorded (a webhook delivery carries it as webhook-id).' },
+    time: { type: 'string', format: 'date-time' },
+    kind: { type: 'string', enum: [...EVENT_KINDS] },
+    sandboxId: { ...nullableString, description: 'null for an IaC run against a target.' },
+    runId: { ...nullableString, description: 'The IaC run, for iac.* events and approvals of one.' },
+    principal: { type: 'string' },
+    actor: { type: 'string', description: 'Who acted: agent:<name> for a key or bound client, timer for the TTL, an operator, the sweep.' },
+    reason: { type: 'string', enum: [...EVENT_REASONS] },
+    from: { ...nullableString, description: "The sandbox's state before the change." },
+    to: { ...nullableString, description: "The sandbox's state after it." },
+    detail: { type: 'object', description: 'Small facts of the kind (expiresAt, snapshotId, code, why).' },
+  },
+} as const;
+
+const EVENT_PAGE_SCHEMA = {
+  type: 'object',
+  required: ['events', 'next'],
+  properties: {
+    events: { type: 'array', items: { $ref: '#/components/schemas/Event' } },
+    next: { type: 'string', description: 'An opaque cursor: pass it as ?after= to read what comes next. It moves past every event this answer saw.' },
   },
 } as const;
 
@@ -36,7 +68,16 @@ const ERROR_RESPONSES = Object.fromEntries(
 export function openApiDocument(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES) {
-    const parameters = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+    const parameters = [
+      ...[...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+      ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        required: false,
+        description: (schema as z.ZodTypeAny).description,
+        schema: zodToJsonSchema(schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodTypeAny) : (schema as z.ZodTypeAny), { target: 'openApi3', $refStrategy: 'none' }),
+      })),
+    ];
     const body =
       route.body === undefined
         ? {}
@@ -46,7 +87,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       summary: route.summary,
       ...(parameters.length > 0 ? { parameters } : {}),
       ...body,
-      responses: { [String(route.successStatus)]: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, ...ERROR_RESPONSES },
+      responses: { [String(route.successStatus)]: { description: 'OK', content: { 'application/json': { schema: route.response ?? { type: 'object' } } } }, ...ERROR_RESPONSES },
     };
   }
   paths['/mcp'] = {
@@ -64,7 +105,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       description:
         "Throw-away, AWS-shaped sandboxes for agents. Every route but this document needs `Authorization: Bearer KEY` (`sandboxctl keys add PRINCIPAL`); the key's principal is the caller.",
     },
-    components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } }, schemas: { Error: ERROR_SCHEMA } },
+    components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } }, schemas: { Error: ERROR_SCHEMA, Event: EVENT_SCHEMA, EventPage: EVENT_PAGE_SCHEMA } },
     security: [{ apiKey: [] }],
     paths,
   };

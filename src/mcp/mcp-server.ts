@@ -5,6 +5,7 @@ import { payloadCodecFor } from '../codec/codec-settings';
 import type { Config } from '../config/config';
 import { packageVersion } from '../config/paths';
 import type { Logger } from '../logging/logger';
+import { registerEventTools } from './event-tools';
 import { registerIacTools } from './iac-tools';
 import { registerSandboxTools } from './sandbox-tools';
 import { registerSnapshotTools } from './snapshot-tools';
@@ -19,6 +20,7 @@ const INSTRUCTIONS = [
   'Call create_sandbox with the services you need (wait "ready" to get the endpoint at once);',
   "pass the result's clientConfig to an AWS SDK v3 client constructor; call destroy_sandbox when done.",
   'To change a sandbox with infrastructure code, call plan_iac, then apply_iac (a human may need to approve the plan); iac_status follows a run.',
+  'sandbox_events says what happened to your sandboxes and why (e.g. destroyed by its TTL).',
   'Every refusal carries an error code and a hint saying what to do.',
 ].join(' ');
 
@@ -71,6 +73,7 @@ export function createSandboxMcpServer(sandboxes: () => Promise<SandboxClient>, 
   registerSandboxTools(server, { sandboxes, actor });
   registerIacTools(server, { sandboxes });
   registerSnapshotTools(server, { sandboxes, actor });
+  registerEventTools(server, { sandboxes });
   return server;
 }
 

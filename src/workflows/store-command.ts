@@ -1,5 +1,6 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import { isErrorCode, NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
+import { MAX_EVENT_WAIT_SECONDS } from '../domain/event-query';
 import { RETRY_SAFE_KINDS, type StoreCommandActivities, type StoreCommandInput } from '../domain/store-commands';
 import { storeQueue } from '../domain/task-queues';
 
@@ -9,13 +10,20 @@ const STORE_PICKUP_TIMEOUT = '15 seconds';
 /** What a caller does when no store worker answers. */
 const START_STORE_WORKER = 'start one (`sandboxctl worker --role store` or `sandboxctl worker`)';
 
-function storeActivities(queue: string, retrySafe: boolean): StoreCommandActivities {
+/** How long a command may wait in the store for something to happen (an events read that follows), at most MAX_EVENT_WAIT_SECONDS. */
+function waitSecondsOf(command: StoreCommandInput): number {
+  const wait = command.kind === 'events' ? Number(command.waitSeconds ?? 0) : 0;
+  return Number.isFinite(wait) ? Math.min(Math.max(Math.trunc(wait), 0), MAX_EVENT_WAIT_SECONDS) : 0;
+}
+
+function storeActivities(queue: string, retrySafe: boolean, waitSeconds: number): StoreCommandActivities {
   return proxyActivities<StoreCommandActivities>({
     taskQueue: queue,
     scheduleToStartTimeout: STORE_PICKUP_TIMEOUT,
-    startToCloseTimeout: '10 seconds',
+    // A waiting read gets its wait on top (the caller's execution timeout grows by as much).
+    startToCloseTimeout: `${10 + waitSeconds} seconds`,
     // Below the caller's 30 s execution timeout, so the caller hears this workflow's verdict.
-    scheduleToCloseTimeout: '25 seconds',
+    scheduleToCloseTimeout: `${25 + waitSeconds} seconds`,
     retry: retrySafe ? { maximumAttempts: 3, initialInterval: '500 milliseconds', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] } : { maximumAttempts: 1 },
   });
 }
@@ -27,7 +35,7 @@ function storeActivities(queue: string, retrySafe: boolean): StoreCommandActivit
  */
 export async function storeCommand(command: StoreCommandInput): Promise<unknown> {
   const queue = storeQueue(workflowInfo().taskQueue);
-  const { runStoreCommand } = storeActivities(queue, RETRY_SAFE_KINDS.has(command.kind));
+  const { runStoreCommand } = storeActivities(queue, RETRY_SAFE_KINDS.has(command.kind), waitSecondsOf(command));
   try {
     return await runStoreCommand(command);
   } catch (err) {

@@ -10,5 +10,6 @@ export const MCP_TOOLS = [
   'iac_status',
   'list_sandboxes',
   'plan_iac',
+  'sandbox_events',
   'snapshot_sandbox',
 ] as const;

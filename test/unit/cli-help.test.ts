@@ -30,6 +30,14 @@ describe('sandboxctl --help', () => {
   });
 });
 
+describe('sandboxctl events --help (issue 40)', () => {
+  test('names the contract flags: --sandbox, --since (ISO or a duration), --follow, --json', async () => {
+    const result = await runCli(['events', '--help']);
+    assert.equal(result.code, 0, result.stderr);
+    for (const flag of [/--sandbox <id>/, /--since <time> .*ISO 8601 time, or this long ago \(10m, 2h, 1d\)/, /--follow/, /--json .*one JSON line/]) assert.match(result.stdout, flag);
+  });
+});
+
 describe('arguments a command does not take (issue 39)', () => {
   test('are refused with INVALID_INPUT (exit 2) before anything is asked of Temporal: `snapshots S` lists nothing and says so', async () => {
     // An address nobody answers at: a command that got past its arguments would fail otherwise (TEMPORAL_UNREACHABLE, exit 1).
@@ -40,6 +48,7 @@ describe('arguments a command does not take (issue 39)', () => {
       ['status', 'sbx-1', 'sbx-2'],
       ['policy', 'list', 'extra'],
       ['iac', 'status', 'run-1', 'run-2'],
+      ['events', 'sbx-1'],
     ]) {
       const result = await runCli([...args, '--json'], env);
       assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);

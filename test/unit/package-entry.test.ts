@@ -67,6 +67,7 @@ describe("the package entry 'cloud-sandbox-plane'", () => {
          ready: m.SANDBOX_STATES.includes('READY'),
          destroyedIsTerminal: m.TERMINAL_STATES.has('DESTROYED'),
          generatedId: typeof m.generateSandboxId(),
+         eventKind: m.EVENT_KINDS.includes('sandbox.destroyed') && m.EVENT_REASONS.includes('ttl'),
          version: require('cloud-sandbox-plane/package.json').version,
          deep,
        }));`,
@@ -80,6 +81,7 @@ describe("the package entry 'cloud-sandbox-plane'", () => {
       ready: true,
       destroyedIsTerminal: true,
       generatedId: 'string',
+      eventKind: true,
       version: (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version,
       deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
     });
@@ -96,13 +98,20 @@ describe("the package entry 'cloud-sandbox-plane'", () => {
   });
 
   test('TypeScript (node16 resolution) type-checks a consumer, from CommonJS and from ESM', async () => {
-    const source = `import { SandboxClient, SandboxPlaneError, type CreateOptions, type SandboxRequestInput, type SandboxStatus } from 'cloud-sandbox-plane';
+    const source = `import { SandboxClient, SandboxPlaneError, type CreateOptions, type EventPage, type PlaneEvent, type SandboxRequestInput, type SandboxStatus } from 'cloud-sandbox-plane';
 
 export async function endpointOf(sandboxes: SandboxClient): Promise<string | null> {
   const request: SandboxRequestInput = { principal: 'agent-7', services: ['s3'] };
   const options: CreateOptions = { wait: 'ready', timeoutMs: 60_000 };
   const status: SandboxStatus = await sandboxes.create(request, options);
   return status.clientConfig?.endpoint ?? null;
+}
+
+export async function reasonsOf(sandboxes: SandboxClient, signal: AbortSignal): Promise<string[]> {
+  const page: EventPage = await sandboxes.events({ sandboxId: 'sbx-1', since: '1h', limit: 10 });
+  const reasons = page.events.map((event: PlaneEvent) => event.reason);
+  for await (const event of sandboxes.followEvents({ after: page.next, signal })) reasons.push(event.reason);
+  return reasons;
 }
 
 export function codeOf(err: unknown): string | undefined {
@@ -114,6 +123,8 @@ export function codeOf(err: unknown): string | undefined {
 export const state: SandboxStatus['state'] = 'NOPE';
 // @ts-expect-error services are required
 export const missing: SandboxRequestInput = { principal: 'agent-7' };
+// @ts-expect-error not a reason
+export const reason: PlaneEvent['reason'] = 'whim';
 `;
     fs.writeFileSync(path.join(consumer, 'consumer.ts'), source);
     fs.writeFileSync(path.join(consumer, 'consumer.mts'), source);

@@ -207,6 +207,7 @@ describe('runStoreCommand', () => {
       'audit',
       'audit.export',
       'audit.verify',
+      'events',
       'hosts',
       'hosts.register',
       'hosts.remove',
