@@ -5,6 +5,11 @@ import { historyProfile } from './history-profile';
 import { alternate, median, rounded, timed } from './measure';
 import { CpuTally } from './proc-stats';
 import { roundTrip } from './round-trip-baseline';
+import { registerWebhooks, webhookSink } from './webhook-sink';
+
+/** The principal whose events three webhooks receive in P1's webhook rounds; the bench policy (`bench*`) allows it. */
+const HOOKED_PRINCIPAL = `${BENCH_PRINCIPAL}-hooked`;
+const WEBHOOKS = 3;
 
 /**
  * P1: a memory sandbox's create → READY and destroy → DESTROYED, one at a time, against
@@ -43,6 +48,37 @@ export const p1CreateLatency: Figure = {
           return ms;
         }),
     );
+
+    // Three webhooks receive every event of HOOKED_PRINCIPAL's sandboxes (a receiver in this
+    // process): its creates alternate with the same creates of a principal no webhook wants.
+    context.progress(`P1: ${rounds} rounds of create → READY without, then with ${WEBHOOKS} webhooks receiving its events`);
+    const sink = await webhookSink();
+    const hooked = { without: [] as number[], with: [] as number[] };
+    try {
+      await registerWebhooks(
+        worker.env,
+        Array.from({ length: WEBHOOKS }, (_, n) => sink.url(`/hook-${n}`)),
+        HOOKED_PRINCIPAL,
+      );
+      const lifecycle = async (principal: string, name: string) => {
+        const ms = await timed(() => sandboxes.create({ id: name, principal, services: ['s3'] }, { wait: 'ready' }));
+        await sandboxes.destroy(name);
+        return ms;
+      };
+      const pair = await alternate(
+        rounds,
+        (round) => lifecycle(BENCH_PRINCIPAL, `p1-plain-${context.runId}-${round}`),
+        (round) => lifecycle(HOOKED_PRINCIPAL, `p1-hooked-${context.runId}-${round}`),
+      );
+      hooked.without.push(...pair.baseline);
+      hooked.with.push(...pair.measured);
+    } finally {
+      await sink.close();
+    }
+    const withoutHooks = median(hooked.without);
+    const withHooks = median(hooked.with);
+    const hookedRatio = ratioOf(withHooks, withoutHooks);
+
     const base = median(measured.baseline);
     const create = median(measured.measured);
     const destroyed = median(destroy);
@@ -59,6 +95,14 @@ export const p1CreateLatency: Figure = {
           target: null,
           detail: 'the same rounds, right after each create',
         },
+        {
+          key: 'P1.webhooks',
+          measured: { label: `create → READY, ${WEBHOOKS} webhooks receiving its events`, value: withHooks, unit: 'ms' },
+          baseline: { label: 'create → READY, no webhook wants its events', value: withoutHooks, unit: 'ms' },
+          ratio: hookedRatio,
+          target: { text: '<= 1.1x (within noise)', reached: hookedRatio === null ? null : hookedRatio <= 1.1 },
+          detail: `${rounds} rounds alternating, medians; deliveries to a receiver in the bench process (${sink.received()} taken)`,
+        },
       ],
       profile: {
         history: {
@@ -68,6 +112,10 @@ export const p1CreateLatency: Figure = {
         // Per lifecycle (create + destroy) and per roundTrip.
         cpu: tally.summary(),
         spreadMs: {
+          webhooks: {
+            without: { min: rounded(Math.min(...hooked.without)), max: rounded(Math.max(...hooked.without)) },
+            with: { min: rounded(Math.min(...hooked.with)), max: rounded(Math.max(...hooked.with)) },
+          },
           create: { min: rounded(Math.min(...measured.measured)), max: rounded(Math.max(...measured.measured)) },
           roundTrip: { min: rounded(Math.min(...measured.baseline)), max: rounded(Math.max(...measured.baseline)) },
         },

@@ -67,6 +67,8 @@ describe('sandboxctl events (real dev server, store file and CLI)', () => {
       assert.match(event.eventId, /^evt_[0-9a-f]{32}$/);
     }
     assert.equal(events[2]?.actor, 'agent:planner', 'a bound CLI acts as the agent');
+    assert.equal(events[3]?.actor, 'ops-alice', 'a destroy names who asked for it');
+    assert.equal(typeof events[2]?.detail.expiresAt, 'string', 'an extension says the new expiry');
     assert.equal(new Set(events.map((e) => e.eventId)).size, 4);
 
     assert.deepEqual(await listed('agent-events', '--sandbox', 'evt-one'), events, 'the owner sees the same events');

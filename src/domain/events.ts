@@ -121,7 +121,8 @@ function pick(summary: Readonly<Record<string, unknown>>, keys: readonly string[
   return out;
 }
 
-type Derived = Pick<PlaneEvent, 'kind' | 'reason'> & { readonly detail?: Record<string, unknown> };
+/** `actor` when the one who caused the change is not the row's writer (a destroy is asked by someone, done by the worker). */
+type Derived = Pick<PlaneEvent, 'kind' | 'reason'> & { readonly detail?: Record<string, unknown>; readonly actor?: string };
 
 function sandboxEvent(facts: AuditFacts): Derived | undefined {
   const { action, actor, effect, summary, principal } = facts;
@@ -145,7 +146,7 @@ function sandboxEvent(facts: AuditFacts): Derived | undefined {
     case 'ready':
       return { kind: 'sandbox.ready', reason: 'agent', detail: pick(summary, ['endpoint', 'expiresAt', 'fromSnapshot', 'parent', 'root', 'pooled']) };
     case 'extended':
-      return { kind: 'sandbox.extended', reason: reasonOfActor(actor, principal), detail: pick(summary, ['expiresAt', 'ttlSeconds', 'clampedToRoot']) };
+      return { kind: 'sandbox.extended', reason: reasonOfActor(actor, principal), detail: { ...pick(summary, ['bySeconds', 'clampedToRoot']), ...(typeof summary.to === 'string' ? { expiresAt: summary.to } : {}) } };
     case 'paused':
       return { kind: 'sandbox.paused', reason: reasonOfActor(actor, principal), detail: pick(summary, ['snapshotId']) };
     case 'resumed':
@@ -172,11 +173,11 @@ function sandboxEvent(facts: AuditFacts): Derived | undefined {
 
 /** A sandbox that ended: why is its `destroying` row's (the TTL, the agent, an operator), or its emulator's death. */
 function endedEvent(facts: AuditFacts): Derived {
-  if (facts.to === 'FAILED') return { kind: 'sandbox.failed', reason: 'health', detail: { why: facts.ending?.reason ?? null } };
   const ending = facts.ending;
+  if (facts.to === 'FAILED') return { kind: 'sandbox.failed', reason: 'health', detail: { why: ending?.reason ?? null } };
   if (ending === undefined) return { kind: 'sandbox.destroyed', reason: 'operator' };
   const byCancellation = ending.actor === 'temporal-cancellation';
-  return { kind: 'sandbox.destroyed', reason: byCancellation ? 'operator' : reasonOfActor(ending.actor, facts.principal), detail: { why: ending.reason } };
+  return { kind: 'sandbox.destroyed', reason: byCancellation ? 'operator' : reasonOfActor(ending.actor, facts.principal), actor: ending.actor, detail: { why: ending.reason } };
 }
 
 function iacEvent(facts: AuditFacts): Derived | undefined {
@@ -214,7 +215,7 @@ export function eventOf(facts: AuditFacts): PlaneEvent | undefined {
     sandboxId: facts.sandboxId,
     runId: iacRunId,
     principal: facts.principal,
-    actor: facts.actor,
+    actor: derived.actor ?? facts.actor,
     reason: derived.reason,
     from: facts.from,
     to: facts.to,

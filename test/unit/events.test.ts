@@ -27,7 +27,7 @@ describe('events derived from audit rows', () => {
       store.sandboxes.record(sandbox('REQUESTED'), row('requested', 'agent-1', { summary: { services: ['s3'], adapter: 'memory', capability: 'cloud.sandbox' } }));
       store.sandboxes.record(sandbox('PROVISIONING'), row('screened', 'policy', { effect: 'allow' }));
       store.sandboxes.record(sandbox('READY'), row('ready', 'worker', { summary: { endpoint: 'http://127.0.0.1:1', credentials: 'never' } }));
-      store.sandboxes.record(sandbox('READY'), row('extended', agentActor('key:k-1'), { summary: { expiresAt: '2030-01-01T00:00:00.000Z' } }));
+      store.sandboxes.record(sandbox('READY'), row('extended', agentActor('key:k-1'), { summary: { bySeconds: 600, from: '2029-12-31T23:50:00.000Z', to: '2030-01-01T00:00:00.000Z' } }));
       store.sandboxes.record(sandbox('READY'), row('expiring', 'timer'));
       store.sandboxes.atomically(() => {
         store.sandboxes.record(sandbox('DESTROYED'), row('destroying', 'timer', { reason: 'TTL expired' }));
@@ -44,7 +44,9 @@ describe('events derived from audit rows', () => {
         ],
       );
       assert.deepEqual(events[1]?.detail, { endpoint: 'http://127.0.0.1:1' }, 'only the facts a receiver acts on');
+      assert.deepEqual(events[2]?.detail, { bySeconds: 600, expiresAt: '2030-01-01T00:00:00.000Z' });
       assert.equal(events[3]?.detail.why, 'TTL expired');
+      assert.equal(events[3]?.actor, 'timer', 'the one who ended it, not the worker that tore it down');
       assert.ok(events.every((event) => event.principal === 'agent-1' && event.sandboxId === 'sbx-1'));
       assert.deepEqual(
         store.events.list({ afterSeq: events[1]?.seq, limit: 1 }).map((event) => event.kind),
