@@ -23,6 +23,8 @@ export const webhookUrlSchema = z
   .max(2000)
   .url('must be a URL such as https://hooks.example.com/sandboxplane')
   .superRefine((text, ctx) => {
+    // `.url()` has said what is wrong with text that is no URL: zod runs refinements all the same.
+    if (!URL.canParse(text)) return;
     const url = new URL(text);
     if (url.username !== '' || url.password !== '') ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must not carry credentials: the signature authenticates the plane' });
     if (url.protocol === 'https:') return;

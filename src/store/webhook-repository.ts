@@ -101,11 +101,13 @@ export class WebhookRepository {
 
   /** Whether any live endpoint wants an event written after `afterSeq`; which ones. */
   wanting(afterSeq: number): string[] {
+    const webhooks = this.list();
+    if (webhooks.length === 0) return [];
     const events = this.events.list({ afterSeq, limit: 500 });
     if (events.length === 0) return [];
     // A burst past one look: every endpoint is woken, and each finds what it wants itself.
-    if (events.length === 500) return this.list().map((webhook) => webhook.webhookId);
-    return this.list()
+    if (events.length === 500) return webhooks.map((webhook) => webhook.webhookId);
+    return webhooks
       .filter((webhook) => events.some((event) => (webhook.principal === null || event.principal === webhook.principal) && kindMatches(event.kind, webhook.events)))
       .map((webhook) => webhook.webhookId);
   }
