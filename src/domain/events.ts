@@ -146,7 +146,11 @@ function sandboxEvent(facts: AuditFacts): Derived | undefined {
     case 'ready':
       return { kind: 'sandbox.ready', reason: 'agent', detail: pick(summary, ['endpoint', 'expiresAt', 'fromSnapshot', 'parent', 'root', 'pooled']) };
     case 'extended':
-      return { kind: 'sandbox.extended', reason: reasonOfActor(actor, principal), detail: { ...pick(summary, ['bySeconds', 'clampedToRoot']), ...(typeof summary.to === 'string' ? { expiresAt: summary.to } : {}) } };
+      return {
+        kind: 'sandbox.extended',
+        reason: reasonOfActor(actor, principal),
+        detail: { ...pick(summary, ['bySeconds', 'clampedToRoot']), ...(typeof summary.to === 'string' ? { expiresAt: summary.to } : {}) },
+      };
     case 'paused':
       return { kind: 'sandbox.paused', reason: reasonOfActor(actor, principal), detail: pick(summary, ['snapshotId']) };
     case 'resumed':
