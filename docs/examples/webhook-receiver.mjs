@@ -30,4 +30,6 @@ http
       response.writeHead(204).end();
     });
   })
-  .listen(Number(process.argv[2] ?? 8899), '127.0.0.1');
+  .listen(Number(process.argv[2] ?? 8899), '127.0.0.1', function () {
+    console.log(`listening on 127.0.0.1:${this.address().port}`);
+  });
