@@ -3,14 +3,21 @@ import type { Logger } from '../logging/logger';
 import { webhookWorkflowId } from '../domain/webhooks';
 import type { Store } from '../store';
 
+/**
+ * How long a wake waits for more rows: the events of a burst (a create's requested and
+ * ready, a fork of five) go in one delivery turn, not one turn each; a receiver hears
+ * within about a second.
+ */
+const WAKE_DELAY_MS = 1_000;
+
 /** The delivery workflow's type and signal, by name: the store role does not load workflow code. */
 const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
 const EVENTS_WRITTEN_SIGNAL = 'eventsWritten';
 
 /**
  * Wakes the delivery workflow of each endpoint that wants an event just written (DESIGN
- * §19), starting it if none runs (signal-with-start): after the rows commit, once per batch
- * of rows, never in a lifecycle's path (a create does not wait for it). A wake lost to a
+ * §19), starting it if none runs (signal-with-start): after the rows commit, once per burst
+ * of rows (a second at most), never in a lifecycle's path (a create does not wait for it). A wake lost to a
  * crash is made good at the next start, which wakes every endpoint with events pending.
  * Returns the function that stops it.
  */
@@ -51,6 +58,6 @@ export function wakeWebhooks(input: { store: Store; client: Client; taskQueue: s
     if (scheduled) return;
     scheduled = true;
     // One look per burst of rows: the tap tells of each row once its transaction is over.
-    setImmediate(wakeWanting);
+    setTimeout(wakeWanting, WAKE_DELAY_MS).unref();
   });
 }
