@@ -255,15 +255,20 @@ describe('migration 8', () => {
     const raw = new Database(file);
     for (const migration of MIGRATIONS.slice(0, 7)) raw.exec(migration);
     raw.pragma('user_version = 7');
+    // Rows as a version-7 build wrote them (this build's repositories write to tables it added since).
+    const at = '2026-03-01T10:00:00.000Z';
+    raw
+      .prepare(
+        `INSERT INTO sandboxes (id, workflow_id, run_id, principal, capability, adapter, services, state, request_digest, last_step, created_at, updated_at)
+         VALUES ('sb-old', 'sandbox-sb-old', 'run-old', 'agent-1', 'cloud.sandbox', 'memory', '["s3"]', 'READY', 'sha256:x', 1, ?, ?)`,
+      )
+      .run(at, at);
+    const operation = raw.prepare(
+      `INSERT INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at) VALUES ('sb-old', ?, ?, ?, ?, 'worker', 'ok', NULL, ?, ?)`,
+    );
+    operation.run('sandbox-sb-old', 'run-old', 1, 'ready', '{}', at);
+    operation.run('iac-old', 'iac-old-run', 2, 'iac_applied', JSON.stringify(proof()), at);
     raw.close();
-    const v7 = Store.open(file, { migrate: false });
-    try {
-      assert.equal(v7.schemaVersion, 7);
-      v7.sandboxes.record(projectionSnapshot({ id: 'sb-old', state: 'READY' }), step(1, { action: 'ready' }));
-      v7.sandboxes.appendAudit('sb-old', 'iac-old', step(2, { runId: 'iac-old-run', summary: proof() }), new Date('2026-03-01T10:00:00Z'));
-    } finally {
-      v7.close();
-    }
 
     const store = Store.open(file);
     try {
