@@ -8,6 +8,15 @@ import type { EventQuery } from '../store/event-repository';
 type EventsCommand = Extract<StoreCommand, { kind: 'events' }>;
 
 /**
+ * Reads that may wait at once. A waiting read holds one of the store worker's activity
+ * slots (100): past this many, a read answers at once with what it has, so followers can
+ * never take the slots screening and the audit trail need (agents reach this through the
+ * gateway's long polls); their clients then wait a little before they read again.
+ */
+export const MAX_WAITING_READS = 32;
+let waitingReads = 0;
+
+/**
  * Events for a store command (DESIGN §19), oldest first. With nothing to return yet and
  * `waitSeconds`, it waits here, in the store role's activity, until the audit tap says a
  * row was written that gives the reader an event, or the wait is over: a follower's next
@@ -42,7 +51,13 @@ export async function readEvents(store: Store, command: EventsCommand, signal?: 
     return { events: events.map(publicEvent), next };
   };
   const first = page();
-  return first.events.length > 0 || waitSeconds === 0 ? first : await untilEvents(store, page, waitSeconds * 1000, signal);
+  if (first.events.length > 0 || waitSeconds === 0 || waitingReads >= MAX_WAITING_READS) return first;
+  waitingReads += 1;
+  try {
+    return await untilEvents(store, page, waitSeconds * 1000, signal);
+  } finally {
+    waitingReads -= 1;
+  }
 }
 
 /** Reads again each time an audit row is written, until a read has events or `ms` is over (then one last read). */

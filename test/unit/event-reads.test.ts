@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
+import { MAX_WAITING_READS } from '../../src/activities/event-activities';
 import { createStoreCommandActivities } from '../../src/activities/store-command-activities';
 import { loadConfig } from '../../src/config/config';
 import { SecretBox } from '../../src/crypto/secret-box';
@@ -127,5 +128,19 @@ describe('reading events (store command)', () => {
     assert.deepEqual(none.events, []);
     assert.ok(Date.now() - quiet >= 950, 'it waited');
     assert.equal(none.next, page.next);
+  });
+
+  test('past MAX_WAITING_READS reads waiting at once, the next answers at once: followers never take every store slot', async () => {
+    const { next } = await read({ principal: 'agent-a' });
+    const waiting = Array.from({ length: MAX_WAITING_READS }, () => read({ principal: 'agent-a', after: next, waitSeconds: 2 }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const asked = Date.now();
+    const over = await read({ principal: 'agent-a', after: next, waitSeconds: 2 });
+    assert.deepEqual(over.events, []);
+    assert.ok(Date.now() - asked < 1000, 'answered without waiting');
+    await Promise.all(waiting);
+    const again = Date.now();
+    await read({ principal: 'agent-a', after: next, waitSeconds: 1 });
+    assert.ok(Date.now() - again >= 950, 'once they are done, a read waits again');
   });
 });
