@@ -33,7 +33,17 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     const allowRow = cliOutput<PolicyRecord>(allow);
     assert.deepEqual(
       { ...allowRow, id: 0, createdAt: '' },
-      { id: 0, principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow', maxTtlSeconds: 3600, services: ['s3', 'sqs'], maxConcurrent: null, createdAt: '' },
+      {
+        id: 0,
+        principalPattern: 'agent-*',
+        capability: 'cloud.sandbox',
+        effect: 'allow',
+        maxTtlSeconds: 3600,
+        services: ['s3', 'sqs'],
+        maxConcurrent: null,
+        maxSandboxHoursPerDay: null,
+        createdAt: '',
+      },
     );
     assert.equal(cliOutput<PolicyRecord>(gated).maxConcurrent, 2);
     const scratchRow = cliOutput<PolicyRecord>(scratch);

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createProjectionActivities, createRuntimeActivities } from '../src/activities/lifecycle-activities';
+import { createUsageActivities } from '../src/activities/usage-activities';
 import { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../src/domain/contract-names';
 import { FEATURE_FLAG_NAMES, type FeatureFlags } from '../src/domain/feature-flags';
@@ -68,6 +69,7 @@ describe('lifecycle timers on the time-skipping test server', () => {
       secrets: SecretBox.fromKeyFile(path.join(dir, 'store.key')),
     }),
     ...createRuntimeActivities({ adapters: { memory } }),
+    ...createUsageActivities({ store }),
   });
 
   /** The lifecycle queue with the workflows, and the same activities on the store and docker queues (DESIGN §10). */

@@ -80,8 +80,13 @@ describe('webhooks (real dev server, store file, CLI and receiver process)', () 
         ['sandbox.destroyed', 'operator'],
       ],
     );
-    const stored = worker.store.events.list({ sandboxId: 'wh-one', limit: 100 }).map(({ seq: _seq, ...event }) => event);
-    assert.deepEqual(kinds, stored, 'what was delivered is what the store says happened');
+    const listed = await operator('events', '--sandbox', 'wh-one');
+    assert.equal(listed.code, 0, listed.stderr);
+    const lines = listed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.deepEqual(kinds, lines, '`events --sandbox` says exactly what was delivered');
 
     const deadLog = await eventually('failed attempts at the dead endpoint', async () => {
       const { deliveries } = cliOutput<{ deliveries: WebhookDelivery[] }>(await operator('webhooks', 'deliveries', dead.webhookId));

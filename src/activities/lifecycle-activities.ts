@@ -15,7 +15,7 @@ import { screenRequest, type Decision } from '../domain/screening';
 import { ADAPTER_NAMES, type AdapterName } from '../domain/service-catalog';
 import type { OperationRecord, SandboxSnapshot, Store } from '../store';
 import type { SecretBox } from '../crypto/secret-box';
-import type { ContainerUsage } from '../domain/usage';
+import { usageReportOfAudit, type ContainerUsage } from '../domain/usage';
 import { withTaxonomy } from './activity-failure';
 import { verifyApprovalCode, type ApprovalProof } from './approver-proof';
 
@@ -208,7 +208,12 @@ export function createProjectionActivities(deps: ProjectionActivityDeps) {
     async recordTransitions(input: { snapshot: SandboxSnapshot; operations: readonly OperationRecord[] }): Promise<void> {
       return withTaxonomy(() =>
         store.sandboxes.atomically(() => {
-          for (const operation of input.operations) store.sandboxes.record(input.snapshot, operation);
+          for (const operation of input.operations) {
+            // A row written the first time: READY starts a live stretch, a pause or teardown ends it (DESIGN §19).
+            if (!store.sandboxes.record(input.snapshot, operation)) continue;
+            const usage = usageReportOfAudit(input.snapshot, operation, Date.now());
+            if (usage !== undefined) store.usage.record(usage);
+          }
         }),
       );
     },

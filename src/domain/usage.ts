@@ -45,6 +45,36 @@ export const usageReportSchema = z
 export type UsageReport = z.output<typeof usageReportSchema>;
 export type UsageReportInput = z.input<typeof usageReportSchema>;
 
+/** Audit actions that start and end a sandbox's live stretches. */
+const LIVE_FROM = new Set(['ready', 'resumed']);
+const LIVE_UNTIL = new Set(['paused', 'destroyed', 'destroy_failed']);
+
+/**
+ * The usage report an audit row stands for (DESIGN §19): READY (or resumed) starts a live
+ * stretch, a pause or a teardown ends it, with the reads teardown took just before the
+ * containers went (the row's `summary.usage`). Derived by the store where it writes the
+ * row, so becoming live and stopping cost the lifecycle nothing more; `undefined` for rows
+ * that do neither.
+ */
+export function usageReportOfAudit(
+  sandbox: { readonly id: string; readonly principal: string; readonly adapter: string },
+  operation: { readonly action: string; readonly summary: Readonly<Record<string, unknown>> },
+  atMs: number,
+): UsageReport | undefined {
+  const event = LIVE_FROM.has(operation.action) ? 'live' : LIVE_UNTIL.has(operation.action) ? 'stopped' : undefined;
+  if (event === undefined) return undefined;
+  const readings = event === 'stopped' ? z.array(containerUsageSchema).max(16).safeParse(operation.summary.usage) : undefined;
+  const report = usageReportSchema.safeParse({
+    sandboxId: sandbox.id,
+    principal: sandbox.principal,
+    adapter: sandbox.adapter,
+    event,
+    atMs,
+    readings: readings?.success === true ? readings.data : [],
+  });
+  return report.success ? report.data : undefined;
+}
+
 /** What the store last read of one container: the baseline the next read adds from. */
 export interface ContainerCounters {
   readonly cpuNanos: number;

@@ -2,6 +2,7 @@ import { isCancellation } from '@temporalio/workflow';
 import type { EndState, LifecycleError, Phase, PhaseNamed, Screening } from '../domain/lifecycle-record';
 import type { DestroyRequest, LifecycleContext } from './lifecycle-context';
 import { failureCode } from './workflow-failures';
+import { usageSummary } from './usage-meter';
 
 /** How a sandbox that never ran ends: no runtime, no expiry (teardown keeps its own). */
 export function ended(state: EndState, from: { screening?: Screening | null; error?: LifecycleError | null } = {}): PhaseNamed<'ended'> {
@@ -29,18 +30,17 @@ export async function ending(ctx: LifecycleContext, phase: PhaseNamed<'ending'>)
   let error: LifecycleError;
   try {
     const report = await ctx.runtime.destroySandbox({ sandboxId: request.id, adapter: request.adapter, runtime: handle });
-    ctx.usage.report('stopped', report.usage);
     if (report.remaining.length === 0) {
       const outcome = failure === undefined ? `Destroyed (${reason}).` : `Failed (${failure.code}): ${failure.message}. Everything was torn down.`;
       return await ctx.enter({ name: 'ended', state: failure === undefined ? 'DESTROYED' : 'FAILED', screening, runtime: handle, expiresAtMs, error: failure ?? null }, outcome, [
         destroying,
-        { action: 'destroyed', actor: 'worker', effect: 'destroyed', summary: { removed: report.removed } },
+        // With the reads teardown took just before the containers went: the store ends the live stretch with them (DESIGN §19).
+        { action: 'destroyed', actor: 'worker', effect: 'destroyed', summary: { removed: report.removed, ...usageSummary(report.usage) } },
       ]);
     }
     error = { code: 'DESTROY_FAILED', message: `still present after teardown: ${report.remaining.join(', ')}` };
   } catch (err) {
     if (isCancellation(err)) throw err;
-    ctx.usage.report('stopped');
     error = failureCode(err, 'DESTROY_FAILED');
   }
   return ctx.enter(

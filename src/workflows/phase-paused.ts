@@ -5,6 +5,8 @@ import type { DestroyRequest, LifecycleContext, PauseRequest } from './lifecycle
 import { endQuiet, takeSnapshot } from './lifecycle-snapshots';
 import { ended } from './phase-ending';
 import { failureCode } from './workflow-failures';
+import type { ContainerUsage } from '../domain/usage';
+import { usageSummary } from './usage-meter';
 
 /** What a PAUSED sandbox shows: since when, what it resumes from, and until when it may. */
 export function pausedDetails(phase: PhaseNamed<'paused'>): string {
@@ -54,11 +56,11 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
   const took = Date.now() - quietFrom;
   if (took > PAUSE_QUIET.seconds * 1000 - TEARDOWN_MARGIN_MS) return quietLapsed(ctx, request, { snapshotId, quietLease, tookMs: took });
   let leftovers: readonly string[];
+  let usage: readonly ContainerUsage[] | undefined;
   try {
     const report = await ctx.runtime.destroySandbox({ sandboxId: sandbox.id, adapter: sandbox.adapter, runtime: phase.runtime });
     leftovers = report.remaining;
-    // No container while PAUSED: its time does not count (DESIGN §19); a resume is live again.
-    if (leftovers.length === 0) ctx.usage.report('stopped', report.usage);
+    usage = report.usage;
   } catch (err) {
     if (isCancellation(err)) throw err;
     leftovers = [`unknown (${failureCode(err, 'DESTROY_FAILED').message})`];
@@ -90,7 +92,8 @@ export async function pause(ctx: LifecycleContext): Promise<Phase> {
     actor: request.actor,
     effect: 'paused',
     reason: `state kept as snapshot ${snapshotId}; container removed`,
-    summary: { snapshotId, from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds } },
+    // No container while PAUSED: its time does not count (DESIGN §19); the store ends the live stretch with these reads.
+    summary: { snapshotId, from: { endpoint: phase.runtime.endpoint, runtimeIds: phase.runtime.runtimeIds }, ...usageSummary(usage) },
   });
   // Only once PAUSED is recorded: a cancellation before it tears down through the host it had.
   ctx.unplaced();

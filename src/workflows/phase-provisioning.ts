@@ -42,7 +42,7 @@ export async function provisioning(ctx: LifecycleContext, phase: PhaseNamed<'pro
     const now = Date.now();
     const { expiresAtMs, clamped } = clampToRoot(now + screening.decision.ttlSeconds * 1000, rootExpiresAt === null ? null : Date.parse(rootExpiresAt));
     const ready: PhaseNamed<'ready'> = { name: 'ready', screening, runtime: handle, expiresAtMs, expiringRecorded: false, health: freshWatch(screening, now, 0, null) };
-    return await live(ctx, ready, readyDetails(ready), {
+    return await ctx.enter(ready, readyDetails(ready), {
       action: 'ready',
       actor: 'worker',
       effect: 'ready',
@@ -89,20 +89,13 @@ async function resumed(ctx: LifecycleContext, resume: Resumption, provisioned: R
     health: { ...resume.health, status: 'unknown', checkedAtMs: null, nextCheckAtMs: now + screening.settings.healthCheckIntervalSeconds * 1000 },
   };
   const moved = handle.endpoint === resume.endpoint ? '' : ` Its endpoint moved: it was ${resume.endpoint}; read clientConfig from status again.`;
-  return live(ctx, ready, `${readyDetails(ready)} Resumed from snapshot ${resume.snapshotId} at ${iso(now)}.${moved}`, {
+  return ctx.enter(ready, `${readyDetails(ready)} Resumed from snapshot ${resume.snapshotId} at ${iso(now)}.${moved}`, {
     action: 'resumed',
     actor: 'worker',
     effect: 'ready',
     reason: [`from snapshot ${resume.snapshotId}`, pooledText(request.adapter, handle)].filter((part) => part !== null).join('; '),
     summary: { ...runtimeSummary(handle), snapshotId: resume.snapshotId, previousEndpoint: resume.endpoint, expiresAt: iso(resume.expiresAtMs) },
   });
-}
-
-/** Enters READY, and from then on the sandbox accrues live time (DESIGN §19). */
-async function live(ctx: LifecycleContext, ready: PhaseNamed<'ready'>, waitingFor: string, operation: Operation): Promise<Phase> {
-  const entered = await ctx.enter(ready, waitingFor, operation);
-  ctx.usage.report('live');
-  return entered;
 }
 
 /** Who places sandboxes on docker hosts, in the audit trail. */

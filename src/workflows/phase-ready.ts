@@ -120,7 +120,7 @@ async function lookAtEmulator(ctx: LifecycleContext): Promise<Ending | undefined
     log.warn('health check got no answer; the sandbox stays READY', { error: failureCode(err, 'INTERNAL') });
   }
   // The slow look doubles as the slow usage read (DESIGN §19): no polling of its own.
-  if (check?.usage !== undefined) ctx.usage.report('reading', check.usage);
+  if (check?.usage !== undefined && check.usage.length > 0) ctx.usage.report('reading', check.usage);
   const now = Date.now();
   // Read after the look: an extension may have replaced the phase meanwhile.
   const phase = ctx.phase as PhaseNamed<'ready'>;

@@ -5,19 +5,21 @@ import { storeActivities } from './activity-routes';
 import { failureCode } from './workflow-failures';
 
 /**
- * A lifecycle's usage reports to the store (DESIGN §19), sent in order and without holding
- * the lifecycle back: when the sandbox becomes live (READY), the reads the health watch's
- * slow look takes, and when it stops being live (torn down, paused) with the reads taken
- * just before its containers went. A report the store does not take is logged and dropped:
- * usage never costs a sandbox its lifecycle. Settled before the run hands over or ends.
+ * A READY sandbox's usage reads between its start and its end (DESIGN §19): what the
+ * health watch's slow look read, and what a dead container used before its restart. Sent
+ * in order and without holding the lifecycle back; a report the store does not take is
+ * logged and dropped: usage never costs a sandbox its lifecycle. Settled before the run
+ * hands over or ends. Becoming live and stopping need no report: the store derives them
+ * from the `ready`/`resumed` and `paused`/`destroyed` rows it writes (with
+ * {@link usageSummary}'s reads).
  */
 export class UsageMeter {
   private sent: Promise<void> = Promise.resolve();
 
   constructor(private readonly request: () => IdentifiedRequest) {}
 
-  /** Queues a report, stamped with the workflow's clock now. */
-  report(event: UsageReport['event'], readings: readonly ContainerUsage[] = []): void {
+  /** Queues a read, stamped with the workflow's clock now. */
+  report(event: 'reading', readings: readonly ContainerUsage[]): void {
     const { id, principal, adapter } = this.request();
     const report: UsageReport = { sandboxId: id, principal, adapter, event, atMs: Date.now(), readings: [...readings] };
     this.sent = this.sent.then(async () => {
@@ -33,4 +35,9 @@ export class UsageMeter {
   async settle(): Promise<void> {
     await this.sent;
   }
+}
+
+/** Teardown's reads for the audit row that says the containers went (`summary.usage`); nothing when there are none. */
+export function usageSummary(usage: readonly ContainerUsage[] | undefined): { usage?: ContainerUsage[] } {
+  return usage === undefined || usage.length === 0 ? {} : { usage: [...usage] };
 }

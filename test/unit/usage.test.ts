@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import { sandboxRequestSchema } from '../../src/domain/sandbox-request';
 import { screenRequest, type ScreeningInput } from '../../src/domain/screening';
 import type { PolicyRow } from '../../src/domain/policy';
-import { accrue, nextUtcMidnight, sinceDay, usageReportSchema, type ContainerUsage, type UsageReportInput } from '../../src/domain/usage';
+import { accrue, nextUtcMidnight, sinceDay, usageReportOfAudit, usageReportSchema, type ContainerUsage, type UsageReportInput } from '../../src/domain/usage';
 import { toContainerStats } from '../../src/docker/engine-responses';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import { Store } from '../../src/store';
@@ -125,6 +125,47 @@ describe('usage accrual', () => {
     );
     assert.deepEqual(store.usage.today('agent-1', now), { usedSeconds: 90, resetsAt: '2025-03-11T00:00:00.000Z' });
     store.close();
+  });
+});
+
+describe('usage from the audit rows the store writes', () => {
+  const sandbox = { id: 'sbx-audit', principal: 'agent-1', adapter: 'moto' };
+  const reading = { containerId: 'c1', cpuNanos: 2_000_000_000, memoryPeakBytes: 100, requests: 3 };
+
+  test('READY and a resume start a live stretch; a pause and a teardown end it with the reads in the row; other rows say nothing', () => {
+    assert.equal(usageReportOfAudit(sandbox, { action: 'ready', summary: {} }, 1_000)?.event, 'live');
+    assert.equal(usageReportOfAudit(sandbox, { action: 'resumed', summary: {} }, 1_000)?.event, 'live');
+    const stopped = usageReportOfAudit(sandbox, { action: 'destroyed', summary: { removed: ['c1'], usage: [reading] } }, 2_000);
+    assert.deepEqual([stopped?.event, stopped?.readings], ['stopped', [reading]]);
+    assert.deepEqual(usageReportOfAudit(sandbox, { action: 'paused', summary: {} }, 2_000)?.readings, []);
+    assert.deepEqual(
+      usageReportOfAudit(sandbox, { action: 'destroy_failed', summary: { usage: 'not reads' } }, 2_000)?.readings,
+      [],
+      'reads that do not parse are left out, the stop is not',
+    );
+    for (const action of ['requested', 'screened', 'extended', 'destroying', 'expiring']) assert.equal(usageReportOfAudit(sandbox, { action, summary: {} }, 1_000), undefined, action);
+  });
+
+  test('as the store writes the rows (recordTransitions): a retried write counts nothing twice', () => {
+    const store = freshStore();
+    try {
+      const snapshot = projectionSnapshot({ id: 'sbx-audit', adapter: 'moto', state: 'READY' });
+      const ready = { runId: 'r', step: 1, action: 'ready', actor: 'worker', effect: 'ready', reason: null, summary: {} };
+      const destroyed = { runId: 'r', step: 2, action: 'destroyed', actor: 'worker', effect: 'destroyed', reason: null, summary: { usage: [reading] } };
+      const write = (operation: typeof ready | typeof destroyed, atMs: number) => {
+        if (!store.sandboxes.record({ ...snapshot, state: operation.action === 'ready' ? 'READY' : 'DESTROYED' }, operation)) return;
+        const report = usageReportOfAudit(snapshot, operation, atMs);
+        if (report !== undefined) store.usage.record(report);
+      };
+      write(ready, 10_000);
+      write(ready, 11_000);
+      write(destroyed, 30_000);
+      write(destroyed, 40_000);
+      const usage = store.usage.get('sbx-audit');
+      assert.deepEqual([usage?.liveMs, usage?.cpuNanos, usage?.requests], [20_000, 2_000_000_000, 3]);
+    } finally {
+      store.close();
+    }
   });
 });
 
