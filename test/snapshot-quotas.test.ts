@@ -64,7 +64,7 @@ describe('snapshot quotas, delete and age (real dev server, store file and CLI)'
     assert.equal((await listed()).length, 1);
     const trail = worker.store.sandboxes.audit('quota-a').find((row) => row.action === 'snapshot_deleted');
     assert.deepEqual([trail?.reason, trail?.summary.snapshotId], ['by its owner', first.snapshotId]);
-    assert.match(trail?.actor ?? '', /^cli:/);
+    assert.match(trail?.actor ?? '', /^agent:cli:/, 'a bound CLI acts as the agent');
 
     cliFailure(await asAgent('create', '--adapter', 'memory', '--services', 's3', '--from-snapshot', first.snapshotId), 4, 'NOT_FOUND');
     cliFailure(await asAgent('restore', 'quota-a', '--snapshot', first.snapshotId), 4, 'NOT_FOUND');

@@ -59,7 +59,7 @@ export interface AuditRecord {
   readonly reason: string | null;
   readonly summary: Record<string, unknown>;
   readonly at: string;
-  /** The hash of the row before it in its stream (64 zeros for the first); `null` when unchained. */
+  /** The hash of the row before it in its stream (for the first, a keyed hash of the stream's name); `null` when unchained. */
   readonly prevHash: string | null;
   readonly hash: string | null;
 }

@@ -13,8 +13,13 @@ import {
 import { SandboxPlaneError } from '../domain/errors';
 import type { SqliteDatabase } from './database';
 
-/** The `prev_hash` of a stream's first row. */
-export const GENESIS_HASH = '0'.repeat(64);
+/**
+ * The `prev_hash` of a stream's first row: keyed like every hash, so the first row too
+ * cannot be made without the key (and no run of zeros lands in the file).
+ */
+export function genesisHash(key: Buffer, stream: AuditStream): string {
+  return createHmac('sha256', key).update(`genesis\n${stream}`).digest('hex');
+}
 
 /** The column that names each stream's subject. */
 const SUBJECT: Readonly<Record<AuditStream, string>> = { operations: 'sandbox_id', target_operations: 'target' };
@@ -152,14 +157,14 @@ export class AuditChain {
     if (row === undefined || row.row_hash !== null) return;
     const before = this.db.prepare(`SELECT row_hash FROM ${stream} WHERE seq < ? ORDER BY seq DESC LIMIT 1`).get(seq) as { row_hash: string | null } | undefined;
     // A row before it without a hash was written past the store: verify names that row, and this one still links on.
-    const prevHash = before?.row_hash ?? GENESIS_HASH;
+    const prevHash = before?.row_hash ?? genesisHash(key, stream);
     this.db.prepare(`UPDATE ${stream} SET prev_hash = ?, row_hash = ? WHERE seq = ? AND row_hash IS NULL`).run(prevHash, auditRowHash(key, stream, prevHash, row), seq);
   }
 
   private chainNeverChained(stream: AuditStream, key: Buffer): number {
     if (this.db.prepare(`SELECT 1 FROM ${stream} WHERE row_hash IS NOT NULL LIMIT 1`).get() !== undefined) return 0;
     const update = this.db.prepare(`UPDATE ${stream} SET prev_hash = ?, row_hash = ? WHERE seq = ? AND row_hash IS NULL`);
-    let prevHash = GENESIS_HASH;
+    let prevHash = genesisHash(key, stream);
     let chained = 0;
     for (let after = 0; ;) {
       const rows = this.db.prepare(`${selectRows(stream)} WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, BATCH) as ChainRow[];
@@ -175,7 +180,7 @@ export class AuditChain {
   }
 
   private verifyStream(stream: AuditStream, key: Buffer): AuditStreamHead {
-    let expectedPrev = GENESIS_HASH;
+    let expectedPrev = genesisHash(key, stream);
     let rows = 0;
     let last: ChainRow | undefined;
     let firstBad: AuditBadRow | null = null;

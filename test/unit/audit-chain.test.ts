@@ -10,7 +10,7 @@ import { parseSince, type AuditRecord } from '../../src/domain/audit-evidence';
 import { isSandboxPlaneError } from '../../src/domain/errors';
 import { OCSF_SCHEMA_VERSION, toOcsfApiActivity } from '../../src/domain/ocsf-api-activity';
 import { Store } from '../../src/store';
-import { auditRowHash, GENESIS_HASH, type ChainRow } from '../../src/store/audit-chain';
+import { auditRowHash, genesisHash, type ChainRow } from '../../src/store/audit-chain';
 import { MIGRATIONS } from '../../src/store/migrations';
 import type { OperationRecord } from '../../src/store';
 import { projectionSnapshot } from '../helpers/projection-row';
@@ -64,7 +64,8 @@ describe('the audit chain (DESIGN §19)', () => {
       assert.equal(operations?.rows, 4);
       assert.equal(targets?.rows, 1);
       const rows = store.db.prepare('SELECT prev_hash, row_hash FROM operations ORDER BY seq').all() as { prev_hash: string; row_hash: string }[];
-      assert.equal(rows[0]?.prev_hash, GENESIS_HASH);
+      assert.equal(rows[0]?.prev_hash, genesisHash(KEY, 'operations'), 'the first row links to a keyed start, not a run of zeros');
+      assert.doesNotMatch(rows[0]?.prev_hash ?? '', /0{12}/);
       for (let i = 1; i < rows.length; i += 1) assert.equal(rows[i]?.prev_hash, rows[i - 1]?.row_hash);
       assert.equal(operations?.head, rows[3]?.row_hash);
     });
@@ -139,11 +140,13 @@ describe('the audit chain (DESIGN §19)', () => {
     withStore(keyedStore(3), (store) => {
       dropTriggers(store);
       const forger = randomBytes(32);
-      let prev = GENESIS_HASH;
+      // The forger copies the first row's link from the file; every hash after it is theirs.
+      let prev: string | undefined;
       const rows = store.db
         .prepare('SELECT seq, sandbox_id AS subject, workflow_id, run_id, step, action, actor, effect, reason, summary, at, prev_hash, row_hash FROM operations ORDER BY seq')
         .all() as ChainRow[];
       for (const row of rows) {
+        prev ??= row.prev_hash as string;
         const edited = { ...row, reason: 'forged' };
         const hash = auditRowHash(forger, 'operations', prev, edited);
         store.db.prepare('UPDATE operations SET reason = ?, prev_hash = ?, row_hash = ? WHERE seq = ?').run('forged', prev, hash, row.seq);
