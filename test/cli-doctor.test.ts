@@ -133,9 +133,9 @@ describe('sandboxctl doctor', () => {
     let stderr = '';
     worker.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     try {
-      await waitForStderr(() => stderr, /"msg":"worker ready"/, 60_000);
-      // The worker makes its build current once its first poll made the build known (build-promotion.ts), a moment after it is ready.
-      await waitForStderr(() => stderr, /is current: new sandboxes start on it/, 60_000);
+      // "worker ready" means new sandboxes can start: the build is current by then (issue 42), so doctor passes right after it.
+      await waitForStderr(() => stderr, /"msg":"worker ready"/, 120_000);
+      assert.match(stderr, /"buildCurrent":true[^\n]*"msg":"worker ready"/);
       const result = await runCli(['doctor', '--json'], env);
       assert.equal(result.code, 0, result.stdout + result.stderr);
       assert.equal(parseReport(result.stdout).ok, true);

@@ -13,6 +13,23 @@ const LOOK_INTERVAL_MS = 250;
 /** The longest pause between two tries at a promotion Temporal refused or did not answer. */
 const MAX_RETRY_INTERVAL_MS = 5_000;
 
+/**
+ * Where the promotion stands once it is known whether new sandboxes start on this build:
+ * current, or not (and why). "worker ready" is logged with it (DESIGN §16).
+ */
+export type PromotionOutcome = { readonly buildCurrent: true } | { readonly buildCurrent: false; readonly reason: string };
+
+interface PromotionInput {
+  readonly client: Client;
+  readonly target: DeploymentTarget;
+  readonly buildId: string;
+  readonly policy: PromotionPolicy;
+  readonly identity: string;
+  readonly logger: Logger;
+  /** Whether the worker still runs: the promotion stops trying once it does not. */
+  readonly running: () => boolean;
+}
+
 /** Temporal's calls the promotion makes: the real ones, or a test's. */
 export interface PromotionCalls {
   readonly builds: (client: Client, target: DeploymentTarget) => Promise<{ current: string | null; buildIds: string[] }>;
@@ -28,26 +45,28 @@ const TEMPORAL_CALLS: PromotionCalls = { builds: deploymentBuilds, promote: prom
  * Never throws, and does not give up while the worker runs: a promotion Temporal refused
  * or did not answer (a busy server) is tried again, since a plane whose deployment has no
  * current build runs nothing new. A worker that cannot promote still serves its pinned
- * runs, and says why.
+ * runs, and says why. `settled` is told once: when the build is current, when the policy
+ * leaves another build current, or when a minute of trying has not made it current (it
+ * goes on trying).
  */
-export async function promoteOncePolling(input: {
-  client: Client;
-  target: DeploymentTarget;
-  buildId: string;
-  policy: PromotionPolicy;
-  identity: string;
-  logger: Logger;
-  running: () => boolean;
-  calls?: PromotionCalls;
-}): Promise<void> {
+export async function promoteOncePolling(input: PromotionInput & { settled?: (outcome: PromotionOutcome) => void; calls?: PromotionCalls }): Promise<void> {
   const { target, buildId, logger } = input;
   const calls = input.calls ?? TEMPORAL_CALLS;
+  let told = false;
+  const settle = (outcome: PromotionOutcome): void => {
+    if (told) return;
+    told = true;
+    input.settled?.(outcome);
+  };
+  const giveUpTellingAt = Date.now() + REGISTRATION_WAIT_MS;
   for (let attempt = 1; input.running(); attempt += 1) {
     try {
-      await promoteOnce(input, calls);
+      const outcome = await promoteOnce({ ...input, settle, giveUpTellingAt }, calls);
+      if (outcome !== undefined) settle(outcome);
       return;
     } catch (err) {
       const retryInMs = Math.min(MAX_RETRY_INTERVAL_MS, LOOK_INTERVAL_MS * 2 ** attempt);
+      if (Date.now() > giveUpTellingAt) settle({ buildCurrent: false, reason: `Temporal has not made it current yet: ${err instanceof Error ? err.message : String(err)}` });
       logger.warn(
         { err, deployment: target.deployment, buildId, attempt, retryInMs },
         `build ${buildId} could not be made current yet; trying again (\`sandboxctl deployment\` shows the builds)`,
@@ -57,31 +76,28 @@ export async function promoteOncePolling(input: {
   }
 }
 
-async function promoteOnce(
-  input: { client: Client; target: DeploymentTarget; buildId: string; policy: PromotionPolicy; identity: string; logger: Logger; running: () => boolean },
-  calls: PromotionCalls,
-): Promise<void> {
+/** Makes the build current when the policy says so; returns where it stands, or nothing when the worker stopped first. */
+async function promoteOnce(input: PromotionInput & { settle: (outcome: PromotionOutcome) => void; giveUpTellingAt: number }, calls: PromotionCalls): Promise<PromotionOutcome | undefined> {
   const { client, target, buildId, policy, logger } = input;
   // Looked for with one cheap call a time: the counts of describeDeployment are visibility queries.
-  const said = Date.now() + REGISTRATION_WAIT_MS;
   let saidIt = false;
   let known = await calls.builds(client, target);
   while (!known.buildIds.includes(buildId)) {
-    if (!input.running()) return;
-    if (!saidIt && Date.now() > said) {
-      logger.warn({ deployment: target.deployment, buildId }, 'the build has not appeared in the deployment yet; still looking (`sandboxctl deployment` shows what Temporal knows)');
+    if (!input.running()) return undefined;
+    if (!saidIt && Date.now() > input.giveUpTellingAt) {
+      const reason = 'the build has not appeared in the deployment yet; still looking (`sandboxctl deployment` shows what Temporal knows)';
+      logger.warn({ deployment: target.deployment, buildId }, reason);
+      input.settle({ buildCurrent: false, reason });
       saidIt = true;
     }
     await sleep(LOOK_INTERVAL_MS);
     known = await calls.builds(client, target);
   }
-  if (known.current === buildId) return;
+  if (known.current === buildId) return { buildCurrent: true };
   if (policy === 'if-none' && known.current !== null) {
-    logger.info(
-      { deployment: target.deployment, buildId, current: known.current },
-      `build ${buildId} serves the runs pinned to it; \`sandboxctl deployment promote ${buildId}\` makes it current`,
-    );
-    return;
+    const reason = `build ${buildId} serves the runs pinned to it; \`sandboxctl deployment promote ${buildId}\` makes it current`;
+    logger.info({ deployment: target.deployment, buildId, current: known.current }, reason);
+    return { buildCurrent: false, reason: `build ${known.current} is current (promotion policy if-none): ${reason}` };
   }
   const promoted = await calls.promote(client, target, buildId, { identity: input.identity, force: policy === 'always' });
   const stranded = promoted.builds.filter((build) => !build.current && build.openRuns > 0 && build.pollers === 0);
@@ -94,4 +110,5 @@ async function promoteOnce(
         `or end them (\`temporal workflow terminate --query "${query}"\`; the cleanup sweep then removes their containers)`,
     );
   }
+  return { buildCurrent: true };
 }

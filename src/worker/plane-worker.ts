@@ -33,7 +33,7 @@ import { wakeWebhooks } from './webhook-wakes';
 import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
 import { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools, type WarmPools } from './warm-pools';
-import { promoteOncePolling, type PromotionPolicy } from './build-promotion';
+import { promoteOncePolling, type PromotionOutcome, type PromotionPolicy } from './build-promotion';
 import { buildIdOf, builtWorkflowBundle, bundleWorkflows } from './workflow-code';
 
 export interface PlaneWorkerOptions {
@@ -179,6 +179,9 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     /** The lifecycle role's self-promotion, started once its worker polls. */
     let whileRunning: ((running: () => boolean) => Promise<void>) | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
+    // "worker ready" means new sandboxes can start (DESIGN §16): with the lifecycle role, once its build is current or it is known why not.
+    const sayReady = (outcome: PromotionOutcome | Record<string, never>): void =>
+      logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId, ...outcome }, 'worker ready');
     // Tracing's interceptors and the workflow spans' sink (DESIGN §17): a sink that drops them when tracing is off.
     const snapshotContents = new SnapshotContents(config.snapshots.dir, payloadCodec.snapshotSeal());
     const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec), ...tracingWorkerOptions() } as const;
@@ -259,6 +262,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
           identity,
           logger,
           running,
+          settled: sayReady,
         });
       const maxCachedWorkflows = options.maxCachedWorkflows ?? config.workflowCacheSize;
       if (!heapLimitGiven(process.execArgv, process.env.NODE_OPTIONS)) {
@@ -303,7 +307,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
       if (hosts !== undefined) await hosts.register(host);
       else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
     }
-    logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId }, 'worker ready');
+    if (whileRunning === undefined) sayReady({});
     return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
   } catch (err) {
     await close();
