@@ -7,7 +7,7 @@ import { CpuTally, rssMb } from './proc-stats';
 import { roundTrip } from './round-trip-baseline';
 
 const TARGET_MB = 350;
-const TARGET_GROWTH = 1.2;
+const TARGET_GROWTH = 1.1;
 /** Creates and destroys in flight at once: enough to keep the server busy, few enough that none times out. */
 const IN_FLIGHT = 25;
 const WARMUP_LIFECYCLES = 10;

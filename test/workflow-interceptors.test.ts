@@ -10,16 +10,26 @@
  * - A build that adds them is a new build: pinned lifecycles stay on theirs, but sweeps and
  *   store commands follow the current build (AUTO_UPGRADE, DESIGN §16), so histories of the
  *   build before, whose bundle had no interceptors, must replay on this one.
+ *
+ * And a run loads them only when a traced caller started it (workflows/tracing-interceptors.ts):
+ * an untraced run holds none of OpenTelemetry while it is cached (docs/performance.md, P5).
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { context, propagation, trace } from '@opentelemetry/api';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { Client } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { SandboxClient } from '../src/client/sandbox-client';
 import { StoreClient } from '../src/client/store-client';
+import { workflowIdFor } from '../src/domain/contract-names';
 import { workflowsPath } from '../src/worker/workflow-code';
-import { assertReplays, type RecordedHistory } from './helpers/replay-histories';
+import { TRACE_HEADER } from '../src/workflows/tracing-interceptors';
+import { assertReplays, fetchHistories, type RecordedHistory } from './helpers/replay-histories';
 import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
 
 const noop = () => undefined;
 const silentLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
@@ -79,6 +89,58 @@ describe('histories of the build without tracing interceptors replay on this one
     }
     const types = new Set(histories.map(({ history }) => history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name));
     for (const type of ['sandboxLifecycle', 'storeCommand', 'cleanupSweep']) assert.ok(types.has(type), `recorded a ${type}: ${[...types].join(', ')}`);
+    await assertReplays(histories);
+  });
+});
+
+describe('only a run a traced caller started carries the OpenTelemetry interceptors (real dev server)', () => {
+  let worker: TestWorker;
+  let provider: BasicTracerProvider;
+  before(async () => {
+    // The caller's tracing: spans made and propagated in this process, exported nowhere.
+    provider = new BasicTracerProvider();
+    provider.register();
+    worker = await startTestWorker(await testTemporalAddress());
+    await new StoreClient({ client: worker.client, taskQueue: worker.config.taskQueue }).addPolicy({ principalPattern: 'agent-traced', capability: 'cloud.sandbox', effect: 'allow' });
+  });
+  after(async () => {
+    await worker?.stop();
+    await provider?.shutdown();
+    trace.disable();
+    context.disable();
+    propagation.disable();
+  });
+
+  test("a traced create's activities carry its trace, an untraced one's carry none; both replay", async () => {
+    const tracedClient = new Client({
+      connection: worker.client.connection,
+      namespace: worker.client.options.namespace,
+      dataConverter: testDataConverter(),
+      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+    });
+    const traced = new SandboxClient({ client: tracedClient, taskQueue: worker.config.taskQueue });
+    const tracedId = (await traced.create({ principal: 'agent-traced', services: ['s3'], adapter: 'memory' }, { wait: 'ready' })).id;
+    const plainId = (await worker.sandboxes.create({ principal: 'agent-traced', services: ['s3'], adapter: 'memory' }, { wait: 'ready' })).id;
+    await traced.destroy(tracedId);
+    await worker.sandboxes.destroy(plainId);
+
+    const histories = await fetchHistories(worker.client, [workflowIdFor(tracedId), workflowIdFor(plainId)]);
+    const scheduledHeaders = ({ history }: RecordedHistory) =>
+      (history.events ?? []).flatMap((event) => {
+        const scheduled = event.activityTaskScheduledEventAttributes;
+        return scheduled === null || scheduled === undefined ? [] : [Object.keys(scheduled.header?.fields ?? {})];
+      });
+    const [tracedScheduled, plainScheduled] = histories.map(scheduledHeaders) as [string[][], string[][]];
+    assert.ok(tracedScheduled.length > 0 && plainScheduled.length > 0, 'both scheduled activities');
+    assert.ok(
+      tracedScheduled.every((keys) => keys.includes(TRACE_HEADER)),
+      `every activity of the traced run carries ${TRACE_HEADER}: ${JSON.stringify(tracedScheduled)}`,
+    );
+    assert.deepEqual(
+      plainScheduled.filter((keys) => keys.includes(TRACE_HEADER)),
+      [],
+      'no activity of the untraced run carries a trace',
+    );
     await assertReplays(histories);
   });
 });

@@ -7,7 +7,7 @@ import type { TraceExportSettings } from '../config/config';
 /** The service names of DESIGN §11 ("Observability"); OTEL_SERVICE_NAME overrides them. */
 export type PlaneService = 'sandboxplane-worker' | 'sandboxplane-client' | 'sandboxplane-gateway';
 
-/** The sink the workflow interceptors (always in the bundle) hand their spans to. */
+/** The sink the workflow interceptors (always in the bundle, loaded by traced runs) hand their spans to. */
 export type WorkflowSpanSinks = InjectedSinks<{ exporter: OpenTelemetryWorkflowExporter }>;
 
 interface ActiveTracing {
@@ -26,8 +26,9 @@ let active: ActiveTracing | undefined;
 
 /**
  * The workflow interceptors are part of the workflow bundle whatever is configured (the
- * build id names the bundle, so switching tracing on must not make a new build). With
- * tracing off their spans go nowhere.
+ * build id names the bundle, so switching tracing on must not make a new build). A run
+ * loads them when a traced caller started it (workflows/tracing-interceptors.ts), so a
+ * worker with tracing off still receives the spans of those runs; they go nowhere.
  */
 const DISCARDED_WORKFLOW_SPANS: WorkflowSpanSinks = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
 

@@ -19,11 +19,12 @@ export function workflowsPath(): string {
 }
 
 /**
- * Temporal's OpenTelemetry workflow interceptors (DESIGN §17), always in the bundle: the
- * build id names the bundle, so turning tracing on or off must not change it. With
- * tracing off the worker's sink drops their spans.
+ * Temporal's OpenTelemetry workflow interceptors (DESIGN §17) behind a gate
+ * (workflows/tracing-interceptors.ts), always in the bundle: the build id names the
+ * bundle, so turning tracing on or off must not change it. A run loads them only when its
+ * start carries a trace; with tracing off in this worker its sink drops their spans.
  */
-const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [require.resolve('../workflows/tracing-interceptors')];
 
 /**
  * Evaluated once per workflow thread and shared by every run (the SDK's `preloadModules`):
