@@ -1,21 +1,17 @@
 import { CommanderError, type Command } from 'commander';
 import { EXIT_CODE_BY_CATEGORY } from '../domain/error-codes';
 import { SandboxPlaneError } from '../domain/errors';
-import { registerStatusCommand } from './commands/status-command';
+import { namedProgram } from './command-modules';
 import { reportError } from './output';
-import { rootProgram } from './root-program';
 
 /**
- * The program for `argv`. `sandboxctl status …` gets `sandboxctl` with its `status` command
- * alone: parsing, help and errors are the same, and the other commands' modules (most of
- * the CLI) are not loaded (docs/performance.md#cli-start-up).
+ * The program for `argv`: `sandboxctl create …` loads the modules that name `create` and
+ * no other command's (`status` its own module alone); anything else loads every command
+ * (docs/performance.md#cli-start-up).
  */
 async function programFor(argv: readonly string[]): Promise<Command> {
-  if (argv[2] === 'status') {
-    const program = rootProgram();
-    registerStatusCommand(program);
-    return program;
-  }
+  const named = namedProgram(argv);
+  if (named !== undefined) return named;
   const { buildProgram } = await import('./program.js');
   return buildProgram();
 }

@@ -5,7 +5,7 @@ import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../do
 import { snapshotIdSchema } from '../../domain/snapshots';
 import { durationSchema, parseCliArgument, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
-import { firstFailure } from '../../client/sandbox-family';
+import { firstFailure } from '../../client/family-outcome';
 import { formatFamily } from '../format/sandbox-format';
 import { printResult, reportError } from '../output';
 import { withSandboxClient } from '../temporal-clients';

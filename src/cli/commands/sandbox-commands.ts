@@ -11,7 +11,7 @@ import { ADAPTER_NAMES } from '../../domain/service-catalog';
 import { commaListSchema, durationSchema, oneOf, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatApprovalOutcome, formatAudit, formatFamily, formatSandboxList, formatStatus } from '../format/sandbox-format';
-import { firstFailure, type SandboxTree } from '../../client/sandbox-family';
+import { firstFailure, type SandboxTree } from '../../client/family-outcome';
 import { printResult, reportError } from '../output';
 import { withSandboxClient, withStoreClient } from '../temporal-clients';
 import { registerStatusCommand, sandboxIdArgument } from './status-command';

@@ -3,7 +3,7 @@ import { fakeCredentialValues } from '../../domain/client-config';
 import type { SandboxStatus } from '../../domain/lifecycle-messages';
 import { isTerminal } from '../../domain/sandbox-states';
 import type { AuditEntry } from '../../domain/store-commands';
-import type { FamilyOutcome } from '../../client/sandbox-family';
+import type { FamilyOutcome } from '../../client/family-outcome';
 import { formatFields, formatTable, formatTimeLeft } from './table';
 
 function expiryText(status: SandboxStatus): string {
