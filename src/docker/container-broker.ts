@@ -63,6 +63,8 @@ export interface NetworkSummary {
   readonly id: string;
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
+  /** When the engine made it (ISO 8601), where the engine says. */
+  readonly createdAt?: string;
 }
 
 /** What `stats` reads of a container (DESIGN §19): cumulative CPU, and its memory's peak (or current use, where the engine keeps no peak). */
