@@ -103,8 +103,8 @@ export interface RemoveOptions {
  */
 export interface ContainerBroker {
   /**
-   * Validates the spec, creates the sandbox's own network (sealed, DESIGN §12), then the
-   * container on it, and starts it. A retried run with the same `name` and the same
+   * Validates the spec, creates the sandbox's own network (sealed, DESIGN §12) or takes a
+   * pre-made one (DockerContainerBroker.useNetworkPool), then the container on it, and starts it. A retried run with the same `name` and the same
    * sandbox labels returns the container the first try made.
    */
   run(spec: ContainerSpecInput): Promise<ContainerInfo>;
