@@ -10,6 +10,7 @@ import { CLEANUP_SCHEDULE_ID, CLEANUP_WORKFLOW } from '../src/domain/contract-na
 import { SandboxClient } from '../src/client/sandbox-client';
 import { PLANE_LABEL, sandboxContainerLabels, SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { SandboxPlaneError } from '../src/domain/errors';
+import { NETWORK_POOL_LABEL } from '../src/domain/network-pool';
 import type { SweepReport } from '../src/domain/leaks';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker, type ContainerBroker } from '../src/docker';
@@ -266,6 +267,9 @@ describe('cleanup sweep on a real dev server and engine', () => {
     } finally {
       await stopChild(doomed, 'SIGKILL');
       await resumed?.stop();
+      // What the killed worker left of its pre-made sealed networks, which a sweep of this plane would remove only past their grace.
+      for (const network of await broker.listNetworks({ [PLANE_LABEL]: resumed?.plane.planeId ?? '', [NETWORK_POOL_LABEL]: resumed?.config.host.id ?? '' }))
+        await broker.removeNetwork(network.id);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL, sandboxNetworkName } from '../src/domain/docker-labels';
+import { isPooledNetworkName, NETWORK_POOL_LABEL } from '../src/domain/network-pool';
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { engineDocker } from './docker/docker-test-support';
@@ -99,9 +100,25 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
   let plane: string;
   let a: SandboxStatus;
   let b: SandboxStatus;
+  /** The networks sealed-a and sealed-b were created on. */
+  let sandboxNetworkIds: string[] = [];
 
   const planeNetworks = async () =>
-    (await docker.listNetworks({ filters: { label: [`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, `${PLANE_LABEL}=${plane}`] } })) as Array<{ Id: string; Name: string }>;
+    (await docker.listNetworks({ filters: { label: [`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, `${PLANE_LABEL}=${plane}`] } })) as Array<{
+      Id: string;
+      Name: string;
+      Labels: Record<string, string>;
+    }>;
+  /** The plane's networks but the pre-made ones waiting in the host's pool (DESIGN §12), which stay until the worker stops. */
+  const sandboxNetworks = async () => {
+    const networks = await planeNetworks();
+    const attached = new Set(
+      (await docker.listContainers({ all: true, filters: { label: [`${PLANE_LABEL}=${plane}`] } })).flatMap((container) =>
+        Object.values(container.NetworkSettings.Networks).map((network) => network.NetworkID),
+      ),
+    );
+    return networks.filter((network) => network.Labels[NETWORK_POOL_LABEL] === undefined || attached.has(network.Id));
+  };
 
   before(async () => {
     const address = await testTemporalAddress();
@@ -125,6 +142,9 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
       worker.sandboxes.create({ id: 'sealed-a', principal: 'agent-a', adapter: 'moto', services: ['s3'], purpose: HOSTILE_PURPOSE }, { wait: 'ready' }),
       worker.sandboxes.create({ id: 'sealed-b', principal: 'agent-b', adapter: 'moto', services: ['s3'] }, { wait: 'ready' }),
     ]);
+    sandboxNetworkIds = (
+      await Promise.all([a, b].map(async (status) => ((await docker.getContainer(status.runtimeIds[0] as string).inspect()) as RawInspect).NetworkSettings.Networks))
+    ).flatMap((networks) => Object.values(networks).map((network) => network.NetworkID));
   });
 
   after(async () => {
@@ -194,7 +214,10 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
       assert.deepEqual(raw.HostConfig.LogConfig, { Type: 'json-file', Config: { 'max-size': String(2 * 1024 * 1024), 'max-file': '3' } }, 'SANDBOXPLANE_CONTAINER_LOG_MAX=6m in 3 files');
       assert.equal(raw.HostConfig.ReadonlyRootfs, true);
       assert.equal(raw.Config.User, '10001:10001');
-      assert.deepEqual(Object.keys(raw.NetworkSettings.Networks), [sandboxNetworkName(plane, status.id)]);
+      // Made at once from the host's full pool of two pre-made sealed networks: each took one of them (the other test above: never the same one).
+      const networks = Object.keys(raw.NetworkSettings.Networks);
+      assert.equal(networks.length, 1, 'one network');
+      assert.ok(isPooledNetworkName(plane, networks[0] ?? ''), `a pooled network, got ${networks.join(', ')}`);
       assert.equal(execFileSync('docker', ['exec', id as string, 'id', '-u'], { encoding: 'utf8' }).trim(), '10001');
     }
   });
@@ -232,7 +255,8 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
 
   test('teardown leaves no network; the sweep removes a network no container uses', async () => {
     await worker.sandboxes.destroy('sealed-a');
-    assert.deepEqual(await planeNetworks(), [], 'both sandboxes took their networks with them');
+    assert.deepEqual(await sandboxNetworks(), [], 'both sandboxes took their networks with them');
+    for (const id of sandboxNetworkIds) await assert.rejects(docker.getNetwork(id).inspect(), { statusCode: 404 }, 'a pooled network goes with its sandbox, never back to the pool');
 
     // What a teardown that died between the container and its network leaves behind.
     const leaked = await docker.createNetwork({
@@ -245,6 +269,6 @@ describe('sealed sandboxes (real dev server, engine and moto)', { skip }, () => 
       workflowExecutionTimeout: '2 minutes',
     });
     await assert.rejects(docker.getNetwork(leaked.id).inspect(), { statusCode: 404 }, 'the sweep removed the leaked network');
-    assert.deepEqual(await planeNetworks(), []);
+    assert.deepEqual(await sandboxNetworks(), []);
   });
 });

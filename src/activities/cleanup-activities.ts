@@ -7,7 +7,8 @@ import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
 import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
-import { stopAndRemove, type BrokerLogger, type ContainerBroker, type ContainerSummary } from '../docker';
+import { stopAndRemove, type BrokerLogger, type ContainerBroker, type ContainerSummary, type NetworkPoolSource, type NetworkSummary } from '../docker';
+import { NETWORK_POOL_GRACE_MS, NETWORK_POOL_LABEL } from '../domain/network-pool';
 import type { HostView } from '../domain/hosts';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
@@ -20,6 +21,10 @@ export interface HostSweepActivityDeps {
   readonly broker: ContainerBroker;
   /** This plane's id: only containers labelled with it are the sweep's (DESIGN §8). */
   readonly plane: string;
+  /** This host's pre-made sealed networks: the ones it holds are not unused. */
+  readonly networkPool?: Pick<NetworkPoolSource, 'holds'>;
+  /** How old an unattached pooled network no pool here holds must be before it goes (default {@link NETWORK_POOL_GRACE_MS}). */
+  readonly networkPoolGraceMs?: number;
 }
 
 /** What the store role's sweep activities need: the projection and Temporal's view of what runs. */
@@ -40,6 +45,19 @@ const activityLogger: BrokerLogger = {
 /** The sweep's activities on one docker host: that engine's containers of this plane. */
 export function createHostSweepActivities(deps: HostSweepActivityDeps) {
   const { broker } = deps;
+  const graceMs = deps.networkPoolGraceMs ?? NETWORK_POOL_GRACE_MS;
+
+  /**
+   * A pooled network waits unattached by design: it is another's while this host's pool
+   * holds it, or while it is young enough to be another process's pool's (past the grace,
+   * that pool stopped without taking it away: a killed worker).
+   */
+  function keptByAPool(network: NetworkSummary): boolean {
+    if (network.labels[NETWORK_POOL_LABEL] === undefined) return false;
+    if (deps.networkPool?.holds(network.id) === true) return true;
+    const made = network.createdAt === undefined ? NaN : Date.parse(network.createdAt);
+    return !(Date.now() - made >= graceMs);
+  }
 
   /**
    * Removes this plane's sandbox networks (DESIGN §12) that no container of the plane is
@@ -56,7 +74,7 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
     const usedNames = new Set(attachments.flatMap(([name, id]) => (id === '' ? [name] : [])));
     const networks = await broker.listNetworks({ [PLANE_LABEL]: deps.plane });
     for (const network of networks) {
-      if (usedIds.has(network.id) || usedNames.has(network.name)) continue;
+      if (usedIds.has(network.id) || usedNames.has(network.name) || keptByAPool(network)) continue;
       const outcome = await broker.removeNetwork(network.id).catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
       log.info('unused sandbox network removed', { network: network.name, networkId: network.id, sandboxId: network.labels[SANDBOX_ID_LABEL], outcome });
     }

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
-import type { ContainerBroker } from '../docker';
+import type { ContainerBroker, NetworkPoolSource } from '../docker';
 import type { FeatureFlags } from '../domain/feature-flags';
 import type { LifecycleSettings } from '../domain/lifecycle-settings';
 import type { ParameterSeal } from '../crypto/parameter-seal';
@@ -48,6 +48,8 @@ export interface DockerRoleDeps {
   readonly plane: string;
   /** The host's warm pools, when it keeps any (DESIGN §13). */
   readonly warmPools?: WarmPoolReporter;
+  /** The host's pre-made sealed networks, when it keeps any (DESIGN §12): the sweep leaves those it holds. */
+  readonly networkPool?: Pick<NetworkPoolSource, 'holds'>;
   /** Opens the NoEcho parameter values an IaC run carries sealed (the payload codec's keys). */
   readonly parameterSeal: ParameterSeal;
   /** Snapshot content (SANDBOXPLANE_SNAPSHOT_DIR), which this host writes when it captures and reads when it restores. */

@@ -91,6 +91,13 @@ export interface ContainerEmulatorOptions {
    */
   readonly mintCredentials?: (access: OperatorAccess, grant: { sandboxId: string; services: readonly string[] }, signal: AbortSignal) => Promise<SandboxCredentials>;
   /**
+   * `mintCredentials` empties the emulator first (with `reset`) and fails on one that does
+   * not serve: a claimed pool container is then minted in straight away, without a reset
+   * and a health look of its own before (two calls to the emulator fewer; P2 in
+   * docs/performance.md).
+   */
+  readonly mintResets?: boolean;
+  /**
    * For an emulator whose own API (reset, health, minting) would let anyone who reaches
    * the port undo the sandbox's credentials: each container gets a random token in this
    * environment variable and in a label, and the emulator serves that API only to a
@@ -280,9 +287,11 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       if (claimed === undefined) return undefined;
     }
     try {
-      await reset(claimed.operator, AbortSignal.timeout(10_000));
-      const report = await this.options.probe(claimed.operator, AbortSignal.timeout(5_000));
-      if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
+      if (this.options.mintCredentials === undefined || this.options.mintResets !== true) {
+        await reset(claimed.operator, AbortSignal.timeout(10_000));
+        const report = await this.options.probe(claimed.operator, AbortSignal.timeout(5_000));
+        if (!report.healthy) throw new Error(`not healthy after the reset: ${report.detail}`);
+      }
       return { container: claimed, credentials: await this.mint(claimed.operator, plan, context) };
     } catch (err) {
       // Never hand out an emulator that may still hold another's state: drop it, start cold.

@@ -129,6 +129,8 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     listResources: (endpoint, services, credentials) => listThroughAwsApis(clientConfigFor('moto', endpoint, REGION, credentials), catalog, services),
     reset: resetMoto,
     mintCredentials: mintMotoCredentials,
+    // It resets moto before it mints (moto-state.ts), and fails on a moto that does not answer.
+    mintResets: true,
     requestsServed: motoRequestsServed,
     cloudFormation: { supportedTypes: motoCloudFormationTypes, operatorHeader: OPERATOR_HEADER, updateGaps: motoUpdateGap },
     state: { capture: captureMotoRecording, restore: restoreMotoRecording, quiesce: quiesceMoto },

@@ -12,6 +12,7 @@ import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../doma
 import { principalSchema } from '../domain/sandbox-request';
 import { DEFAULT_FORK_MAX, DEFAULT_SNAPSHOT_QUOTA, type SnapshotQuota } from '../domain/snapshots';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
+import { DEFAULT_NETWORK_POOL_SIZE, MAX_NETWORK_POOL_SIZE } from '../domain/network-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
 import { isPinnedImage } from '../domain/image-reference';
 import { DEFAULT_HEALTH_CHECK_INTERVAL_SECONDS, type LifecycleSettings } from '../domain/lifecycle-settings';
@@ -63,6 +64,8 @@ export interface Config {
   readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
+  /** `SANDBOXPLANE_NETWORK_POOL`: pre-made sealed networks the docker role's host keeps (DESIGN §12). */
+  readonly networkPool: number;
   /** What each principal may keep of snapshots, and for how long (the store role and its sweep enforce it). */
   readonly snapshotQuota: SnapshotQuota;
   /**
@@ -270,6 +273,14 @@ const warmPool = z
   })
   .default('');
 
+/** `SANDBOXPLANE_NETWORK_POOL`: pre-made sealed networks each docker host keeps, 0 to {@link MAX_NETWORK_POOL_SIZE}. */
+const networkPool = z
+  .string()
+  .regex(/^[0-9]{1,2}$/, `must be a whole number from 0 to ${MAX_NETWORK_POOL_SIZE}`)
+  .transform(Number)
+  .refine((count) => count <= MAX_NETWORK_POOL_SIZE, `must be a whole number from 0 to ${MAX_NETWORK_POOL_SIZE}`)
+  .default(String(DEFAULT_NETWORK_POOL_SIZE));
+
 const CODEC_KEYS_ENV = 'SANDBOXPLANE_CODEC_KEYS';
 const CODEC_KEYS_FILE_ENV = 'SANDBOXPLANE_CODEC_KEYS_FILE';
 
@@ -360,6 +371,9 @@ const envSchema = z.object({
     ),
   SANDBOXPLANE_PLACEMENT_WAIT: duration(120).describe('how long a sandbox waits for a host with room before NO_CAPACITY (default 2m)'),
   SANDBOXPLANE_WARM_POOL: warmPool.describe('idle emulator containers each docker host keeps, e.g. moto=2 (default none)'),
+  SANDBOXPLANE_NETWORK_POOL: networkPool.describe(
+    `empty sealed networks each docker host makes ahead, so a cold create need not make its own; each holds one of the engine's address ranges, 0 turns it off (default ${DEFAULT_NETWORK_POOL_SIZE})`,
+  ),
   SANDBOXPLANE_HOST_MEMORY_FRACTION: memoryFraction.describe("the share of the engine's memory the memory limits of the docker role's containers may add up to (default 0.9)"),
   SANDBOXPLANE_CONTAINER_LOG_MAX: byteSize(DEFAULT_CONTAINER_LOG_MAX).describe("disk each container's log may take, all its files together, e.g. 20m (default 10m)"),
   SANDBOXPLANE_CONTAINER_LOG_FILES: logFiles.describe(`files each container's log rotates through, 1 to ${MAX_CONTAINER_LOG_FILES} (default ${DEFAULT_CONTAINER_LOG_FILES})`),
@@ -494,6 +508,7 @@ export function loadConfig(env: Env = process.env): Config {
       memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
     }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
+    networkPool: values.SANDBOXPLANE_NETWORK_POOL,
     snapshots: Object.freeze({
       dir: values.SANDBOXPLANE_SNAPSHOT_DIR ?? path.join(path.dirname(values.SANDBOXPLANE_DB), 'snapshots'),
       maxBytes: values.SANDBOXPLANE_SNAPSHOT_MAX_BYTES,

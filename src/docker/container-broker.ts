@@ -63,6 +63,8 @@ export interface NetworkSummary {
   readonly id: string;
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
+  /** When the engine made it (ISO 8601), where the engine says. */
+  readonly createdAt?: string;
 }
 
 /** What `stats` reads of a container (DESIGN §19): cumulative CPU, and its memory's peak (or current use, where the engine keeps no peak). */
@@ -101,8 +103,8 @@ export interface RemoveOptions {
  */
 export interface ContainerBroker {
   /**
-   * Validates the spec, creates the sandbox's own network (sealed, DESIGN §12), then the
-   * container on it, and starts it. A retried run with the same `name` and the same
+   * Validates the spec, creates the sandbox's own network (sealed, DESIGN §12) or takes a
+   * pre-made one (DockerContainerBroker.useNetworkPool), then the container on it, and starts it. A retried run with the same `name` and the same
    * sandbox labels returns the container the first try made.
    */
   run(spec: ContainerSpecInput): Promise<ContainerInfo>;

@@ -4,6 +4,8 @@ import Docker from 'dockerode';
 import { logFileBytes } from '../domain/container-log';
 import { ADAPTER_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, SANDBOX_ID_LABEL } from '../domain/docker-labels';
 import { POOL_HOST_LABEL, POOL_LABEL } from '../domain/warm-pool';
+import { isPooledNetworkName } from '../domain/network-pool';
+import type { NetworkPoolSource, PooledNetwork, SealedNetworkMaker } from './sealed-network-pool';
 import { SandboxPlaneError } from '../domain/errors';
 import { silentLogger, type BrokerLogger } from './broker-logger';
 import {
@@ -163,13 +165,14 @@ function spanAttributes(operation: string, context: Readonly<Record<string, unkn
 /** How long a stop or remove of this broker's own explains the container's `die` (a stop waits 10 s at most before it kills). */
 const OWN_ENDING_MS = 60_000;
 
-export class DockerContainerBroker implements ContainerBroker {
+export class DockerContainerBroker implements ContainerBroker, SealedNetworkMaker {
   private readonly docker: Docker;
   private readonly logger: BrokerLogger;
   private readonly endpoint: string;
   private readonly policy: SpecPolicy;
   private knownEngineId: Promise<string> | undefined;
   private readonly networkLocks = new Map<string, Promise<string>>();
+  private networkPool: NetworkPoolSource | undefined;
   /** Containers this broker stopped or removed, with when: their `die` is this process's own doing. */
   private readonly endings = new Map<string, number>();
 
@@ -212,22 +215,39 @@ export class DockerContainerBroker implements ContainerBroker {
     return validateContainerSpec(spec, this.policy);
   }
 
+  /**
+   * Where a sandbox's container takes its sealed network from, when one is ready there
+   * (pre-made sealed networks, DESIGN §12); `undefined`: each run makes its own.
+   */
+  useNetworkPool(pool: NetworkPoolSource | undefined): void {
+    this.networkPool = pool;
+  }
+
   async run(input: ContainerSpecInput): Promise<ContainerInfo> {
     const spec = this.validate(input);
     const context = { image: spec.image, name: spec.name, sandboxId: spec.labels[SANDBOX_ID_LABEL], network: spec.networkMode };
     // Twice at most: a sweep may remove the network between its creation and the container's start.
     for (let attempt = 1; ; attempt += 1) {
-      const networkId = await this.ensureNetwork(spec);
+      // A pooled network on the first try only: the second follows a network that went missing.
+      const pooled = attempt === 1 ? this.pooledNetworkFor(spec) : undefined;
+      const networkId = pooled?.id ?? (await this.ensureNetwork(spec));
       let id: string;
       try {
         const created = await this.call('create', context, () => this.docker.createContainer(toCreateOptions(spec, networkId)));
         id = created.id;
       } catch (err) {
         if (spec.name !== undefined && engineStatusCode(err) === 409) {
-          return this.adopt(spec).catch(async (refused: unknown) => {
-            await this.dropNetwork(spec, networkId, 'the name is taken by another sandbox');
-            throw refused;
-          });
+          return this.adopt(spec).then(
+            async (adopted) => {
+              // The earlier attempt's container keeps its own network; the one taken now is nobody's.
+              if (pooled !== undefined) await this.dropNetwork(spec, pooled.id, 'a retried run adopted its earlier container');
+              return adopted;
+            },
+            async (refused: unknown) => {
+              await this.dropNetwork(spec, networkId, 'the name is taken by another sandbox');
+              throw refused;
+            },
+          );
         }
         if (attempt < 2 && isMissingNetwork(err)) continue;
         await this.dropNetwork(spec, networkId, 'create failed');
@@ -243,6 +263,16 @@ export class DockerContainerBroker implements ContainerBroker {
       }
       return this.inspect(id);
     }
+  }
+
+  /**
+   * A pre-made sealed network for a sandbox's container: never for a warm pool's idle
+   * container (its start is not waited on) nor for another plane's spec.
+   */
+  private pooledNetworkFor(spec: ValidatedContainerSpec): PooledNetwork | undefined {
+    const pool = this.networkPool;
+    if (pool === undefined || spec.networkMode === '' || spec.labels[POOL_LABEL] !== undefined || spec.labels[PLANE_LABEL] !== pool.plane) return undefined;
+    return pool.take();
   }
 
   /**
@@ -269,20 +299,7 @@ export class DockerContainerBroker implements ContainerBroker {
           }
           return first;
         }
-        const created = (await this.engineCall('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
-          this.docker.createNetwork({
-            Name: name,
-            CheckDuplicate: true,
-            Driver: 'bridge',
-            Internal: false,
-            Attachable: false,
-            EnableIPv6: false,
-            Options: { ...SEALED_BRIDGE_OPTIONS },
-            Labels: labels,
-          }),
-        )) as { id?: unknown };
-        if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
-        return created.id;
+        return this.createSealedNetwork(name, labels);
       });
     this.networkLocks.set(name, current);
     try {
@@ -290,6 +307,24 @@ export class DockerContainerBroker implements ContainerBroker {
     } finally {
       if (this.networkLocks.get(name) === current) this.networkLocks.delete(name);
     }
+  }
+
+  /** A new sealed bridge (DESIGN §12) named `name`; its id. */
+  async createSealedNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<string> {
+    const created = (await this.engineCall('network create', { network: name, sandboxId: labels[SANDBOX_ID_LABEL] }, () =>
+      this.docker.createNetwork({
+        Name: name,
+        CheckDuplicate: true,
+        Driver: 'bridge',
+        Internal: false,
+        Attachable: false,
+        EnableIPv6: false,
+        Options: { ...SEALED_BRIDGE_OPTIONS },
+        Labels: { ...labels },
+      }),
+    )) as { id?: unknown };
+    if (typeof created.id !== 'string') throw new SandboxPlaneError('DOCKER_RESPONSE_INVALID', `The engine created network ${name} without telling its id`);
+    return created.id;
   }
 
   /** Every network with exactly this name, ours or not (the engine's name filter also matches parts of names). */
@@ -452,16 +487,18 @@ export class DockerContainerBroker implements ContainerBroker {
       this.logger.info({ ...context, statusCode: status }, 'docker remove absorbed: container already gone or going');
       outcome = 'already_gone';
     }
-    // The container's own network goes with it (the sandbox's; never one it was not given),
-    // also when another remover got there first: whichever finds no container left takes it.
+    // The container's own network goes with it (the sandbox's, or the pooled one it was
+    // handed; never one it was not given), also when another remover got there first:
+    // whichever finds no container left takes it.
     const own = ownNetworkName(info.labels);
     for (const [name, networkId] of Object.entries(info.networks)) {
-      if (name !== own) continue;
+      const pooled = isPooledNetworkName(info.labels[PLANE_LABEL], name);
+      if (name !== own && !pooled) continue;
       // A container that never started knows its network by name only.
       const ids =
         networkId !== ''
           ? [networkId]
-          : (await this.networksNamed(name)).filter((network) => network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
+          : (await this.networksNamed(name)).filter((network) => pooled || network.labels[SANDBOX_ID_LABEL] === info.labels[SANDBOX_ID_LABEL]).map((network) => network.id);
       for (const id of ids) await this.dropNetwork(info, id, 'its container was removed');
     }
     return outcome;

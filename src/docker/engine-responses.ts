@@ -48,7 +48,7 @@ const inspectSchema = z.object({
   NetworkSettings: z.object({ Ports: portMap, Networks: attachedNetworks }).nullish(),
 });
 
-const networkListSchema = z.array(z.object({ Id: z.string().min(1), Name: z.string(), Labels: labels }));
+const networkListSchema = z.array(z.object({ Id: z.string().min(1), Name: z.string(), Labels: labels, Created: z.string().optional() }));
 
 const listSchema = z.array(
   z.object({
@@ -149,7 +149,9 @@ export function toContainerInfo(raw: unknown): ContainerInfo {
 
 /** Maps `GET /networks` onto {@link NetworkSummary}s. */
 export function toNetworkSummaries(raw: unknown): NetworkSummary[] {
-  return parseOrThrow(networkListSchema, raw, 'network list').map((entry) => Object.freeze({ id: entry.Id, name: entry.Name, labels: entry.Labels }));
+  return parseOrThrow(networkListSchema, raw, 'network list').map((entry) =>
+    Object.freeze({ id: entry.Id, name: entry.Name, labels: entry.Labels, ...(entry.Created === undefined ? {} : { createdAt: entry.Created }) }),
+  );
 }
 
 /** The engine's ID from `GET /info`: stable for the life of the engine's data directory. */

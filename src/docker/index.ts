@@ -5,6 +5,7 @@ export * from './container-spec';
 export * from './docker-container-broker';
 export * from './docker-host';
 export * from './engine-errors';
+export * from './sealed-network-pool';
 export * from './spec-refused-error';
 export * from './spec-rules';
 export * from './stop-and-remove';

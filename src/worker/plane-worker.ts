@@ -9,7 +9,7 @@ import { createDockerActivities, createStoreActivities, createTargetActivities }
 import { SnapshotContents } from '../activities/snapshot-contents';
 import { moveSnapshotContentsOut } from '../activities/snapshot-activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
-import { DockerContainerBroker, type ContainerBroker } from '../docker';
+import { DockerContainerBroker, SealedNetworkPool, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
 import { AUDIT_CHAIN_KEY_PURPOSE, SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
@@ -159,6 +159,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   });
   let registration: { stop(): void } | undefined;
   let warmPools: WarmPools | undefined;
+  let networkPool: SealedNetworkPool | undefined;
   let deathWatch: { stop(): void } | undefined;
   const unmeter: (() => void)[] = [];
   const close = async () => {
@@ -166,6 +167,8 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     registration?.stop();
     deathWatch?.stop();
     await warmPools?.stop();
+    if (broker instanceof DockerContainerBroker) broker.useNetworkPool(undefined);
+    await networkPool?.stop();
     await clientConnection.close();
     await connection.close();
   };
@@ -213,6 +216,12 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     }
     if (has('docker') && adapters !== undefined) {
       const taskQueue = dockerQueue(config.taskQueue, config.host.id);
+      // Pre-made sealed networks (DESIGN §12) need an engine's broker; a test's fake makes no networks.
+      if (broker instanceof DockerContainerBroker && config.networkPool > 0) {
+        networkPool = new SealedNetworkPool({ hostId: config.host.id, plane: planeId, target: config.networkPool, maker: broker, logger: logger.child({ networkPool: config.host.id }) });
+        await networkPool.start();
+        broker.useNetworkPool(networkPool);
+      }
       warmPools = await startWarmPools({ hostId: config.host.id, targets: config.host.warmPool, adapters, broker, logger, ...options.warmPoolTiming });
       const pools = warmPools;
       unmeter.push(meterPools({ hostId: config.host.id, depths: () => pools.depths() }));
@@ -226,6 +235,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
             broker,
             plane: planeId,
             warmPools,
+            ...(networkPool === undefined ? {} : { networkPool }),
             parameterSeal: payloadCodec.parameterSeal(),
             contents: snapshotContents,
             snapshotMaxBytes: config.snapshots.maxBytes,
