@@ -6,7 +6,7 @@ import { workflowIdFor } from '../src/domain/contract-names';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { cliEnv, REPO_ROOT } from '../test/helpers/cli';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
-import { ratioOf } from './bench-report';
+import { latency, ratioOf } from './bench-report';
 import { alternate, median, rounded } from './measure';
 
 const TARGET_RATIO = 3;
@@ -86,8 +86,8 @@ export const cliStatus: Figure = {
         rows: [
           {
             key: 'CLI.status',
-            measured: { label: `${sandboxctl.shown} status`, value: status, unit: 'ms' },
-            baseline: { label: 'temporal workflow describe', value: describe, unit: 'ms' },
+            measured: latency(`${sandboxctl.shown} status`, measured.measured),
+            baseline: latency('temporal workflow describe', measured.baseline),
             ratio,
             target: { text: `<= ${TARGET_RATIO}x`, reached: ratio === null ? null : ratio <= TARGET_RATIO },
             detail: `${context.options.cliRounds} rounds alternating, medians of wall time from spawn to exit; the same READY sandbox`,
