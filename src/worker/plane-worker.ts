@@ -222,6 +222,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
             adapters,
             broker,
             plane: planeId,
+            sweepRemoveConcurrency: config.sweepRemoveConcurrency,
             warmPools,
             parameterSeal: payloadCodec.parameterSeal(),
             contents: snapshotContents,
