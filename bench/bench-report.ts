@@ -1,4 +1,5 @@
 import type { BenchOptions, FigureId } from './bench-options';
+import { median, percentilesOf, type Percentiles } from './measure';
 
 export type Unit = 'ms' | 'per_s' | 'MB' | 'count';
 
@@ -7,6 +8,14 @@ export interface Measure {
   readonly label: string;
   readonly value: number | null;
   readonly unit: Unit;
+  /** A latency's tail, of the samples whose median is `value`; absent for rates, memory and single timings. */
+  readonly percentiles?: Percentiles | null;
+}
+
+/** A latency side of a row: the median of `samples` (ms) as its value, with their p50, p95 and p99. */
+export function latency(label: string, samples: readonly number[]): Measure {
+  const finite = samples.filter((sample) => Number.isFinite(sample));
+  return { label, value: finite.length === 0 ? null : median(finite), unit: 'ms', percentiles: percentilesOf(finite) };
 }
 
 /** A goal from issue 15; reported, never asserted. `reached: null` when nothing was measured. */
@@ -78,6 +87,19 @@ export function formatValue(value: number | null, unit: Unit): string {
   }
 }
 
+function tailText(side: string, measure: Measure): string | null {
+  const tail = measure.percentiles;
+  if (tail === undefined || tail === null) return null;
+  const values = [tail.p50, tail.p95, tail.p99].map((value) => formatValue(value, measure.unit).replace(/ ms$/, ''));
+  return `${side} ${values.join(' / ')} ms (${tail.samples})`;
+}
+
+/** `p50 / p95 / p99: measured 41.0 / 52.3 / 60.1 ms (20), baseline …`, or '' for a row with no latency samples. */
+export function percentilesLine(row: FigureRow): string {
+  const sides = [tailText('measured', row.measured), tailText('baseline', row.baseline)].filter((text) => text !== null);
+  return sides.length === 0 ? '' : `p50 / p95 / p99: ${sides.join(', ')}`;
+}
+
 function reachedText(target: Target | null): string {
   if (target === null) return '';
   if (target.reached === null) return '-';
@@ -88,7 +110,7 @@ function reachedText(target: Target | null): string {
 export function renderTable(report: BenchReport): string {
   const header = ['row', 'measured', '', 'baseline (same run)', '', 'ratio', 'target', 'reached'];
   // A row of cells, or a note printed as it is (a skipped or failed figure).
-  const lines: ({ cells: string[]; detail: string } | { note: string })[] = [{ cells: header, detail: '' }];
+  const lines: ({ cells: string[]; detail: string; tail: string } | { note: string })[] = [{ cells: header, detail: '', tail: '' }];
   for (const figure of Object.values(report.figures)) {
     if (figure === undefined) continue;
     for (const row of figure.rows) {
@@ -104,6 +126,7 @@ export function renderTable(report: BenchReport): string {
           reachedText(row.target),
         ],
         detail: row.detail,
+        tail: percentilesLine(row),
       });
     }
     if (figure.status !== 'measured') lines.push({ note: `${figure.id}  ${figure.title}: ${figure.status.toUpperCase()}, ${figure.reason ?? ''}` });
@@ -113,7 +136,8 @@ export function renderTable(report: BenchReport): string {
   const out = lines.flatMap((line) => {
     if (!('cells' in line)) return [line.note];
     const cells = line.cells.map((cell, column) => (rightAligned.has(column) ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0)));
-    return [cells.join('  ').trimEnd(), ...(line.detail === '' ? [] : [`${' '.repeat((widths[0] ?? 0) + 2)}${line.detail}`])];
+    const indent = ' '.repeat((widths[0] ?? 0) + 2);
+    return [cells.join('  ').trimEnd(), ...[line.tail, line.detail].filter((text) => text !== '').map((text) => `${indent}${text}`)];
   });
   return `${out.join('\n')}\n`;
 }

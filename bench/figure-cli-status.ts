@@ -6,7 +6,7 @@ import { workflowIdFor } from '../src/domain/contract-names';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { cliEnv, REPO_ROOT } from '../test/helpers/cli';
 import { BENCH_PRINCIPAL, type BenchContext, type Figure } from './bench-context';
-import { ratioOf, type FigureRow } from './bench-report';
+import { latency, ratioOf, type FigureRow } from './bench-report';
 import type { MeasuredWorker } from './measured-worker';
 import { alternate, median, rounded, timed } from './measure';
 
@@ -82,8 +82,8 @@ async function createRow(context: BenchContext, worker: MeasuredWorker, sandboxc
     return {
       row: {
         key: 'CLI.create',
-        measured: { label: `${sandboxctl.shown} create --wait`, value: rounded(cli), unit: 'ms' },
-        baseline: { label: 'SandboxClient.create wait ready (in process)', value: rounded(sdk), unit: 'ms' },
+        measured: latency(`${sandboxctl.shown} create --wait`, measured.measured),
+        baseline: latency('SandboxClient.create wait ready (in process)', measured.baseline),
         ratio,
         target: { text: `<= ${CREATE_TARGET_RATIO}x`, reached: ratio === null ? null : ratio <= CREATE_TARGET_RATIO },
         detail: `${context.options.cliRounds} rounds alternating, medians; memory sandboxes, create → READY; the CLI from spawn to exit, the SDK on its open connection`,
@@ -142,8 +142,8 @@ export const cliStatus: Figure = {
         rows: [
           {
             key: 'CLI.status',
-            measured: { label: `${sandboxctl.shown} status`, value: status, unit: 'ms' },
-            baseline: { label: 'temporal workflow describe', value: describe, unit: 'ms' },
+            measured: latency(`${sandboxctl.shown} status`, measured.measured),
+            baseline: latency('temporal workflow describe', measured.baseline),
             ratio,
             target: { text: `<= ${TARGET_RATIO}x`, reached: ratio === null ? null : ratio <= TARGET_RATIO },
             detail: `${context.options.cliRounds} rounds alternating, medians of wall time from spawn to exit; the same READY sandbox`,

@@ -10,7 +10,7 @@ import { dockerClient } from '../test/helpers/container-events';
 import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
 import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext, type Figure } from './bench-context';
-import { ratioOf, type FigureRow } from './bench-report';
+import { latency, ratioOf, type FigureRow } from './bench-report';
 import { median, rounded } from './measure';
 
 /** Issue 41's goal: forking 5 from one snapshot takes at most 2× one fork. */
@@ -120,8 +120,8 @@ async function measureVariant(context: BenchContext, variant: ForkVariant, docke
     const ratio = ratioOf(five, single);
     const row: FigureRow = {
       key: variant.key === 'pool' ? 'F5' : 'F5 cold',
-      measured: { label: `${FORKS} forks of one snapshot at once, to the last READY`, value: five, unit: 'ms' },
-      baseline: { label: 'one fork of the same snapshot, to READY', value: single, unit: 'ms' },
+      measured: { ...latency(`${FORKS} forks of one snapshot at once, to the last READY`, many), value: five },
+      baseline: { ...latency('one fork of the same snapshot, to READY', one), value: single },
       ratio,
       target: { text: `<= ${TARGET_RATIO}x`, reached: ratio === null ? null : ratio <= TARGET_RATIO },
       detail: `${ROUNDS} rounds each, alternating, medians; a snapshot of ${OBJECTS} objects; ${variant.detail}; every fork checked to hold them all`,

@@ -1,5 +1,5 @@
 import { workflowIdFor } from '../src/domain/contract-names';
-import { ratioOf } from './bench-report';
+import { latency, ratioOf } from './bench-report';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
 import { historyProfile } from './history-profile';
 import { alternate, median, rounded, timed } from './measure';
@@ -82,14 +82,14 @@ export const p1CreateLatency: Figure = {
     const base = median(measured.baseline);
     const create = median(measured.measured);
     const destroyed = median(destroy);
-    const baseline = { label: 'roundTrip workflow', value: base, unit: 'ms' as const };
+    const baseline = latency('roundTrip workflow', measured.baseline);
     const detail = `${rounds} rounds alternating with the baseline, medians; worker: sandboxctl worker in a child process`;
     return {
       rows: [
-        { key: 'P1.create', measured: { label: 'create → READY (memory)', value: create, unit: 'ms' }, baseline, ratio: ratioOf(create, base), target: null, detail },
+        { key: 'P1.create', measured: latency('create → READY (memory)', measured.measured), baseline, ratio: ratioOf(create, base), target: null, detail },
         {
           key: 'P1.destroy',
-          measured: { label: 'destroy → DESTROYED (memory)', value: destroyed, unit: 'ms' },
+          measured: latency('destroy → DESTROYED (memory)', destroy),
           baseline,
           ratio: ratioOf(destroyed, base),
           target: null,
@@ -97,8 +97,8 @@ export const p1CreateLatency: Figure = {
         },
         {
           key: 'P1.webhooks',
-          measured: { label: `create → READY, ${WEBHOOKS} webhooks receiving its events`, value: withHooks, unit: 'ms' },
-          baseline: { label: 'create → READY, no webhook wants its events', value: withoutHooks, unit: 'ms' },
+          measured: latency(`create → READY, ${WEBHOOKS} webhooks receiving its events`, hooked.with),
+          baseline: latency('create → READY, no webhook wants its events', hooked.without),
           ratio: hookedRatio,
           target: { text: '<= 1.1x (within noise)', reached: hookedRatio === null ? null : hookedRatio <= 1.1 },
           detail: `${rounds} rounds alternating, medians; deliveries to a receiver in the bench process (${sink.received()} taken)`,

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { concurrentLifecycles, describeFailures } from '../test/helpers/lifecycle-burst';
 import { ratioOf, type FigureRow } from './bench-report';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
+import { percentilesOf } from './measure';
 import { CpuTally } from './proc-stats';
 import { roundTrip } from './round-trip-baseline';
 
@@ -42,6 +43,7 @@ export const p3Throughput: Figure = {
       const completed = burst.outcomes.length - burst.failures.length;
       const rate = completed / (burst.elapsedMs / 1000);
       const ratio = ratioOf(rate, baselineRate);
+      const ready = percentilesOf(burst.outcomes.flatMap((outcome) => (outcome.readyMs === undefined ? [] : [outcome.readyMs])));
       lifecycleFailures += burst.failures.length;
       failures.push(...describeFailures(burst.failures).map((line) => `${concurrency} at once: ${line}`));
       cpu[String(concurrency)] = tally.summary();
@@ -51,8 +53,17 @@ export const p3Throughput: Figure = {
         baseline: { label: 'roundTrip workflows/s', value: baselineRate, unit: 'per_s' },
         ratio,
         target: concurrency === TARGET_CONCURRENCY ? { text: `>= ${TARGET_RATIO}x, 0 failed`, reached: ratio !== null && ratio >= TARGET_RATIO && burst.failures.length === 0 } : null,
-        detail: `${completed} of ${concurrency} lifecycles in ${(burst.elapsedMs / 1000).toFixed(2)} s, ${burst.failures.length} failed; baseline ${concurrency} in ${(baselineMs / 1000).toFixed(2)} s`,
-        data: { concurrency, failed: burst.failures.length, lifecycleSeconds: burst.elapsedMs / 1000, baselineSeconds: baselineMs / 1000 },
+        detail:
+          `${completed} of ${concurrency} lifecycles in ${(burst.elapsedMs / 1000).toFixed(2)} s, ${burst.failures.length} failed; baseline ${concurrency} in ${(baselineMs / 1000).toFixed(2)} s` +
+          (ready === null ? '' : `; each create → READY p50 / p95 / p99 ${ready.p50} / ${ready.p95} / ${ready.p99} ms`),
+        data: {
+          concurrency,
+          failed: burst.failures.length,
+          lifecycleSeconds: burst.elapsedMs / 1000,
+          baselineSeconds: baselineMs / 1000,
+          // Each agent's own create → READY inside the burst (a rate row has no median of its own).
+          createToReadyMs: ready,
+        },
       });
     }
     return { rows, profile: { cpu }, lifecycleFailures, failures };

@@ -68,6 +68,25 @@ describe('cleanup sweep on a real dev server and engine', () => {
     worker.store.policies.add({ principalPattern: '*', capability: 'cloud.sandbox', effect: 'allow' });
   });
 
+  /** The worker's broker with some verbs replaced: a test's view of (or fault in) the engine calls a sweep makes. */
+  function brokerWith(overrides: Partial<ContainerBroker>): ContainerBroker {
+    return {
+      run: (spec) => broker.run(spec),
+      inspect: (id, options) => broker.inspect(id, options),
+      stats: (id) => broker.stats(id),
+      list: (labels) => broker.list(labels),
+      ping: () => broker.ping(),
+      engineId: () => broker.engineId(),
+      engineMemoryBytes: () => broker.engineMemoryBytes(),
+      rename: (current, newName) => broker.rename(current, newName),
+      listNetworks: (labels) => broker.listNetworks(labels),
+      removeNetwork: (name) => broker.removeNetwork(name),
+      stop: (id, options) => broker.stop(id, options),
+      remove: (id, options) => broker.remove(id, options),
+      ...overrides,
+    };
+  }
+
   after(async () => {
     for (const id of strays) await broker.remove(id, { force: true }).catch(() => undefined);
     for (const container of await broker.list({})) {
@@ -178,17 +197,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
   test('a container whose removal fails stays an outstanding leak after re-measuring', async () => {
     const stubborn = await strayContainer(broker, imageId, 'sweep-stubborn', { [PLANE_LABEL]: worker.plane.planeId });
     strays.push(stubborn);
-    const refusing: ContainerBroker = {
-      run: (spec) => broker.run(spec),
-      inspect: (id) => broker.inspect(id),
-      stats: (id) => broker.stats(id),
-      list: (labels) => broker.list(labels),
-      ping: () => broker.ping(),
-      engineId: () => broker.engineId(),
-      engineMemoryBytes: () => broker.engineMemoryBytes(),
-      rename: (current, newName) => broker.rename(current, newName),
-      listNetworks: (labels) => broker.listNetworks(labels),
-      removeNetwork: (name) => broker.removeNetwork(name),
+    const refusing = brokerWith({
       stop: async (id, options) => {
         if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
         return broker.stop(id, options);
@@ -197,7 +206,7 @@ describe('cleanup sweep on a real dev server and engine', () => {
         if (id === stubborn) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
         return broker.remove(id, options);
       },
-    };
+    });
     const sweeper = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace }, broker: refusing });
     try {
       const report = await sweepOnce(sweeper);
@@ -207,6 +216,51 @@ describe('cleanup sweep on a real dev server and engine', () => {
       assert.ok(!report.removed.some((finding) => finding.subject === stubborn), 'never counted as removed');
       assert.ok(sweeper.store.leaks.outstanding().some((leak) => leak.subject === stubborn));
       assert.equal((await broker.list({ [SANDBOX_ID_LABEL]: 'sweep-stubborn' })).length, 1);
+    } finally {
+      await sweeper.stop();
+    }
+  });
+
+  test('many orphans: all removed, at most SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY at once; one that fails is reported and the rest still go', async () => {
+    const bound = 3;
+    const orphans: string[] = [];
+    for (let index = 0; index < 12; index += 1) orphans.push(await strayContainer(broker, imageId, `sweep-many-${index}`, { [PLANE_LABEL]: worker.plane.planeId }));
+    strays.push(...orphans);
+    const failing = orphans[4] as string;
+    let inFlight = 0;
+    let most = 0;
+    const counting = brokerWith({
+      remove: async (id, options) => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        try {
+          // Long enough for the removals the sweep lets run together to overlap here.
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          if (id === failing) throw new SandboxPlaneError('DOCKER_ENGINE_ERROR', 'device or resource busy (test)');
+          return await broker.remove(id, options);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+    });
+    const sweeper = await startTestWorker(address, { env: { TEMPORAL_NAMESPACE: namespace, SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: String(bound) }, broker: counting });
+    try {
+      const report = await sweepOnce(sweeper);
+      assert.equal(most, bound, `removals ran ${bound} at once, never more`);
+      const removed = new Set(report.removed.map((finding) => finding.subject));
+      assert.deepEqual(
+        orphans.filter((id) => !removed.has(id)),
+        [failing],
+        'every other orphan was removed',
+      );
+      const kept = report.remaining.find((finding) => finding.subject === failing);
+      assert.equal(kept?.kind, 'orphan_container');
+      assert.match(kept?.detail ?? '', /still present after removal \(.*device or resource busy \(test\)/);
+      const left = (await broker.list({ [PLANE_LABEL]: worker.plane.planeId })).filter((container) => orphans.includes(container.id));
+      assert.deepEqual(
+        left.map((container) => container.id),
+        [failing],
+      );
     } finally {
       await sweeper.stop();
     }

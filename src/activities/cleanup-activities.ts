@@ -5,7 +5,7 @@ import { ADAPTER_LABEL, managedContainersFilter, PLANE_LABEL, SANDBOX_ID_LABEL }
 import { belongsTo, containerOwner } from '../domain/warm-pool';
 import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
-import type { InventoryRow, LeakFinding, ManagedContainer, ReconcileOutcome } from '../domain/leaks';
+import { DEFAULT_SWEEP_REMOVE_CONCURRENCY, type InventoryRow, type LeakFinding, type ManagedContainer, type ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
 import { stopAndRemove, type BrokerLogger, type ContainerBroker, type ContainerSummary, type NetworkPoolSource, type NetworkSummary } from '../docker';
 import { NETWORK_POOL_GRACE_MS, NETWORK_POOL_LABEL } from '../domain/network-pool';
@@ -15,6 +15,7 @@ import type { HostDirectory } from '../store/host-directory';
 import type { RecordedRuntimeIds } from '../store/sandbox-repository';
 import { planeMetrics } from '../telemetry/plane-metrics';
 import { withTaxonomy } from './activity-failure';
+import { inParallel } from './in-parallel';
 
 /** What the docker role's sweep activities need: that engine, and whose containers are ours. */
 export interface HostSweepActivityDeps {
@@ -25,7 +26,19 @@ export interface HostSweepActivityDeps {
   readonly networkPool?: Pick<NetworkPoolSource, 'holds'>;
   /** How old an unattached pooled network no pool here holds must be before it goes (default {@link NETWORK_POOL_GRACE_MS}). */
   readonly networkPoolGraceMs?: number;
+  /** How many orphans `removeContainers` removes at once (SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY). */
+  readonly sweepRemoveConcurrency?: number;
 }
+
+/** What became of one orphan the sweep asked the host to remove; `error` says why it did not go. */
+export interface OrphanRemoval {
+  readonly containerId: string;
+  readonly removed: boolean;
+  readonly error: string | null;
+}
+
+/** Visibility's misses asked about one by one: a few at once, so a sweep of many orphans does not wait on them in a row. */
+const DESCRIBE_CONCURRENCY = 8;
 
 /** What the store role's sweep activities need: the projection and Temporal's view of what runs. */
 export interface ProjectionSweepActivityDeps {
@@ -101,8 +114,45 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
     },
 
     /**
-     * Stops and removes one orphan. A failure is reported, not thrown: the sweep goes on
-     * and re-measures, and a container that refuses to die stays an outstanding leak.
+     * Removes a batch of orphans, at most `sweepRemoveConcurrency` at once (DESIGN §8).
+     * One list of this plane's managed containers answers what each is, so none is
+     * inspected again, and one the list does not show is gone already; one that is not
+     * ours is never in it, so never touched. `rm -f` kills a running orphan at once: no
+     * workflow waits on a graceful stop of it. A failure is reported per container, never
+     * thrown: the others go on, and the sweep re-measures, so a container that refuses to
+     * die stays an outstanding leak with the engine's reason.
+     */
+    async removeContainers(input: { containerIds: readonly string[] }): Promise<OrphanRemoval[]> {
+      return withTaxonomy(async () => {
+        const listed = new Map((await broker.list({ ...managedContainersFilter(), [PLANE_LABEL]: deps.plane })).map((container) => [container.id, container]));
+        let done = 0;
+        const progress = () => heartbeat({ removed: done, of: input.containerIds.length });
+        const beating = setInterval(progress, 5_000);
+        try {
+          progress();
+          return await inParallel(input.containerIds, deps.sweepRemoveConcurrency ?? DEFAULT_SWEEP_REMOVE_CONCURRENCY, async (containerId): Promise<OrphanRemoval> => {
+            try {
+              const container = listed.get(containerId);
+              const remove = container === undefined ? 'already_gone' : await broker.remove(containerId, { force: true, listed: container });
+              log.info('orphan container removed', { containerId, remove });
+              return { containerId, removed: true, error: null };
+            } catch (err) {
+              const message = err instanceof Error ? err.message : String(err);
+              log.warn('orphan container could not be removed', { containerId, error: message });
+              return { containerId, removed: false, error: message };
+            } finally {
+              done += 1;
+            }
+          });
+        } finally {
+          clearInterval(beating);
+        }
+      });
+    },
+
+    /**
+     * Stops and removes one orphan: a sweep of the build before `removeContainers` still
+     * asks for it. A failure is reported, not thrown.
      */
     async removeContainer(input: { containerId: string }): Promise<{ removed: boolean; error: string | null }> {
       const beating = setInterval(() => heartbeat({ removing: input.containerId }), 5_000);
@@ -148,6 +198,11 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
   };
 }
 
+/** A removed orphan's audit row in its sandbox's trail. */
+function orphanRemovedRow(finding: LeakFinding, step: number) {
+  return { step, action: 'orphan_removed', actor: 'sweep', effect: 'removed', reason: finding.detail, summary: { containerId: finding.subject } } as const;
+}
+
 /** The sweep's activities on the store role: the projection's rows, Temporal's open lifecycles, and the leak record. */
 export function createProjectionSweepActivities(deps: ProjectionSweepActivityDeps) {
   const { store, client } = deps;
@@ -189,27 +244,33 @@ export function createProjectionSweepActivities(deps: ProjectionSweepActivityDep
           const id = sandboxIdFromWorkflowId(execution.workflowId);
           if (id !== undefined) running.add(id);
         }
-        for (const candidate of input.candidates) {
-          if (!running.has(candidate) && (await isRunning(candidate))) running.add(candidate);
+        const unlisted = input.candidates.filter((candidate) => !running.has(candidate));
+        await inParallel(unlisted, DESCRIBE_CONCURRENCY, async (candidate) => {
+          if (await isRunning(candidate)) running.add(candidate);
           heartbeat();
-        }
+        });
         return [...running].sort();
       });
     },
 
-    /** The `orphan_removed` audit row of a removed orphan (when it names a sandbox). */
+    /** The `orphan_removed` audit rows of a batch of removed orphans (those that name a sandbox), in one store transaction. */
+    async recordOrphanRemovals(input: { removals: readonly { finding: LeakFinding; step: number }[]; sweepWorkflowId: string }): Promise<void> {
+      return withTaxonomy(() => {
+        store.sandboxes.atomically(() => {
+          for (const { finding, step } of input.removals) {
+            if (finding.sandboxId === null) continue;
+            store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, orphanRemovedRow(finding, step));
+          }
+        });
+      });
+    },
+
+    /** The `orphan_removed` audit row of a removed orphan (when it names a sandbox); a sweep of the build before `recordOrphanRemovals` asks for it. */
     async recordOrphanRemoval(input: { finding: LeakFinding; sweepWorkflowId: string; step: number }): Promise<void> {
       return withTaxonomy(() => {
         const { finding } = input;
         if (finding.sandboxId === null) return;
-        store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, {
-          step: input.step,
-          action: 'orphan_removed',
-          actor: 'sweep',
-          effect: 'removed',
-          reason: finding.detail,
-          summary: { containerId: finding.subject },
-        });
+        store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, orphanRemovedRow(finding, input.step));
       });
     },
 

@@ -46,6 +46,8 @@ export interface DockerRoleDeps {
   readonly broker: ContainerBroker;
   /** This worker's plane id (SANDBOXPLANE_PLANE_ID or derived from Temporal), as its containers are labelled. */
   readonly plane: string;
+  /** How many orphans this host's sweep removes at once (SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY); the default when left out. */
+  readonly sweepRemoveConcurrency?: number;
   /** The host's warm pools, when it keeps any (DESIGN §13). */
   readonly warmPools?: WarmPoolReporter;
   /** The host's pre-made sealed networks, when it keeps any (DESIGN §12): the sweep leaves those it holds. */

@@ -11,6 +11,7 @@ import { PLANE_ID_PATTERN } from '../domain/docker-labels';
 import { buildIdSchema, DEFAULT_DEPLOYMENT, deploymentNameSchema } from '../domain/deployment';
 import { principalSchema } from '../domain/sandbox-request';
 import { DEFAULT_FORK_MAX, DEFAULT_SNAPSHOT_QUOTA, type SnapshotQuota } from '../domain/snapshots';
+import { DEFAULT_SWEEP_REMOVE_CONCURRENCY } from '../domain/leaks';
 import { parseWarmPoolTargets, pooledSlots, type WarmPoolTargets } from '../domain/warm-pool';
 import { DEFAULT_NETWORK_POOL_SIZE, MAX_NETWORK_POOL_SIZE } from '../domain/network-pool';
 import { formatDuration, parseDuration } from '../domain/duration';
@@ -45,6 +46,8 @@ export interface Config {
   readonly emulators: EmulatorSettings;
   /** How often the Temporal Schedule `sandboxplane-cleanup` runs the sweep. */
   readonly sweepIntervalSeconds: number;
+  /** `SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY`: how many orphans a host's sweep removes at once (read by the docker role). */
+  readonly sweepRemoveConcurrency: number;
   /**
    * `SANDBOXPLANE_PLANE_ID`, the value of every container's `io.sandboxplane.plane`
    * label; `undefined` means derived from Temporal's cluster and namespace ids at start.
@@ -347,6 +350,9 @@ const envSchema = z.object({
   SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional().describe('Floci image by digest (floci/floci@sha256:...); unset, no Floci adapter'),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60).describe('how long an emulator may take to pass its health check (default 60s)'),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60).describe('how often the cleanup schedule runs the leak sweep (default 5m)'),
+  SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: positiveCount
+    .default(String(DEFAULT_SWEEP_REMOVE_CONCURRENCY))
+    .describe(`how many orphaned containers a docker host's sweep removes at once (default ${DEFAULT_SWEEP_REMOVE_CONCURRENCY})`),
   SANDBOXPLANE_PLANE_ID: planeId.optional().describe("every container's io.sandboxplane.plane label (default derived from Temporal's cluster and namespace)"),
   SANDBOXPLANE_WORKER_ROLES: workerRoles.describe('all, or a comma list of lifecycle, store, docker, targets (default all; docs/deploy.md)'),
   SANDBOXPLANE_HOST_ID: hostIdSchema.default(DEFAULT_HOST_ID).describe("the docker role's host id; its queue is <task queue>-docker-<id> (default local)"),
@@ -498,6 +504,7 @@ export function loadConfig(env: Env = process.env): Config {
       containerLog: Object.freeze({ maxBytes: values.SANDBOXPLANE_CONTAINER_LOG_MAX, files: values.SANDBOXPLANE_CONTAINER_LOG_FILES }),
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,
+    sweepRemoveConcurrency: values.SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY,
     planeId: values.SANDBOXPLANE_PLANE_ID,
     principal: values.SANDBOXPLANE_PRINCIPAL,
     workerRoles: Object.freeze(values.SANDBOXPLANE_WORKER_ROLES),

@@ -94,6 +94,12 @@ export interface StopOptions {
 export interface RemoveOptions {
   /** Kill a running container first. Default true. */
   readonly force?: boolean;
+  /**
+   * What a `list` of managed containers just answered for this one (labels, networks):
+   * the broker then removes it without inspecting it first, as the sweep does with the
+   * orphans of its own listing. Ignored unless it is this id and carries our managed-by label.
+   */
+  readonly listed?: ContainerSummary;
 }
 
 /**

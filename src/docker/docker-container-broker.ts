@@ -466,9 +466,11 @@ export class DockerContainerBroker implements ContainerBroker, SealedNetworkMake
   }
 
   async remove(id: string, options: RemoveOptions = {}): Promise<RemoveOutcome> {
-    let info: ContainerInfo;
+    let info: ContainerSummary;
     try {
-      info = await this.inspectManaged(id, [404]);
+      // A container's labels never change, so a list's answer is as good as an inspect's for the guard.
+      const { listed } = options;
+      info = listed !== undefined && listed.id === id && isManaged(listed.labels) ? listed : await this.inspectManaged(id, [404]);
     } catch (err) {
       if (err instanceof SandboxPlaneError && err.code === 'CONTAINER_NOT_FOUND' && engineStatusCode(err.cause) === 404) {
         this.logger.info({ containerId: id }, 'docker remove absorbed: container already gone');

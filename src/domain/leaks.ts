@@ -160,3 +160,17 @@ export interface SweepReport {
   /** The docker hosts the sweep knew, and whether each was live and swept (absent from sweeps before hosts). */
   readonly hosts?: readonly { readonly hostId: string; readonly live: boolean; readonly swept: boolean }[];
 }
+
+/**
+ * How many orphans a host's sweep removes at once, unless SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY
+ * says otherwise: a removal is a round trip the engine spends little CPU on, so a few at
+ * once hide the latency, while many at once would queue behind the engine's own lock and
+ * slow the creates and destroys of live sandboxes on the same host (docs/performance.md, P4).
+ */
+export const DEFAULT_SWEEP_REMOVE_CONCURRENCY = 8;
+
+/**
+ * Orphans handed to one removal activity (and their audit rows to one store transaction):
+ * few activities per sweep, yet each one short enough for its start-to-close timeout on a slow engine.
+ */
+export const SWEEP_REMOVE_BATCH = 100;

@@ -234,6 +234,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
             adapters,
             broker,
             plane: planeId,
+            sweepRemoveConcurrency: config.sweepRemoveConcurrency,
             warmPools,
             ...(networkPool === undefined ? {} : { networkPool }),
             parameterSeal: payloadCodec.parameterSeal(),

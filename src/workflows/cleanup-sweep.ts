@@ -2,7 +2,7 @@ import { executeChild, getExternalWorkflowHandle, log, proxyActivities, workflow
 import type { DockerActivities, StoreActivities } from '../activities';
 import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
-import { classifyInventory, type LeakFinding, type SweepReport } from '../domain/leaks';
+import { classifyInventory, SWEEP_REMOVE_BATCH, type LeakFinding, type SweepReport } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
 import { DEFAULT_HOST_ID, storeQueue } from '../domain/task-queues';
 import { checkHealthSignal } from './sandbox-messages';
@@ -124,21 +124,33 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
   const running = await store.runningSandboxes({ candidates });
   const found = classifyInventory({ containers, rows, running });
 
-  let step = 0;
-  for (const orphan of found.orphans) {
-    step += 1;
+  // Batches in a row, each removed by the host a bounded few at once (the docker role's
+  // SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY), and its audit rows written in one transaction.
+  // An orphan's step is its place in the list, whichever batch it falls in.
+  const failed = new Map<string, string>();
+  for (let first = 0; first < found.orphans.length; first += SWEEP_REMOVE_BATCH) {
+    const batch = found.orphans.slice(first, first + SWEEP_REMOVE_BATCH);
     try {
-      const outcome = await docker.removeContainer({ containerId: orphan.subject });
-      if (outcome.removed) await store.recordOrphanRemoval({ finding: orphan, sweepWorkflowId: workflowId, step });
+      const outcomes = await docker.removeContainers({ containerIds: batch.map((orphan) => orphan.subject) });
+      for (const outcome of outcomes) if (!outcome.removed) failed.set(outcome.containerId, outcome.error ?? 'not removed');
+      const gone = new Set(outcomes.filter((outcome) => outcome.removed).map((outcome) => outcome.containerId));
+      const removals = batch.flatMap((finding, index) => (gone.has(finding.subject) && finding.sandboxId !== null ? [{ finding, step: first + index + 1 }] : []));
+      if (removals.length > 0) await store.recordOrphanRemovals({ removals, sweepWorkflowId: workflowId });
     } catch (err) {
-      // A hung engine call must not cost the whole sweep: measuring again will show the container stayed.
-      log.warn('orphan removal did not finish', { containerId: orphan.subject, error: String(err) });
+      // A hung engine call must not cost the whole sweep: measuring again will show the containers stayed.
+      log.warn('orphan removal did not finish', { containers: batch.length, error: String(err) });
     }
   }
+  let step = found.orphans.length;
   const afterContainers = await docker.listManagedContainers();
   const after = new Set(afterContainers.map((container) => container.id));
   const removed = found.orphans.filter((orphan) => !after.has(orphan.subject));
-  const kept = found.orphans.filter((orphan) => after.has(orphan.subject)).map((orphan) => ({ ...orphan, detail: `${orphan.detail}; still present after removal` }));
+  const kept = found.orphans
+    .filter((orphan) => after.has(orphan.subject))
+    .map((orphan) => {
+      const why = failed.get(orphan.subject);
+      return { ...orphan, detail: `${orphan.detail}; still present after removal${why === undefined ? '' : ` (${why})`}` };
+    });
 
   const recorded = await store.recordedRuntimes({ sandboxIds: found.stranded.map((finding) => finding.subject) });
   const reconciled: { sandboxId: string; state: SandboxState }[] = [];

@@ -10,6 +10,8 @@ export interface LifecycleOutcome {
   readonly finalState: SandboxState | undefined;
   /** `create: …` or `destroy: …` when that step threw. */
   readonly error: string | undefined;
+  /** create → READY as this agent saw it, ms; `undefined` when the create threw. */
+  readonly readyMs?: number;
 }
 
 export interface LifecycleBurst {
@@ -20,16 +22,18 @@ export interface LifecycleBurst {
 }
 
 async function oneLifecycle(sandboxes: SandboxClient, id: string, principal: string): Promise<LifecycleOutcome> {
+  const started = performance.now();
   try {
     await sandboxes.create({ id, principal, services: ['s3'] }, { wait: 'ready' });
   } catch (err) {
     return { id, finalState: undefined, error: `create: ${(err as Error).message}` };
   }
+  const readyMs = performance.now() - started;
   try {
     const status = await sandboxes.destroy(id);
-    return { id, finalState: status.state, error: undefined };
+    return { id, finalState: status.state, error: undefined, readyMs };
   } catch (err) {
-    return { id, finalState: undefined, error: `destroy: ${(err as Error).message}` };
+    return { id, finalState: undefined, error: `destroy: ${(err as Error).message}`, readyMs };
   }
 }
 

@@ -194,6 +194,18 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
       );
     }
   });
+
+  test('sweep removals at once: 8 by default, a bad value named', () => {
+    assert.equal(loadConfig({}).sweepRemoveConcurrency, 8);
+    assert.equal(loadConfig({ SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: '32' }).sweepRemoveConcurrency, 32);
+    for (const bad of ['0', '-1', 'many']) {
+      assert.throws(
+        () => loadConfig({ SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: bad }),
+        (err: unknown) => err instanceof ConfigError && err.issues[0]?.key === 'SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY',
+        bad,
+      );
+    }
+  });
 });
 
 describe('SANDBOXPLANE_TEMPORAL_TLS_* (mTLS to Temporal, DESIGN §18)', () => {
