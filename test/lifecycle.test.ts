@@ -319,7 +319,7 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     const perTask: number[] = [];
     for (const event of events) {
       if (event.workflowTaskCompletedEventAttributes) perTask.push(0);
-      else if (event.upsertWorkflowSearchAttributesEventAttributes && perTask.length > 0) perTask[perTask.length - 1] += 1;
+      else if (event.upsertWorkflowSearchAttributesEventAttributes) perTask.push((perTask.pop() ?? 0) + 1);
     }
     assert.ok(
       perTask.every((count) => count <= 1),
