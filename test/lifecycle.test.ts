@@ -6,6 +6,7 @@ import type { temporal } from '@temporalio/proto';
 import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapter';
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import type { SandboxPlaneError } from '../src/domain/errors';
+import { SandboxCapability, SandboxHost, SandboxPrincipal, SandboxState as SandboxStateKey } from '../src/domain/search-attributes';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover, wrongCode, type TestAuthenticator } from './helpers/approvers';
 import { eventually, waitForState } from './helpers/eventually';
@@ -307,6 +308,29 @@ describe('sandbox lifecycle on a real Temporal dev server', () => {
     await assert.rejects(worker.sandboxes.status('does-not-exist'), rejectsWith('NOT_FOUND'));
     assert.equal(await worker.sandboxes.get('does-not-exist'), undefined);
     await assert.rejects(worker.sandboxes.status('Bad Id!'), rejectsWith('INVALID_INPUT'));
+  });
+
+  test('each workflow task upserts search attributes once at most, and the last values name state, who asked and the host', async () => {
+    await worker.sandboxes.create({ id: 'upserts-1', principal: 'agent-1', services: ['s3'] }, { wait: 'ready' });
+    await worker.sandboxes.destroy('upserts-1');
+    const handle = worker.client.workflow.getHandle('sandbox-upserts-1');
+    const events = (await handle.fetchHistory()).events ?? [];
+    // The commands of one workflow task follow its WORKFLOW_TASK_COMPLETED: count upserts between two of them.
+    const perTask: number[] = [];
+    for (const event of events) {
+      if (event.workflowTaskCompletedEventAttributes) perTask.push(0);
+      else if (event.upsertWorkflowSearchAttributesEventAttributes) perTask.push((perTask.pop() ?? 0) + 1);
+    }
+    assert.ok(
+      perTask.every((count) => count <= 1),
+      `upserts per workflow task: ${perTask.join(', ')}`,
+    );
+    const attributes = (await handle.describe()).typedSearchAttributes;
+    assert.equal(attributes.get(SandboxStateKey), 'DESTROYED');
+    assert.equal(attributes.get(SandboxPrincipal), 'agent-1');
+    assert.equal(attributes.get(SandboxCapability), 'cloud.sandbox');
+    assert.equal(attributes.get(SandboxHost), 'local');
+    await collectHistory('upserts-1');
   });
 
   test('recorded histories replay deterministically against the current workflow code', async () => {

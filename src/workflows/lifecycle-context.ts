@@ -1,13 +1,14 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { Placement } from '../domain/hosts';
 import type { ApprovalAttempt } from '../domain/lifecycle-messages';
+import type { IdentifiedRequest } from '../domain/sandbox-request';
 import { statusOf, statusWithoutCredentials, type Approval, type LifecycleError, type OperationRecord, type Phase, type SandboxRecord } from '../domain/lifecycle-record';
 import { hostActivities, storeActivities } from './activity-routes';
 import { ApprovalInbox, type CarriedApproval } from './approval-inbox';
 import { AuditJournal, type Operation } from './audit-journal';
 import { ExtendRateLimit } from './extend-rate-limit';
 import { IacStackLocks, type CarriedIacLocks } from './iac-stack-locks';
-import { showPlacement, showRecord } from './lifecycle-display';
+import { showRecord } from './lifecycle-display';
 import { UsageMeter } from './usage-meter';
 
 /** Who asked for the sandbox to end early, and why. */
@@ -119,14 +120,12 @@ export class LifecycleContext {
 
   /** A paused sandbox runs nowhere: a resume places it again, on whichever host has room. */
   unplaced(): void {
-    this.current = { ...this.current, host: null };
-    showPlacement(null);
+    this.show({ ...this.current, host: null });
   }
 
   /** Records where the sandbox runs: from now on its runtime activities go to that host's queue. */
   placed(placement: Placement): void {
-    this.current = { ...this.current, host: placement };
-    showPlacement(placement);
+    this.show({ ...this.current, host: placement });
   }
 
   /** Whether this run's history is long enough to hand over to a new run. */
@@ -177,9 +176,12 @@ export class LifecycleContext {
     return phase;
   }
 
-  /** Shows a phase without recording it here: screening records its own rows, and teardown records once the runtime is gone. */
-  adopt<P extends Phase>(phase: P, waitingFor: string): P {
-    this.show({ ...this.current, phase, waitingFor });
+  /**
+   * Shows a phase without recording it here: screening records its own rows (and the
+   * placement it made, shown in the same upsert), and teardown records once the runtime is gone.
+   */
+  adopt<P extends Phase>(phase: P, waitingFor: string, placement?: Placement): P {
+    this.show({ ...this.current, phase, waitingFor, ...(placement !== undefined ? { host: placement } : {}) });
     return phase;
   }
 
@@ -196,9 +198,9 @@ export class LifecycleContext {
     this.current = { ...this.current, approvalAttempts: [...this.current.approvalAttempts, attempt].slice(-APPROVAL_ATTEMPTS_SHOWN) };
   }
 
-  /** Shows the initial record (search attributes and details) once, at the start. */
-  showInitial(): void {
-    this.show(this.current);
+  /** Shows the initial record (search attributes and details) once, at the start; who asked, for a request that was admitted. */
+  showInitial(requester?: IdentifiedRequest): void {
+    showRecord(this.current, this.current, requester);
   }
 
   private show(record: SandboxRecord): void {

@@ -1,5 +1,5 @@
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import type { Placement } from '../domain/hosts';
 import { expiresAtMsOf, stateOf, type Lineage, type PhaseNamed, type SandboxRecord } from '../domain/lifecycle-record';
 import { iso } from './iso-time';
 import type { IdentifiedRequest } from '../domain/sandbox-request';
@@ -7,30 +7,22 @@ import { SandboxCapability, SandboxExpiresAt, SandboxHost, SandboxPrincipal, San
 
 /**
  * What the UI shows of a lifecycle (DESIGN §2): search attributes to filter by and the
- * details to read. Each upsert is a history event, so only what changed from `before` is
- * shown; `before === record` shows everything (the first show).
+ * details to read. Each upsert is a history event and a visibility write, so only what
+ * changed from `before` is shown, in one upsert; `before === record` shows everything
+ * (the first show), with who asked when `requester` is given.
  */
-export function showRecord(before: SandboxRecord, record: SandboxRecord): void {
+export function showRecord(before: SandboxRecord, record: SandboxRecord, requester?: IdentifiedRequest): void {
+  const first = before === record;
+  const attributes: SearchAttributeUpdatePair[] = [];
   const expiresAtMs = expiresAtMsOf(record.phase);
-  if (stateOf(before.phase) !== stateOf(record.phase) || expiresAtMsOf(before.phase) !== expiresAtMs || before === record) {
-    upsertSearchAttributes([
-      { key: SandboxStateKey, value: stateOf(record.phase) },
-      { key: SandboxExpiresAt, value: expiresAtMs === null ? null : new Date(expiresAtMs) },
-    ]);
+  if (stateOf(before.phase) !== stateOf(record.phase) || expiresAtMsOf(before.phase) !== expiresAtMs || first) {
+    attributes.push({ key: SandboxStateKey, value: stateOf(record.phase) }, { key: SandboxExpiresAt, value: expiresAtMs === null ? null : new Date(expiresAtMs) });
   }
-  if (before.waitingFor !== record.waitingFor || before === record) setCurrentDetails(record.waitingFor);
-}
-
-/** Who asked for the sandbox and what for: set once, for a request that was admitted. */
-export function showRequester(request: IdentifiedRequest): void {
-  upsertSearchAttributes([
-    { key: SandboxPrincipal, value: request.principal },
-    { key: SandboxCapability, value: request.capability },
-  ]);
-}
-
-export function showPlacement(placement: Placement | null): void {
-  upsertSearchAttributes([{ key: SandboxHost, value: placement === null ? null : placement.hostId }]);
+  if (requester !== undefined) attributes.push({ key: SandboxPrincipal, value: requester.principal }, { key: SandboxCapability, value: requester.capability });
+  const host = record.host?.hostId ?? null;
+  if (!first && (before.host?.hostId ?? null) !== host) attributes.push({ key: SandboxHost, value: host });
+  if (attributes.length > 0) upsertSearchAttributes(attributes);
+  if (before.waitingFor !== record.waitingFor || first) setCurrentDetails(record.waitingFor);
 }
 
 /** The details a READY sandbox shows: where it answers, when it expires, and how to extend or end it. */

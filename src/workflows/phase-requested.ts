@@ -67,6 +67,5 @@ export async function requested(ctx: LifecycleContext): Promise<Phase> {
   }
   if (placement === undefined) return ctx.adopt({ name: 'provisioning', screening }, `Provisioning through the ${request.adapter} adapter.`);
   ctx.journal.nextStep(); // the `placed` row the screening wrote
-  ctx.placed(placement);
-  return ctx.adopt({ name: 'provisioning', screening }, provisioningOn(placement, request.adapter));
+  return ctx.adopt({ name: 'provisioning', screening }, provisioningOn(placement, request.adapter), placement);
 }

@@ -8,7 +8,6 @@ import { LifecycleContext, type CarriedLifecycle } from './lifecycle-context';
 import { endIacTurns, registerIacTurns } from './lifecycle-iac-turns';
 import { registerLifecycleHandlers } from './lifecycle-handlers';
 import { registerSnapshotHandlers } from './lifecycle-snapshots';
-import { showRequester } from './lifecycle-display';
 import { awaitingApproval } from './phase-awaiting-approval';
 import { cancelled, ending } from './phase-ending';
 import { provisioning } from './phase-provisioning';
@@ -32,8 +31,8 @@ export async function sandboxLifecycle(input: LifecycleInput): Promise<SandboxSt
   registerLifecycleHandlers(ctx);
   registerIacTurns(ctx);
   registerSnapshotHandlers(ctx);
-  ctx.showInitial();
-  if (admitted.ok) showRequester(admitted.record.request);
+  // One upsert for the state and who asked (a request that was admitted).
+  ctx.showInitial(admitted.ok ? admitted.record.request : undefined);
 
   try {
     let phase: Phase = ctx.phase;
