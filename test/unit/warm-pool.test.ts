@@ -46,7 +46,13 @@ describe('SANDBOXPLANE_WARM_POOL', () => {
       configIssue({ SANDBOXPLANE_WARM_POOL: 'moto=3', SANDBOXPLANE_HOST_CAPACITY: '3' }),
       /SANDBOXPLANE_WARM_POOL: its 3 idle containers would take all 3 of SANDBOXPLANE_HOST_CAPACITY/,
     );
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, { id: 'local', capacity: 3, warmPool: { moto: 2 }, memoryFraction: 0.9 });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, {
+      id: 'local',
+      capacity: 3,
+      warmPool: { moto: 2 },
+      memoryFraction: 0.9,
+      memoryOvercommit: 2,
+    });
   });
 });
 
