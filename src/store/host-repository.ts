@@ -37,7 +37,16 @@ const HOLDS_CAPACITY = `state NOT IN (${RELEASED.map(() => '?').join(', ')})`;
 /** Why no host took a sandbox, for the workflow's wait and its refusal. */
 export interface PlacementRefusal {
   readonly refused: string;
+  /**
+   * Whether room is on its way: a live host that runs the adapter is still starting or
+   * tearing down sandboxes (PROVISIONING or DESTROYING placed there). The workflow's wait
+   * starts again while it is, so a burst queues rather than being refused (DESIGN §10).
+   */
+  readonly roomComing?: boolean;
 }
+
+/** Sandboxes a host is busy with: a start may fail and an ending one frees its place. */
+const SETTLING = "state IN ('PROVISIONING', 'DESTROYING')";
 
 /**
  * The host registry and the placements made from it. Placement reads the load and
@@ -116,15 +125,23 @@ export class HostRepository {
     const earlier = this.placementOf(input.sandboxId);
     if (earlier !== undefined) return { placement: earlier, fresh: false };
     const hosts = this.list();
-    const overCap = input.maxSandboxes === undefined ? undefined : this.overPlaneCap(hosts, input.maxSandboxes);
-    if (overCap !== undefined) return overCap;
     const serving = hosts.filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
+    const overCap = input.maxSandboxes === undefined ? undefined : this.overPlaneCap(hosts, input.maxSandboxes);
+    if (overCap !== undefined) return { ...overCap, roomComing: this.settling(serving, input.liveHostIds) };
     const chosen = serving
       .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity && memoryFits(host, input.adapter))
       .sort((a, b) => usedShare(a) - usedShare(b) || a.hostId.localeCompare(b.hostId))[0];
-    if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
+    if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds), roomComing: this.settling(serving, input.liveHostIds) };
     this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
     return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
+  }
+
+  /** Whether any of `serving` that is live is starting or tearing down a sandbox placed there. */
+  private settling(serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): boolean {
+    const live = serving.filter((host) => liveHostIds.has(host.hostId)).map((host) => host.hostId);
+    if (live.length === 0) return false;
+    const row = this.db.prepare(`SELECT 1 FROM sandboxes WHERE host IN (${live.map(() => '?').join(', ')}) AND ${SETTLING} LIMIT 1`).get(...live);
+    return row !== undefined;
   }
 
   /**
