@@ -44,13 +44,14 @@ export type HostMemory = z.output<typeof hostMemorySchema>;
 export const DEFAULT_HOST_MEMORY_FRACTION = 0.9;
 
 /**
- * The default of SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: the limits may add up to twice the
- * allocatable memory. A moto sandbox requests 160 MiB and is capped at 512 MiB, so on a
- * host its requests would fill 3.2× over, the limits bind first at 2×: enough room that a
- * host holds as many as a raw `docker run` of the same limit does, and bounded so a host of
- * sandboxes all at their caps is at most twice over (the kernel's OOM killer takes the largest).
+ * The default of SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: the limits may add up to three times
+ * the allocatable memory. A moto sandbox requests 160 MiB and is capped at 512 MiB (3.2×),
+ * so on a host of moto sandboxes the requests bind just before the limits do: a 24 GiB host
+ * holds 124 where reserving limits held 42, and a warm pool of 50 beside a burst of 50 fits.
+ * Bounded, so a host of sandboxes all at their caps is at most three times over (the
+ * kernel's OOM killer then takes the largest).
  */
-export const DEFAULT_HOST_MEMORY_OVERCOMMIT = 2;
+export const DEFAULT_HOST_MEMORY_OVERCOMMIT = 3;
 
 /** What a measured host's limits may add up to: its allocatable memory × its overcommit. */
 export function limitCapacity(memory: HostMemory): number {

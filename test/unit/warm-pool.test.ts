@@ -51,7 +51,7 @@ describe('SANDBOXPLANE_WARM_POOL', () => {
       capacity: 3,
       warmPool: { moto: 2 },
       memoryFraction: 0.9,
-      memoryOvercommit: 2,
+      memoryOvercommit: 3,
     });
   });
 });
@@ -102,7 +102,7 @@ describe('capacity with a warm pool', () => {
       return store.hosts.place({ sandboxId: id, adapter: 'moto', liveHostIds: new Set(['a']) });
     };
     assert.deepEqual(place('p1'), { placement: { hostId: 'a', taskQueue: 'q-docker-a' }, fresh: true });
-    assert.deepEqual(place('p2'), { refused: 'no live docker host has room for a moto sandbox (a 3/3 with 2 kept warm)' });
+    assert.deepEqual(place('p2'), { refused: 'no live docker host has room for a moto sandbox (a 3/3 with 2 kept warm)', roomComing: true });
     assert.deepEqual(store.hosts.list()[0]?.warmPool, { moto: 2 });
     store.close();
   });
