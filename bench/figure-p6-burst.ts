@@ -198,7 +198,7 @@ export const p6Burst: Figure = {
         baseline: { label: 'raw runs of the same image and --memory that started', value: raw.ms.length, unit: 'count' },
         ratio: ratioOf(admitted, raw.ms.length),
         target: { text: '>= the raw run', reached: admitted >= raw.ms.length },
-        detail: `moto requests ${MOTO_MEMORY_REQUEST_BYTES / MIB} MiB, capped at ${MOTO_LIMIT_BYTES / MIB} MiB; resident once READY: mean ${cold.residentMiB} MiB, max ${cold.peakResidentMiB} MiB (cold), mean ${pool.residentMiB} MiB (pool), docker stats`,
+        detail: `moto requests ${MOTO_MEMORY_REQUEST_BYTES / MIB} MiB, capped at ${MOTO_LIMIT_BYTES / MIB} MiB; resident once READY: mean ${cold.residentMiB} MiB, max ${cold.peakResidentMiB} MiB (docker stats of the cold burst's containers)`,
       },
     ];
     const failures = [...raw.failures, ...cold.failures, ...pool.failures];
