@@ -15,6 +15,8 @@ import { rawMotoRun } from './raw-moto-run';
 const MOTO_LIMIT_BYTES = 512 * 1024 * 1024;
 const MAX_P99_RATIO = 1.5;
 const MIB = 1024 * 1024;
+/** The raw burst's network: room for 254 containers. */
+const RAW_SUBNET = '10.213.0.0/24';
 
 /** The nearest-rank percentile of `values` (p in 0–100); null when there are none. */
 export function percentile(values: readonly number[], p: number): number | null {
@@ -56,7 +58,8 @@ async function rawBurst(context: BenchContext, docker: Docker, image: string, bu
       .catch(() => undefined);
   };
   return context.cleanup.guard('P6 raw burst', undo, async () => {
-    await docker.createNetwork({ Name: network, Labels: { [BENCH_RUN_LABEL]: context.runId } });
+    // A /24 of its own: an engine's default pools may hand out a /28, room for 13 (the first run here started 13 of 50).
+    await docker.createNetwork({ Name: network, Labels: { [BENCH_RUN_LABEL]: context.runId }, IPAM: { Driver: 'default', Config: [{ Subnet: RAW_SUBNET }] } });
     const failures: string[] = [];
     const ms: number[] = [];
     await Promise.all(
