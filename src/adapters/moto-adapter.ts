@@ -116,7 +116,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     containerPort: MOTO_PORT,
     region: REGION,
     memoryBytes: 512 * MIB,
-    // Measured: a moto sandbox holds 50–90 MiB resident after its first calls, ~110 MiB at most under a burst (docs/performance.md, P6).
+    // Measured (docker stats): 49 MiB idle, 85 MiB after S3/SQS/STS calls, 61–63 MiB in a burst of 50; 160 MiB leaves room for use (docs/performance.md, P6).
     memoryRequestBytes: MOTO_MEMORY_REQUEST_BYTES,
     pidsLimit: 256,
     nanoCpus: 1_000_000_000,
