@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** The figures of the suite (issue 15), in the order they run. */
-export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'IDLE', 'DEAD', 'CLI', 'S1', 'F5'] as const;
+export const FIGURE_IDS = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'IDLE', 'DEAD', 'CLI', 'S1', 'F5'] as const;
 export type FigureId = (typeof FIGURE_IDS)[number];
 
 /** `npm run bench -- …`, validated once: every field filled in, frozen. */
@@ -21,6 +21,8 @@ export interface BenchOptions {
   readonly sweepSizes: readonly number[];
   /** P5: live memory sandboxes held by the measured worker, one reading per entry (the smaller stay live). */
   readonly live: readonly number[];
+  /** P6: moto creates asked for at once (and raw runs started at once, and the warm pool's size). */
+  readonly burst: number;
   /** IDLE: READY sandboxes left idle while their history and the server's CPU are read. */
   readonly idleSandboxes: number;
   /** IDLE: how long they are left idle, in seconds. */
@@ -41,6 +43,7 @@ export const BENCH_USAGE = `npm run bench [-- OPTIONS]
   --concurrency 50,200    P3 concurrent agents, one burst each
   --sweep-sizes 100,500   P4 managed containers, one sweep each
   --live 100,1000         P5 live sandboxes, one reading each (default 100,1000)
+  --burst N               P6 moto creates at once, cold and from a pool of N (default 50)
   --idle-sandboxes N      IDLE sandboxes left idle (default 20)
   --idle-seconds N        IDLE window in seconds (default 60)
   --dead-rounds N         DEAD rounds of killing an emulator (default 3)
@@ -59,6 +62,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       concurrency: { type: 'string' },
       'sweep-sizes': { type: 'string' },
       live: { type: 'string' },
+      burst: { type: 'string' },
       'idle-sandboxes': { type: 'string' },
       'idle-seconds': { type: 'string' },
       'dead-rounds': { type: 'string' },
@@ -97,6 +101,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     concurrency: list('concurrency', values.concurrency, [50, 200]),
     sweepSizes: list('sweep-sizes', values['sweep-sizes'], [100, 500]),
     live: list('live', values.live, [100, 1000]),
+    burst: whole('burst', values.burst, 50, 1),
     idleSandboxes: whole('idle-sandboxes', values['idle-sandboxes'], 20, 1),
     idleSeconds: whole('idle-seconds', values['idle-seconds'], 60, 10),
     deadRounds: whole('dead-rounds', values['dead-rounds'], 3, 1),

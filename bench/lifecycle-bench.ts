@@ -8,6 +8,7 @@
  * - P3  lifecycles/s with N agents at once vs roundTrip workflows/s at the same N;
  * - P4  a cleanup sweep over N managed containers vs one label-filtered container list;
  * - P5  a worker's resident memory with N live sandboxes vs the same worker idle, and its growth from 100 to 1,000;
+ * - P6  a burst of N moto creates at once (cold, and from a pool of N): p50/p95/p99 vs N raw `docker run` + health at once, and how many the host admits;
  * - IDLE history events and server CPU per idle READY sandbox-minute vs the server with none;
  * - DEAD a killed emulator container until the sandbox is READY on a new one vs a raw moto start;
  * - CLI `sandboxctl status` vs `temporal workflow describe` of the same workflow;
@@ -42,6 +43,7 @@ import { p2MotoCreate } from './figure-p2-moto-create';
 import { p3Throughput } from './figure-p3-throughput';
 import { p4Sweep } from './figure-p4-sweep';
 import { p5WorkerMemory } from './figure-p5-worker-memory';
+import { p6Burst } from './figure-p6-burst';
 import { idleSandboxes } from './figure-idle-sandboxes';
 import { deadEmulator } from './figure-dead-emulator';
 import { s1SnapshotRestore } from './figure-s1-snapshot-restore';
@@ -49,7 +51,7 @@ import { f5ForkMany } from './figure-f5-fork-many';
 import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
 import { devServerPid } from './proc-stats';
 
-const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, idleSandboxes, deadEmulator, cliStatus, s1SnapshotRestore, f5ForkMany];
+const FIGURES: readonly Figure[] = [p1CreateLatency, p2MotoCreate, p3Throughput, p4Sweep, p5WorkerMemory, p6Burst, idleSandboxes, deadEmulator, cliStatus, s1SnapshotRestore, f5ForkMany];
 
 function progress(message: string): void {
   process.stderr.write(`bench: ${message}\n`);

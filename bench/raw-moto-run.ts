@@ -40,14 +40,24 @@ async function healthy(url: string): Promise<boolean> {
  * HTTP 200 with JSON. The container carries the run's label and is removed (untimed)
  * before this returns.
  */
-export async function rawMotoRun(docker: Docker, image: string, runId: string): Promise<RawMotoRun> {
+export async function rawMotoRun(
+  docker: Docker,
+  image: string,
+  runId: string,
+  /** P6: the sandbox's `--memory` cap, and a network of the bench's with room for a burst. */
+  options: { memoryBytes?: number; network?: string } = {},
+): Promise<RawMotoRun> {
   const port = `${MOTO_PORT}/tcp`;
   const started = performance.now();
   const container = await docker.createContainer({
     Image: image,
     Labels: { [BENCH_RUN_LABEL]: runId },
     ExposedPorts: { [port]: {} },
-    HostConfig: { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] } },
+    HostConfig: {
+      PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+      ...(options.memoryBytes !== undefined ? { Memory: options.memoryBytes, MemorySwap: options.memoryBytes } : {}),
+      ...(options.network !== undefined ? { NetworkMode: options.network } : {}),
+    },
   });
   try {
     const created = performance.now();

@@ -289,9 +289,15 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     assert.ok(typeof local.engineMemoryBytes === 'number' && local.engineMemoryBytes > 0, `engineMemoryBytes ${String(local.engineMemoryBytes)}`);
     assert.equal(local.memoryCapacityBytes, Math.floor(local.engineMemoryBytes * 0.9));
     assert.equal(typeof local.memoryUsedBytes, 'number');
+    // Requests fill the allocatable memory; limits may add up to it × SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT (default 3).
+    assert.equal(typeof local.memoryRequestedBytes, 'number');
+    assert.equal(local.memoryLimitCapacityBytes, Math.floor(local.memoryCapacityBytes * 3));
     const human = await cli('hosts');
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /HOST\s+LIVE\s+SANDBOXES\s+MEMORY\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+-\s/);
+    assert.match(
+      human.stdout,
+      /HOST\s+LIVE\s+SANDBOXES\s+REQUESTED\s+LIMITS\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+-\s/,
+    );
   });
 
   test('invalid input → exit 2 naming every bad flag', async () => {

@@ -38,7 +38,8 @@ export interface RuntimeActivityDeps {
 }
 
 /** Where placement put a sandbox, or why no host took it (the workflow waits and asks again). */
-export type PlacementResult = { readonly placement: Placement } | { readonly refused: string };
+/** `roomComing`: a host that could take it is still starting or ending sandboxes, so the wait goes on (host-repository.ts). */
+export type PlacementResult = { readonly placement: Placement } | { readonly refused: string; readonly roomComing?: boolean };
 
 export interface ScreeningResult {
   readonly decision: Decision;

@@ -122,6 +122,11 @@ export interface CloudEmulatorAdapter {
    * docker host; 0 when it runs no container. Placement adds it up against the host's memory.
    */
   readonly memoryBytes: number;
+  /**
+   * The memory one sandbox of this adapter is expected to use, measured (its request, as
+   * Kubernetes says): what placement schedules on, while `memoryBytes` stays its cap.
+   */
+  readonly memoryRequestBytes: number;
   launchPlan(request: ProvisionRequest): LaunchPlan;
   provision(plan: LaunchPlan, context: AdapterContext): Promise<RuntimeHandle>;
   /**

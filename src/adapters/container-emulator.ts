@@ -58,6 +58,8 @@ export interface ContainerEmulatorOptions {
   readonly containerPort: number;
   readonly region: string;
   readonly memoryBytes: number;
+  /** What one of its containers is expected to use (placement's request); at most `memoryBytes`, which it is when not given. */
+  readonly memoryRequestBytes?: number;
   readonly pidsLimit: number;
   /** CPU quota in billionths of a CPU (1e9 = one CPU). */
   readonly nanoCpus: number;
@@ -196,12 +198,14 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
   readonly name: AdapterName;
   readonly catalog: ServiceCatalog;
   readonly memoryBytes: number;
+  readonly memoryRequestBytes: number;
   private pool: PoolSource | undefined;
 
   constructor(private readonly options: ContainerEmulatorOptions) {
     this.name = options.adapter;
     this.catalog = options.catalog;
     this.memoryBytes = options.memoryBytes;
+    this.memoryRequestBytes = Math.min(options.memoryRequestBytes ?? options.memoryBytes, options.memoryBytes);
   }
 
   launchPlan(request: ProvisionRequest): LaunchPlan {

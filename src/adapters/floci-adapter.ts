@@ -88,6 +88,8 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     containerPort: FLOCI_PORT,
     region: REGION,
     memoryBytes: 1024 * MIB,
+    // Not measured yet: its request is its limit, so placement never overcommits a JVM.
+    memoryRequestBytes: 1024 * MIB,
     pidsLimit: 512,
     // A JVM that compiles at start: two CPUs, so its health gate is not a CPU race.
     nanoCpus: 2_000_000_000,

@@ -19,6 +19,7 @@ export class MemoryAdapter implements CloudEmulatorAdapter {
   readonly catalog = SERVICE_CATALOGS.memory;
   /** It runs in the worker's own process: no container holds host memory. */
   readonly memoryBytes = 0;
+  readonly memoryRequestBytes = 0;
   private readonly sandboxes = new Map<string, { services: readonly string[]; resources: ResourceRef[] }>();
 
   launchPlan(request: ProvisionRequest): LaunchPlan {

@@ -15,6 +15,9 @@ import { captureMotoRecording, mintMotoCredentials, motoRequestsServed, quiesceM
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
 
+/** What placement expects a moto sandbox to use (DESIGN §12); its cap stays 512 MiB. */
+export const MOTO_MEMORY_REQUEST_BYTES = 160 * MIB;
+
 /** moto's own inventory endpoint: a JSON object keyed by service. */
 const motoDataSchema = z.record(z.string(), z.unknown());
 
@@ -113,6 +116,8 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     containerPort: MOTO_PORT,
     region: REGION,
     memoryBytes: 512 * MIB,
+    // Measured (docker stats): 49 MiB idle, 85 MiB after S3/SQS/STS calls, 61–63 MiB in a burst of 50; 160 MiB leaves room for use (docs/performance.md, P6).
+    memoryRequestBytes: MOTO_MEMORY_REQUEST_BYTES,
     pidsLimit: 256,
     nanoCpus: 1_000_000_000,
     // scripts/build-moto-image.sh makes user moto (10001); moto keeps its state in memory.

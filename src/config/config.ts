@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
+import { DEFAULT_HOST_MEMORY_OVERCOMMIT, DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
 import { parseByteSize } from '../domain/byte-size';
 import { DEFAULT_CONTAINER_LOG_FILES, DEFAULT_CONTAINER_LOG_MAX, logFileBytes, MAX_CONTAINER_LOG_FILES, MIN_CONTAINER_LOG_FILE_BYTES, type ContainerLogLimit } from '../domain/container-log';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
@@ -64,7 +64,7 @@ export interface Config {
    * The docker role's host: its id (which names its queue), how many sandboxes it takes,
    * and the warm pools it keeps (DESIGN §13; their idle containers count against capacity).
    */
-  readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number };
+  readonly host: { readonly id: string; readonly capacity: number; readonly warmPool: WarmPoolTargets; readonly memoryFraction: number; readonly memoryOvercommit: number };
   /** `SANDBOXPLANE_MAX_SANDBOXES`: live sandbox containers the whole plane allows (read by the store role). */
   readonly maxSandboxes: number;
   /** `SANDBOXPLANE_NETWORK_POOL`: pre-made sealed networks the docker role's host keeps (DESIGN §12). */
@@ -263,6 +263,14 @@ const memoryFraction = z
   .refine((fraction) => fraction > 0 && fraction <= 1, 'must be a number above 0 and at most 1, e.g. 0.9')
   .default('0.9');
 
+/** How far the memory limits may add up past the allocatable memory: 1 (never over) to 10. */
+const memoryOvercommit = z
+  .string()
+  .regex(/^[0-9]+(\.[0-9]+)?$/, 'must be a number from 1 to 10, e.g. 2')
+  .transform(Number)
+  .refine((factor) => factor >= 1 && factor <= 10, 'must be a number from 1 to 10, e.g. 2')
+  .default(String(DEFAULT_HOST_MEMORY_OVERCOMMIT));
+
 /** `SANDBOXPLANE_WARM_POOL`: `moto=2` (a comma list of adapter=count); unset means no pool. */
 const warmPool = z
   .string()
@@ -380,7 +388,10 @@ const envSchema = z.object({
   SANDBOXPLANE_NETWORK_POOL: networkPool.describe(
     `empty sealed networks each docker host makes ahead, so a cold create need not make its own; each holds one of the engine's address ranges, 0 turns it off (default ${DEFAULT_NETWORK_POOL_SIZE})`,
   ),
-  SANDBOXPLANE_HOST_MEMORY_FRACTION: memoryFraction.describe("the share of the engine's memory the memory limits of the docker role's containers may add up to (default 0.9)"),
+  SANDBOXPLANE_HOST_MEMORY_FRACTION: memoryFraction.describe("the share of the engine's memory the memory requests of the docker role's containers may add up to (default 0.9)"),
+  SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: memoryOvercommit.describe(
+    `how far the memory limits of the docker role's containers may add up past the share their requests may (1 to 10; default ${DEFAULT_HOST_MEMORY_OVERCOMMIT})`,
+  ),
   SANDBOXPLANE_CONTAINER_LOG_MAX: byteSize(DEFAULT_CONTAINER_LOG_MAX).describe("disk each container's log may take, all its files together, e.g. 20m (default 10m)"),
   SANDBOXPLANE_CONTAINER_LOG_FILES: logFiles.describe(`files each container's log rotates through, 1 to ${MAX_CONTAINER_LOG_FILES} (default ${DEFAULT_CONTAINER_LOG_FILES})`),
   SANDBOXPLANE_PRINCIPAL: principalSchema.optional().describe('who the CLI and sandboxctl mcp act as (an agent); unset, the CLI acts as an operator'),
@@ -513,6 +524,7 @@ export function loadConfig(env: Env = process.env): Config {
       capacity: values.SANDBOXPLANE_HOST_CAPACITY,
       warmPool: Object.freeze(values.SANDBOXPLANE_WARM_POOL),
       memoryFraction: values.SANDBOXPLANE_HOST_MEMORY_FRACTION,
+      memoryOvercommit: values.SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT,
     }),
     maxSandboxes: values.SANDBOXPLANE_MAX_SANDBOXES,
     networkPool: values.SANDBOXPLANE_NETWORK_POOL,

@@ -17,21 +17,59 @@ export const hostIdSchema = z
   .regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and - (it names a task queue)');
 
 /**
- * A docker host's memory as its worker measured it (DESIGN §12): the memory limits of the
- * plane's containers there must add up to no more than `capacityBytes`.
+ * A docker host's memory as its worker measured it (DESIGN §12), scheduled the way
+ * Kubernetes schedules a node: the memory requests of the plane's containers there add up
+ * to no more than `capacityBytes` (the allocatable memory), and their memory limits (each
+ * container's cap, `--memory`) to no more than `capacityBytes` × `overcommit`.
  */
 export const hostMemorySchema = z.object({
   /** The engine's memory (`docker info` MemTotal). */
   engineBytes: z.number().int().positive(),
-  /** `engineBytes` × SANDBOXPLANE_HOST_MEMORY_FRACTION: what the containers' memory limits may add up to. */
+  /** `engineBytes` × SANDBOXPLANE_HOST_MEMORY_FRACTION: the allocatable memory the containers' requests may add up to. */
   capacityBytes: z.number().int().positive(),
   /** The memory limit one sandbox (or warm pool container) of each adapter holds there; 0 for one that runs no container. */
   perSandboxBytes: z.record(z.enum(ADAPTER_NAMES), z.number().int().nonnegative()),
+  /**
+   * The memory one sandbox of each adapter is expected to use (its request, measured:
+   * docs/performance.md, P6). Absent in a row a worker of an earlier build wrote: its
+   * limits are its requests, as they were then.
+   */
+  perSandboxRequestBytes: z.record(z.enum(ADAPTER_NAMES), z.number().int().nonnegative()).optional(),
+  /** SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: how far the limits may add up past `capacityBytes`; absent (an earlier build): 1. */
+  overcommit: z.number().min(1).optional(),
 });
 export type HostMemory = z.output<typeof hostMemorySchema>;
 
 /** The default of SANDBOXPLANE_HOST_MEMORY_FRACTION: the rest is the engine's, the worker's and the system's. */
 export const DEFAULT_HOST_MEMORY_FRACTION = 0.9;
+
+/**
+ * The default of SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: the limits may add up to three times
+ * the allocatable memory. A moto sandbox requests 160 MiB and is capped at 512 MiB (3.2×),
+ * so on a host of moto sandboxes the requests bind just before the limits do: a 24 GiB host
+ * holds 124 where reserving limits held 42, and a warm pool of 50 beside a burst of 50 fits.
+ * Bounded, so a host of sandboxes all at their caps is at most three times over (the
+ * kernel's OOM killer then takes the largest).
+ */
+export const DEFAULT_HOST_MEMORY_OVERCOMMIT = 3;
+
+/** What a measured host's limits may add up to: its allocatable memory × its overcommit. */
+export function limitCapacity(memory: HostMemory): number {
+  return Math.floor(memory.capacityBytes * (memory.overcommit ?? 1));
+}
+
+/**
+ * The room rule, Kubernetes-style (DESIGN §12): one more sandbox fits when the requests
+ * stay within the allocatable memory and the limits within allocatable × overcommit.
+ * `undefined` when it fits (or the host was not measured: its count alone binds it), else
+ * what is short, for the refusal.
+ */
+export function memoryShortfall(held: { limits: number; requests: number }, needed: { limit: number; request: number }, memory: HostMemory | null): 'requests' | 'limits' | undefined {
+  if (memory === null) return undefined;
+  if (held.requests + needed.request > memory.capacityBytes) return 'requests';
+  if (held.limits + needed.limit > limitCapacity(memory)) return 'limits';
+  return undefined;
+}
 
 /** What a docker worker tells the store role about itself when it starts (and again now and then). */
 export const hostRegistrationSchema = z.object({
@@ -67,10 +105,14 @@ export interface HostView {
   readonly liveSandboxes: number;
   /** The engine's memory (`docker info` MemTotal); null when the host's worker did not measure it. */
   readonly engineMemoryBytes: number | null;
-  /** What the memory limits of its containers may add up to (SANDBOXPLANE_HOST_MEMORY_FRACTION of the engine's); null when not measured. */
+  /** The allocatable memory its containers' requests may add up to (SANDBOXPLANE_HOST_MEMORY_FRACTION of the engine's); null when not measured. */
   readonly memoryCapacityBytes: number | null;
   /** The memory limits its live sandboxes and warm pool containers hold. */
   readonly memoryUsedBytes: number;
+  /** The memory requests its live sandboxes and warm pool containers hold: what placement schedules on. */
+  readonly memoryRequestedBytes: number;
+  /** What the limits may add up to: `memoryCapacityBytes` × SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT; null when not measured. */
+  readonly memoryLimitCapacityBytes: number | null;
   readonly engineId: string | null;
   readonly registeredAt: string;
 }

@@ -1,6 +1,7 @@
 import { SandboxPlaneError } from '../domain/errors';
 import type { HostRegistration, HostView } from '../domain/hosts';
-import { memoryUsed, type StoredHost } from './host-repository';
+import { limitCapacity } from '../domain/hosts';
+import { memoryHeld, type StoredHost } from './host-repository';
 import type { Store } from './store';
 
 /** The host registry as callers see it: the store's rows, with liveness from Temporal. */
@@ -63,6 +64,7 @@ export class StoreHostDirectory implements HostDirectory {
 
   private async view(host: StoredHost): Promise<HostView> {
     const { lastSeenAt, live } = await this.liveness(host);
+    const held = memoryHeld(host);
     return {
       hostId: host.hostId,
       taskQueue: host.taskQueue,
@@ -74,7 +76,9 @@ export class StoreHostDirectory implements HostDirectory {
       liveSandboxes: host.liveSandboxes,
       engineMemoryBytes: host.memory?.engineBytes ?? null,
       memoryCapacityBytes: host.memory?.capacityBytes ?? null,
-      memoryUsedBytes: memoryUsed(host),
+      memoryUsedBytes: held.limits,
+      memoryRequestedBytes: held.requests,
+      memoryLimitCapacityBytes: host.memory === null ? null : limitCapacity(host.memory),
       engineId: host.engineId,
       registeredAt: host.registeredAt,
     };

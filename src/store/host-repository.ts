@@ -1,5 +1,5 @@
 import { formatBytes } from '../domain/byte-size';
-import { hostMemorySchema, type HostMemory, type HostRegistration, type Placement } from '../domain/hosts';
+import { hostMemorySchema, limitCapacity, memoryShortfall, type HostMemory, type HostRegistration, type Placement } from '../domain/hosts';
 import { TERMINAL_STATES } from '../domain/sandbox-states';
 import { pooledSlots, warmPoolTargetsSchema, type WarmPoolTargets } from '../domain/warm-pool';
 import type { SqliteDatabase } from './database';
@@ -37,7 +37,16 @@ const HOLDS_CAPACITY = `state NOT IN (${RELEASED.map(() => '?').join(', ')})`;
 /** Why no host took a sandbox, for the workflow's wait and its refusal. */
 export interface PlacementRefusal {
   readonly refused: string;
+  /**
+   * Whether room is on its way: a live host that runs the adapter is still starting or
+   * tearing down sandboxes (PROVISIONING or DESTROYING placed there). The workflow's wait
+   * starts again while it is, so a burst queues rather than being refused (DESIGN §10).
+   */
+  readonly roomComing?: boolean;
 }
+
+/** Sandboxes a host is busy with: a start may fail and an ending one frees its place. */
+const SETTLING = "state IN ('PROVISIONING', 'DESTROYING')";
 
 /**
  * The host registry and the placements made from it. Placement reads the load and
@@ -116,15 +125,23 @@ export class HostRepository {
     const earlier = this.placementOf(input.sandboxId);
     if (earlier !== undefined) return { placement: earlier, fresh: false };
     const hosts = this.list();
-    const overCap = input.maxSandboxes === undefined ? undefined : this.overPlaneCap(hosts, input.maxSandboxes);
-    if (overCap !== undefined) return overCap;
     const serving = hosts.filter((host) => (host.adapters as readonly string[]).includes(input.adapter));
+    const overCap = input.maxSandboxes === undefined ? undefined : this.overPlaneCap(hosts, input.maxSandboxes);
+    if (overCap !== undefined) return { ...overCap, roomComing: this.settling(serving, input.liveHostIds) };
     const chosen = serving
       .filter((host) => input.liveHostIds.has(host.hostId) && load(host) < host.capacity && memoryFits(host, input.adapter))
       .sort((a, b) => usedShare(a) - usedShare(b) || a.hostId.localeCompare(b.hostId))[0];
-    if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds) };
+    if (chosen === undefined) return { refused: describeNoRoom(input.adapter, serving, input.liveHostIds), roomComing: this.settling(serving, input.liveHostIds) };
     this.db.prepare('UPDATE sandboxes SET host = ?, updated_at = ? WHERE id = ?').run(chosen.hostId, now.toISOString(), input.sandboxId);
     return { placement: { hostId: chosen.hostId, taskQueue: chosen.taskQueue }, fresh: true };
+  }
+
+  /** Whether any of `serving` that is live is starting or tearing down a sandbox placed there. */
+  private settling(serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): boolean {
+    const live = serving.filter((host) => liveHostIds.has(host.hostId)).map((host) => host.hostId);
+    if (live.length === 0) return false;
+    const row = this.db.prepare(`SELECT 1 FROM sandboxes WHERE host IN (${live.map(() => '?').join(', ')}) AND ${SETTLING} LIMIT 1`).get(...live);
+    return row !== undefined;
   }
 
   /**
@@ -146,27 +163,43 @@ function load(host: StoredHost): number {
   return host.liveSandboxes + pooledSlots(host.warmPool);
 }
 
-/** The memory one more sandbox of `adapter` would hold on the host (0 when its worker did not measure). */
-function memoryNeeded(host: StoredHost, adapter: string): number {
-  return host.memory?.perSandboxBytes[adapter as keyof HostMemory['perSandboxBytes']] ?? 0;
+/** What one more sandbox of `adapter` would hold on the host: its limit and its request (0 when its worker did not measure). */
+function memoryNeeded(host: StoredHost, adapter: string): { limit: number; request: number } {
+  const key = adapter as keyof HostMemory['perSandboxBytes'];
+  const limit = host.memory?.perSandboxBytes[key] ?? 0;
+  // A row of an earlier build has no requests: its limits were what it reserved.
+  return { limit, request: host.memory?.perSandboxRequestBytes?.[key] ?? limit };
 }
 
-/** The memory limits a host's live sandboxes and warm pool containers hold (DESIGN §12). */
-export function memoryUsed(host: StoredHost): number {
+/** The memory a host's live sandboxes and warm pool containers hold: their limits and their requests (DESIGN §12). */
+export function memoryHeld(host: StoredHost): { limits: number; requests: number } {
   const counts = new Map<string, number>(Object.entries(host.liveByAdapter));
   for (const [adapter, target] of Object.entries(host.warmPool)) counts.set(adapter, (counts.get(adapter) ?? 0) + (target ?? 0));
-  return [...counts].reduce((sum, [adapter, count]) => sum + count * memoryNeeded(host, adapter), 0);
+  let limits = 0;
+  let requests = 0;
+  for (const [adapter, count] of counts) {
+    const each = memoryNeeded(host, adapter);
+    limits += count * each.limit;
+    requests += count * each.request;
+  }
+  return { limits, requests };
 }
 
-/** Whether one more sandbox of `adapter` keeps the host's containers within its memory; a host not measured is bound by its count alone. */
+/** The memory limits a host's live sandboxes and warm pool containers hold. */
+export function memoryUsed(host: StoredHost): number {
+  return memoryHeld(host).limits;
+}
+
 function memoryFits(host: StoredHost, adapter: string): boolean {
-  return host.memory === null || memoryUsed(host) + memoryNeeded(host, adapter) <= host.memory.capacityBytes;
+  return memoryShortfall(memoryHeld(host), memoryNeeded(host, adapter), host.memory) === undefined;
 }
 
-/** How full a host is: of its slots or of its memory, whichever is fuller. */
+/** How full a host is: of its slots, its requests or its limits' bound, whichever is fuller. */
 function usedShare(host: StoredHost): number {
   const slots = load(host) / host.capacity;
-  return host.memory === null ? slots : Math.max(slots, memoryUsed(host) / host.memory.capacityBytes);
+  if (host.memory === null) return slots;
+  const held = memoryHeld(host);
+  return Math.max(slots, held.requests / host.memory.capacityBytes, held.limits / limitCapacity(host.memory));
 }
 
 function describeNoRoom(adapter: string, serving: readonly StoredHost[], liveHostIds: ReadonlySet<string>): string {
@@ -174,8 +207,15 @@ function describeNoRoom(adapter: string, serving: readonly StoredHost[], liveHos
   const usage = (host: StoredHost) => {
     const pooled = pooledSlots(host.warmPool);
     const slots = `${load(host)}/${host.capacity}${pooled > 0 ? ` with ${pooled} kept warm` : ''}`;
-    if (memoryFits(host, adapter) || host.memory === null) return slots;
-    return `${slots}, memory ${formatBytes(memoryUsed(host))} of ${formatBytes(host.memory.capacityBytes)} held and a ${adapter} sandbox needs ${formatBytes(memoryNeeded(host, adapter))}`;
+    const held = memoryHeld(host);
+    const needed = memoryNeeded(host, adapter);
+    const short = memoryShortfall(held, needed, host.memory);
+    if (short === undefined || host.memory === null) return slots;
+    if (short === 'requests') {
+      return `${slots}, memory requests ${formatBytes(held.requests)} of ${formatBytes(host.memory.capacityBytes)} held and a ${adapter} sandbox requests ${formatBytes(needed.request)}`;
+    }
+    const overcommit = host.memory.overcommit ?? 1;
+    return `${slots}, memory limits ${formatBytes(held.limits)} of ${formatBytes(limitCapacity(host.memory))} (${overcommit}× overcommit) held and a ${adapter} sandbox is limited to ${formatBytes(needed.limit)}`;
   };
   const each = serving.map((host) => `${host.hostId} ${liveHostIds.has(host.hostId) ? usage(host) : 'not live'}`);
   return `no live docker host has room for a ${adapter} sandbox (${each.join(', ')})`;

@@ -21,10 +21,11 @@ export async function measureHostMemory(input: {
   broker: ContainerBroker;
   adapters: AdapterRegistry;
   fraction: number;
+  overcommit: number;
   warmPool: WarmPoolTargets;
   logger: Logger;
 }): Promise<HostMemory | null> {
-  const { broker, adapters, fraction, warmPool, logger } = input;
+  const { broker, adapters, fraction, overcommit, warmPool, logger } = input;
   let engineBytes: number;
   try {
     engineBytes = await broker.engineMemoryBytes();
@@ -33,12 +34,13 @@ export async function measureHostMemory(input: {
     return null;
   }
   const perSandboxBytes = Object.fromEntries(ADAPTER_NAMES.flatMap((name) => (adapters[name] === undefined ? [] : [[name, adapters[name].memoryBytes]])));
-  const memory: HostMemory = { engineBytes, capacityBytes: Math.max(1, Math.floor(engineBytes * fraction)), perSandboxBytes };
-  const pooled = Object.entries(warmPool).reduce((sum, [name, target]) => sum + (target ?? 0) * (perSandboxBytes[name] ?? 0), 0);
+  const perSandboxRequestBytes = Object.fromEntries(ADAPTER_NAMES.flatMap((name) => (adapters[name] === undefined ? [] : [[name, adapters[name].memoryRequestBytes]])));
+  const memory: HostMemory = { engineBytes, capacityBytes: Math.max(1, Math.floor(engineBytes * fraction)), perSandboxBytes, perSandboxRequestBytes, overcommit };
+  const pooled = Object.entries(warmPool).reduce((sum, [name, target]) => sum + (target ?? 0) * (perSandboxRequestBytes[name] ?? 0), 0);
   if (pooled > memory.capacityBytes) {
     logger.warn(
       { pooledBytes: pooled, capacityBytes: memory.capacityBytes },
-      `the warm pools' containers hold ${formatBytes(pooled)}, more than the ${formatBytes(memory.capacityBytes)} this host's containers may: no sandbox fits beside them; keep fewer`,
+      `the warm pools' containers request ${formatBytes(pooled)}, more than the ${formatBytes(memory.capacityBytes)} this host's containers may: no sandbox fits beside them; keep fewer`,
     );
   }
   return memory;

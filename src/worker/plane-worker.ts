@@ -312,7 +312,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
         warmPool: config.host.warmPool,
         engineId: await broker.engineId().catch(() => null),
         identity,
-        memory: await measureHostMemory({ broker, adapters, fraction: config.host.memoryFraction, warmPool: config.host.warmPool, logger }),
+        memory: await measureHostMemory({ broker, adapters, fraction: config.host.memoryFraction, overcommit: config.host.memoryOvercommit, warmPool: config.host.warmPool, logger }),
       };
       // With the store here, before any poll: the first request already finds this host.
       if (hosts !== undefined) await hosts.register(host);

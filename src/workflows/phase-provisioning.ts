@@ -115,13 +115,15 @@ const PLACEMENT_RETRY_MS = 5_000;
 
 /**
  * Places the sandbox on a docker host (the store role chooses the least-loaded live one
- * with room and records it). No room: wait, asking again, until the placement wait runs
- * out — then a NO_CAPACITY refusal, never an overcommit. A destroy ends the wait.
+ * with room and records it). No room: wait, asking again. A create that waits is queued,
+ * not failed: while a host that could take it is still starting or tearing down sandboxes,
+ * room is coming and the wait starts again; only once the placement wait runs out with
+ * none of that going on is it a NO_CAPACITY refusal, never an overcommit. A destroy ends the wait.
  */
 async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise<Placement | LifecycleError | { withdrawn: DestroyRequest }> {
   const { request } = ctx.record;
   const waitSeconds = screening.settings.placementWaitSeconds;
-  const deadlineMs = Date.now() + waitSeconds * 1000;
+  let deadlineMs = Date.now() + waitSeconds * 1000;
   // One audit step for the placement, however often it is asked for.
   const operation = ctx.journal.numbered(placedOperation(request.adapter));
   for (;;) {
@@ -130,12 +132,13 @@ async function placeOnHost(ctx: LifecycleContext, screening: Screening): Promise
       const result = await ctx.projection.placeSandbox({ snapshot: snapshotOf(ctx.record), adapter: request.adapter, operation });
       if ('placement' in result) return result.placement;
       refused = result.refused;
+      if (result.roomComing === true) deadlineMs = Math.max(deadlineMs, Date.now() + waitSeconds * 1000);
     } catch (err) {
       if (isCancellation(err)) throw err;
       const error = failureCode(err, 'STORE_UNAVAILABLE');
       refused = `the store role did not answer (${error.code}: ${error.message})`;
     }
-    if (Date.now() >= deadlineMs) return { code: 'NO_CAPACITY', message: `${refused}; waited ${formatDuration(waitSeconds)}` };
+    if (Date.now() >= deadlineMs) return { code: 'NO_CAPACITY', message: `${refused}; waited ${formatDuration(waitSeconds)} with no sandbox starting or ending there` };
     ctx.revise(ctx.phase, `Waiting until ${iso(deadlineMs)} for a docker host with room: ${refused}.`);
     if (await condition(() => ctx.destroyRequest !== undefined, Math.min(PLACEMENT_RETRY_MS, Math.max(1, deadlineMs - Date.now())))) {
       return { withdrawn: ctx.destroyRequest as DestroyRequest };

@@ -166,7 +166,7 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
   test('worker roles: all by default, a comma list in role order, a bad name refused with the names that work', () => {
     assert.deepEqual(loadConfig({}).workerRoles, ['lifecycle', 'store', 'docker', 'targets']);
     assert.deepEqual(loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'docker, lifecycle' }).workerRoles, ['lifecycle', 'docker']);
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {}, memoryFraction: 0.9 });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_HOST_ID: 'b', SANDBOXPLANE_HOST_CAPACITY: '8' }).host, { id: 'b', capacity: 8, warmPool: {}, memoryFraction: 0.9, memoryOvercommit: 3 });
     assert.throws(
       () => loadConfig({ SANDBOXPLANE_WORKER_ROLES: 'lifecycle,sotre', SANDBOXPLANE_HOST_ID: 'Host_A', SANDBOXPLANE_HOST_CAPACITY: '0' }),
       (err: unknown) => {
@@ -307,5 +307,13 @@ describe('container limits: SANDBOXPLANE_CONTAINER_LOG_MAX, _FILES and SANDBOXPL
     }
     assert.throws(() => loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '0' }), /SANDBOXPLANE_CONTAINER_LOG_MAX: must give each of the 2 log files .* at least 64k, got 0 bytes/);
     assert.throws(() => loadConfig({ SANDBOXPLANE_CONTAINER_LOG_MAX: '100k', SANDBOXPLANE_CONTAINER_LOG_FILES: '2' }), /SANDBOXPLANE_CONTAINER_LOG_MAX: must give each/);
+  });
+  test('SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: the limits may add up to three times the allocatable memory by default; 1 to 10, else named', () => {
+    assert.equal(loadConfig({}).host.memoryOvercommit, 3);
+    assert.equal(loadConfig({ SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: '1' }).host.memoryOvercommit, 1);
+    assert.equal(loadConfig({ SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: '1.5' }).host.memoryOvercommit, 1.5);
+    for (const factor of ['0.5', '11', 'lots', '-2']) {
+      assert.throws(() => loadConfig({ SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: factor }), /SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT: must be a number from 1 to 10/, factor);
+    }
   });
 });

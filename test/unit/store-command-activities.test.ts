@@ -47,6 +47,8 @@ class InMemoryHosts implements HostDirectory {
       engineMemoryBytes: registration.memory?.engineBytes ?? null,
       memoryCapacityBytes: registration.memory?.capacityBytes ?? null,
       memoryUsedBytes: 0,
+      memoryRequestedBytes: 0,
+      memoryLimitCapacityBytes: null,
       registeredAt: new Date().toISOString(),
     };
     this.registered.push(view);

@@ -46,7 +46,13 @@ describe('SANDBOXPLANE_WARM_POOL', () => {
       configIssue({ SANDBOXPLANE_WARM_POOL: 'moto=3', SANDBOXPLANE_HOST_CAPACITY: '3' }),
       /SANDBOXPLANE_WARM_POOL: its 3 idle containers would take all 3 of SANDBOXPLANE_HOST_CAPACITY/,
     );
-    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, { id: 'local', capacity: 3, warmPool: { moto: 2 }, memoryFraction: 0.9 });
+    assert.deepEqual(loadConfig({ SANDBOXPLANE_WARM_POOL: 'moto=2', SANDBOXPLANE_HOST_CAPACITY: '3' }).host, {
+      id: 'local',
+      capacity: 3,
+      warmPool: { moto: 2 },
+      memoryFraction: 0.9,
+      memoryOvercommit: 3,
+    });
   });
 });
 
@@ -96,7 +102,7 @@ describe('capacity with a warm pool', () => {
       return store.hosts.place({ sandboxId: id, adapter: 'moto', liveHostIds: new Set(['a']) });
     };
     assert.deepEqual(place('p1'), { placement: { hostId: 'a', taskQueue: 'q-docker-a' }, fresh: true });
-    assert.deepEqual(place('p2'), { refused: 'no live docker host has room for a moto sandbox (a 3/3 with 2 kept warm)' });
+    assert.deepEqual(place('p2'), { refused: 'no live docker host has room for a moto sandbox (a 3/3 with 2 kept warm)', roomComing: true });
     assert.deepEqual(store.hosts.list()[0]?.warmPool, { moto: 2 });
     store.close();
   });

@@ -14,20 +14,28 @@ function warmPoolText(targets: WarmPoolTargets): string {
   return pools.length === 0 ? '-' : pools.map(([adapter, size]) => `${adapter}=${size}`).join(',');
 }
 
-/** Memory limits held / what they may add up to; `-` for a host whose worker did not measure its engine's memory. */
-function memoryText(host: HostView): string {
-  return host.memoryCapacityBytes === null ? '-' : `${formatBytes(host.memoryUsedBytes)}/${formatBytes(host.memoryCapacityBytes)}`;
+/**
+ * Memory requests held / the allocatable memory, and limits held / what they may add up to
+ * (DESIGN §12); `-` for a host whose worker did not measure its engine's memory.
+ */
+function memoryText(host: HostView): { requested: string; limited: string } {
+  if (host.memoryCapacityBytes === null || host.memoryLimitCapacityBytes === null) return { requested: '-', limited: '-' };
+  return {
+    requested: `${formatBytes(host.memoryRequestedBytes)}/${formatBytes(host.memoryCapacityBytes)}`,
+    limited: `${formatBytes(host.memoryUsedBytes)}/${formatBytes(host.memoryLimitCapacityBytes)}`,
+  };
 }
 
 function formatHosts(hosts: readonly HostView[]): string {
   if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
   return formatTable(
-    ['HOST', 'LIVE', 'SANDBOXES', 'MEMORY', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
+    ['HOST', 'LIVE', 'SANDBOXES', 'REQUESTED', 'LIMITS', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
     hosts.map((host) => [
       host.hostId,
       host.live ? 'yes' : 'no',
       `${host.liveSandboxes}/${host.capacity}`,
-      memoryText(host),
+      memoryText(host).requested,
+      memoryText(host).limited,
       warmPoolText(host.warmPool),
       host.adapters.join(','),
       host.lastSeenAt ?? 'never',
@@ -53,7 +61,7 @@ function formatPools(report: WarmPoolReport): string {
 export function registerHostCommands(program: Command): void {
   const hostsCommand = program
     .command('hosts')
-    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, memory limits held/memory capacity, adapters, last poll')
+    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, memory requested/allocatable, memory limits/their overcommitted bound, adapters, last poll')
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
