@@ -8,7 +8,7 @@ import { BENCH_RUN_LABEL, containersLabelled, removeContainers, removePlaneNetwo
 import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext, type Figure } from './bench-context';
 import { ratioOf, type FigureRow } from './bench-report';
 import { fullMotoPool } from './full-moto-pool';
-import { rounded } from './measure';
+import { percentilesOf, rounded } from './measure';
 import { rawMotoRun } from './raw-moto-run';
 
 /** moto's cap, as the adapter sets it: the raw runs get the same `--memory`. */
@@ -18,25 +18,9 @@ const MIB = 1024 * 1024;
 /** The raw burst's network: room for 254 containers. */
 const RAW_SUBNET = '10.213.0.0/24';
 
-/** The nearest-rank percentile of `values` (p in 0–100); null when there are none. */
-export function percentile(values: readonly number[], p: number): number | null {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
-}
-
-interface Tail {
-  readonly p50: number | null;
-  readonly p95: number | null;
-  readonly p99: number | null;
-}
-
-function tailOf(values: readonly number[]): Tail {
-  const at = (p: number) => {
-    const value = percentile(values, p);
-    return value === null ? null : rounded(value);
-  };
-  return { p50: at(50), p95: at(95), p99: at(99) };
+/** p50, p95 and p99 of a burst's samples (bench/measure.ts); nulls when none came. */
+function tailOf(values: readonly number[]): { p50: number | null; p95: number | null; p99: number | null } {
+  return percentilesOf(values) ?? { p50: null, p95: null, p99: null };
 }
 
 interface Burst {
@@ -165,8 +149,13 @@ function burstRow(key: 'cold' | 'pool', burst: number, plane: PlaneBurst, raw: B
   const failures = plane.failures.length;
   return {
     key: `P6.${key}`,
-    measured: { label: `${burst} moto creates at once → READY, p99${key === 'pool' ? ', from a warm pool' : ', cold'}`, value: planeTail.p99, unit: 'ms' },
-    baseline: { label: `${burst} raw docker run --memory 512m + health at once, p99`, value: rawTail.p99, unit: 'ms' },
+    measured: {
+      label: `${burst} moto creates at once → READY, p99${key === 'pool' ? ', from a warm pool' : ', cold'}`,
+      value: planeTail.p99,
+      unit: 'ms',
+      percentiles: percentilesOf(plane.ms),
+    },
+    baseline: { label: `${burst} raw docker run --memory 512m + health at once, p99`, value: rawTail.p99, unit: 'ms', percentiles: percentilesOf(raw.ms) },
     ratio,
     target: { text: `p99 <= ${MAX_P99_RATIO}x raw p99, 0 failures`, reached: ratio === null ? null : ratio <= MAX_P99_RATIO && failures === 0 },
     detail: `p50/p95/p99 ${planeTail.p50}/${planeTail.p95}/${planeTail.p99} ms vs raw ${rawTail.p50}/${rawTail.p95}/${rawTail.p99} ms; ${plane.ms.length} of ${burst} READY, ${failures} failures`,
