@@ -1,4 +1,4 @@
-import { executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { executeChild, getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { DockerActivities, StoreActivities } from '../activities';
 import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
@@ -124,23 +124,9 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
   const running = await store.runningSandboxes({ candidates });
   const found = classifyInventory({ containers, rows, running });
 
-  // Batches in a row, each removed by the host a bounded few at once (the docker role's
-  // SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY), and its audit rows written in one transaction.
-  // An orphan's step is its place in the list, whichever batch it falls in.
-  const failed = new Map<string, string>();
-  for (let first = 0; first < found.orphans.length; first += SWEEP_REMOVE_BATCH) {
-    const batch = found.orphans.slice(first, first + SWEEP_REMOVE_BATCH);
-    try {
-      const outcomes = await docker.removeContainers({ containerIds: batch.map((orphan) => orphan.subject) });
-      for (const outcome of outcomes) if (!outcome.removed) failed.set(outcome.containerId, outcome.error ?? 'not removed');
-      const gone = new Set(outcomes.filter((outcome) => outcome.removed).map((outcome) => outcome.containerId));
-      const removals = batch.flatMap((finding, index) => (gone.has(finding.subject) && finding.sandboxId !== null ? [{ finding, step: first + index + 1 }] : []));
-      if (removals.length > 0) await store.recordOrphanRemovals({ removals, sweepWorkflowId: workflowId });
-    } catch (err) {
-      // A hung engine call must not cost the whole sweep: measuring again will show the containers stayed.
-      log.warn('orphan removal did not finish', { containers: batch.length, error: String(err) });
-    }
-  }
+  // Host sweeps follow the current build (AUTO_UPGRADE): one a previous build started
+  // replays its serial removals (no marker in its history), every new one removes in batches.
+  const failed = patched(BATCHED_REMOVAL_PATCH) ? await removeInBatches(found.orphans, docker, store, workflowId) : await removeOneByOne(found.orphans, docker, store, workflowId);
   let step = found.orphans.length;
   const afterContainers = await docker.listManagedContainers();
   const after = new Set(afterContainers.map((container) => container.id));
@@ -186,4 +172,49 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
     reconciled,
     remaining,
   };
+}
+
+/** Marks host sweeps that remove orphans in batches (issue 42); a history without it removed them one by one. */
+const BATCHED_REMOVAL_PATCH = 'sweep-batched-removal';
+
+type SweepDocker = Pick<DockerActivities, 'removeContainers' | 'removeContainer'>;
+type SweepStore = Pick<StoreActivities, 'recordOrphanRemovals' | 'recordOrphanRemoval'>;
+
+/**
+ * Batches in a row, each removed by the host a bounded few at once (the docker role's
+ * SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY), and its audit rows written in one transaction.
+ * An orphan's step is its place in the list, whichever batch it falls in. Returns why
+ * each orphan the host could not remove stayed.
+ */
+async function removeInBatches(orphans: readonly LeakFinding[], docker: SweepDocker, store: SweepStore, workflowId: string): Promise<Map<string, string>> {
+  const failed = new Map<string, string>();
+  for (let first = 0; first < orphans.length; first += SWEEP_REMOVE_BATCH) {
+    const batch = orphans.slice(first, first + SWEEP_REMOVE_BATCH);
+    try {
+      const outcomes = await docker.removeContainers({ containerIds: batch.map((orphan) => orphan.subject) });
+      for (const outcome of outcomes) if (!outcome.removed) failed.set(outcome.containerId, outcome.error ?? 'not removed');
+      const gone = new Set(outcomes.filter((outcome) => outcome.removed).map((outcome) => outcome.containerId));
+      const removals = batch.flatMap((finding, index) => (gone.has(finding.subject) && finding.sandboxId !== null ? [{ finding, step: first + index + 1 }] : []));
+      if (removals.length > 0) await store.recordOrphanRemovals({ removals, sweepWorkflowId: workflowId });
+    } catch (err) {
+      // A hung engine call must not cost the whole sweep: measuring again will show the containers stayed.
+      log.warn('orphan removal did not finish', { containers: batch.length, error: String(err) });
+    }
+  }
+  return failed;
+}
+
+/** The previous build's removal, one orphan after another: kept only for its sweeps' replays (delete once none can run). */
+async function removeOneByOne(orphans: readonly LeakFinding[], docker: SweepDocker, store: SweepStore, workflowId: string): Promise<Map<string, string>> {
+  let step = 0;
+  for (const orphan of orphans) {
+    step += 1;
+    try {
+      const outcome = await docker.removeContainer({ containerId: orphan.subject });
+      if (outcome.removed) await store.recordOrphanRemoval({ finding: orphan, sweepWorkflowId: workflowId, step });
+    } catch (err) {
+      log.warn('orphan removal did not finish', { containerId: orphan.subject, error: String(err) });
+    }
+  }
+  return new Map();
 }
