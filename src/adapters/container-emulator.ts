@@ -27,6 +27,7 @@ import type {
 } from './cloud-emulator-adapter';
 import { waitUntilHealthy, type HealthProbe } from './health-gate';
 import type { OperatorAccess } from './operator-endpoint';
+import type { StartSlots } from './start-slots';
 
 /** The label holding a container's operator token (see ContainerEmulatorOptions.operatorToken). */
 
@@ -69,7 +70,10 @@ export interface ContainerEmulatorOptions {
   readonly user?: string;
   /** Whether the emulator runs with a read-only root file system (it keeps its state in memory). */
   readonly readonlyRootfs?: boolean;
+  /** Counted from when the start takes its slot in `startSlots`, never from when it began waiting for one. */
   readonly healthTimeoutMs: number;
+  /** The host's bound on emulators starting at once (SANDBOXPLANE_EMULATOR_START_CONCURRENCY); none: unbounded. */
+  readonly startSlots?: StartSlots;
   readonly probe: HealthProbe;
   /**
    * The emulator's environment: from the plan only, never from this process's env.
@@ -244,22 +248,32 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       const { container, credentials } = pooled;
       return { endpoint: container.endpoint, region: plan.region, runtimeIds: [container.id], engineId, warmPoolSlot: container.slotId, ...credentials };
     }
-    context.heartbeat({ step: 'starting container' });
-    const info = await this.start(plan);
-    const endpoint = publishedEndpoint(info, this.options.containerPort);
-    const operator = operatorAccess(info, this.options.containerPort);
-    let credentials: { credentials?: SandboxCredentials };
+    const release = await this.takeStartSlot(context);
     try {
-      await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
-      credentials = await this.mint(operator, plan, context);
-    } catch (err) {
-      const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
-      if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
-        throw new SandboxPlaneError(err.code, `${err.message}; teardown left ${report.remaining.join(', ')}`, { cause: err });
+      context.heartbeat({ step: 'starting container' });
+      const info = await this.start(plan);
+      const endpoint = publishedEndpoint(info, this.options.containerPort);
+      const operator = operatorAccess(info, this.options.containerPort);
+      let credentials: { credentials?: SandboxCredentials };
+      try {
+        await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
+        credentials = await this.mint(operator, plan, context);
+      } catch (err) {
+        const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
+        if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
+          throw new SandboxPlaneError(err.code, `${err.message}; teardown left ${report.remaining.join(', ')}`, { cause: err });
+        }
+        throw err;
       }
-      throw err;
+      return { endpoint, region: plan.region, runtimeIds: [info.id], engineId, ...credentials };
+    } finally {
+      release();
     }
-    return { endpoint, region: plan.region, runtimeIds: [info.id], engineId, ...credentials };
+  }
+
+  /** One of the host's start slots (see StartSlots); a release that does nothing when the host has none. */
+  private takeStartSlot(context: AdapterContext): Promise<() => void> {
+    return this.options.startSlots === undefined ? Promise.resolve(() => undefined) : this.options.startSlots.take(context);
   }
 
   /** The sandbox's own credentials, minted in its emulator; none when the adapter mints none. */
@@ -328,17 +342,22 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
    * healthy is removed before this throws.
    */
   async startIdle(slotId: string, pool: Readonly<Record<string, string>>, context: AdapterContext): Promise<IdleContainer> {
-    const info = await this.start(this.planFor(slotId, [], { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool }));
-    const endpoint = publishedEndpoint(info, this.options.containerPort);
-    const operator = operatorAccess(info, this.options.containerPort);
+    const release = await this.takeStartSlot(context);
     try {
-      await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
-      await this.warmUp(operator, slotId, context.cancelled);
-    } catch (err) {
-      await stopAndRemove(this.options.broker, info.id);
-      throw err;
+      const info = await this.start(this.planFor(slotId, [], { ...this.options.extraLabels, ...sandboxContainerLabels(slotId, this.name), ...pool }));
+      const endpoint = publishedEndpoint(info, this.options.containerPort);
+      const operator = operatorAccess(info, this.options.containerPort);
+      try {
+        await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
+        await this.warmUp(operator, slotId, context.cancelled);
+      } catch (err) {
+        await stopAndRemove(this.options.broker, info.id);
+        throw err;
+      }
+      return { id: info.id, name: info.name, slotId, endpoint, operator };
+    } finally {
+      release();
     }
-    return { id: info.id, name: info.name, slotId, endpoint, operator };
   }
 
   /**

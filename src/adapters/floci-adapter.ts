@@ -6,6 +6,7 @@ import { listThroughAwsApis } from './aws-resource-listers';
 import { ContainerEmulatorAdapter } from './container-emulator';
 import { flociHealthProbe } from './floci-health';
 import { freeLoopbackPort } from './free-port';
+import type { StartSlots } from './start-slots';
 
 export const FLOCI_PORT = 4566;
 const REGION = 'us-east-1';
@@ -16,6 +17,8 @@ export interface FlociAdapterOptions {
   /** Pinned: an image id (`sha256:…`) or `[host[:port]/]name@sha256:<digest>`; a tag alone is refused by the configuration. */
   readonly image: string;
   readonly healthTimeoutMs: number;
+  /** The host's bound on emulators starting at once, shared by every adapter of the worker. */
+  readonly startSlots?: StartSlots;
   readonly extraLabels?: Readonly<Record<string, string>>;
   /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
   readonly logLimit?: ContainerLogLimit;
@@ -94,6 +97,7 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     // A JVM that compiles at start: two CPUs, so its health gate is not a CPU race.
     nanoCpus: 2_000_000_000,
     healthTimeoutMs: options.healthTimeoutMs,
+    ...(options.startSlots !== undefined ? { startSlots: options.startSlots } : {}),
     probe: flociHealthProbe(catalog),
     // Floci must know its public URL at start, so the port is chosen before the run.
     hostPort: freeLoopbackPort,

@@ -11,6 +11,7 @@ import { fetchJson } from './health-gate';
 import { MOTO_GUARD_SCRIPT, MOTO_PORT, OPERATOR_HEADER, OPERATOR_TOKEN_ENV, RECORDING_PATH } from './moto-guard';
 import { operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
 import { captureMotoRecording, mintMotoCredentials, motoRequestsServed, quiesceMoto, resetMoto, restoreMotoRecording } from './moto-state';
+import type { StartSlots } from './start-slots';
 
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
@@ -98,6 +99,8 @@ export interface MotoAdapterOptions {
   /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
   readonly image: string;
   readonly healthTimeoutMs: number;
+  /** The host's bound on emulators starting at once, shared by every adapter of the worker. */
+  readonly startSlots?: StartSlots;
   readonly extraLabels?: Readonly<Record<string, string>>;
   /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
   readonly logLimit?: ContainerLogLimit;
@@ -124,6 +127,7 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     user: `${MOTO_UID}:${MOTO_UID}`,
     readonlyRootfs: true,
     healthTimeoutMs: options.healthTimeoutMs,
+    ...(options.startSlots !== undefined ? { startSlots: options.startSlots } : {}),
     probe: motoHealthProbe,
     command: ['/opt/moto/bin/python', '-c', MOTO_GUARD_SCRIPT],
     operatorToken: { envName: OPERATOR_TOKEN_ENV },

@@ -1,8 +1,16 @@
-import { DEFAULT_HOST_MEMORY_OVERCOMMIT, DEFAULT_MAX_SANDBOXES, hostIdSchema } from '../domain/hosts';
+import {
+  DEFAULT_HOST_MEMORY_OVERCOMMIT,
+  DEFAULT_MAX_SANDBOXES,
+  defaultEmulatorStartConcurrency,
+  EMULATOR_STARTS_PER_CPU,
+  hostIdSchema,
+  MAX_EMULATOR_START_CONCURRENCY,
+} from '../domain/hosts';
 import { parseByteSize } from '../domain/byte-size';
 import { DEFAULT_CONTAINER_LOG_FILES, DEFAULT_CONTAINER_LOG_MAX, logFileBytes, MAX_CONTAINER_LOG_FILES, MIN_CONTAINER_LOG_FILE_BYTES, type ContainerLogLimit } from '../domain/container-log';
 import { DEFAULT_HOST_ID, WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { SandboxPlaneError } from '../domain/errors';
@@ -122,6 +130,8 @@ export interface EmulatorSettings {
   /** The Floci image by id (`sha256:…`, one built here) or digest (`[host[:port]/]floci/floci@sha256:…`). */
   readonly flociImage: string | undefined;
   readonly healthTimeoutSeconds: number;
+  /** How many emulators the docker role starts at once (`SANDBOXPLANE_EMULATOR_START_CONCURRENCY`). */
+  readonly startConcurrency: number;
   /** How much of its log every container keeps on disk (`SANDBOXPLANE_CONTAINER_LOG_MAX`, `_FILES`). */
   readonly containerLog: ContainerLogLimit;
 }
@@ -357,6 +367,10 @@ const envSchema = z.object({
   SANDBOXPLANE_MOTO_IMAGE: pinnedImage.optional().describe('moto image id (sha256:...), set by npm start; unset, no moto adapter'),
   SANDBOXPLANE_FLOCI_IMAGE: pinnedImage.optional().describe('Floci image by digest (floci/floci@sha256:...); unset, no Floci adapter'),
   SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT: duration(60).describe('how long an emulator may take to pass its health check (default 60s)'),
+  SANDBOXPLANE_EMULATOR_START_CONCURRENCY: positiveCount
+    .refine((count) => count <= MAX_EMULATOR_START_CONCURRENCY, `must be a whole number from 1 to ${MAX_EMULATOR_START_CONCURRENCY}`)
+    .optional()
+    .describe(`how many emulators a docker host starts at once; the others wait their turn, their health timeout not yet running (default ${EMULATOR_STARTS_PER_CPU} per CPU)`),
   SANDBOXPLANE_SWEEP_INTERVAL: duration(5 * 60).describe('how often the cleanup schedule runs the leak sweep (default 5m)'),
   SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: positiveCount
     .default(String(DEFAULT_SWEEP_REMOVE_CONCURRENCY))
@@ -512,6 +526,7 @@ export function loadConfig(env: Env = process.env): Config {
       motoImage: values.SANDBOXPLANE_MOTO_IMAGE,
       flociImage: values.SANDBOXPLANE_FLOCI_IMAGE,
       healthTimeoutSeconds: values.SANDBOXPLANE_EMULATOR_HEALTH_TIMEOUT,
+      startConcurrency: values.SANDBOXPLANE_EMULATOR_START_CONCURRENCY ?? defaultEmulatorStartConcurrency(os.availableParallelism()),
       containerLog: Object.freeze({ maxBytes: values.SANDBOXPLANE_CONTAINER_LOG_MAX, files: values.SANDBOXPLANE_CONTAINER_LOG_FILES }),
     }),
     sweepIntervalSeconds: values.SANDBOXPLANE_SWEEP_INTERVAL,

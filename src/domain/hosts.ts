@@ -53,6 +53,19 @@ export const DEFAULT_HOST_MEMORY_FRACTION = 0.9;
  */
 export const DEFAULT_HOST_MEMORY_OVERCOMMIT = 3;
 
+/**
+ * The default of SANDBOXPLANE_EMULATOR_START_CONCURRENCY, per CPU of the worker's machine:
+ * an emulator's start is CPU-bound, so a few per core keep the cores busy while each start
+ * still passes its health check in about the time it takes alone (src/adapters/start-slots.ts).
+ */
+export const EMULATOR_STARTS_PER_CPU = 2;
+
+export const MAX_EMULATOR_START_CONCURRENCY = 256;
+
+export function defaultEmulatorStartConcurrency(cpus: number): number {
+  return Math.min(MAX_EMULATOR_START_CONCURRENCY, Math.max(2, EMULATOR_STARTS_PER_CPU * cpus));
+}
+
 /** What a measured host's limits may add up to: its allocatable memory × its overcommit. */
 export function limitCapacity(memory: HostMemory): number {
   return Math.floor(memory.capacityBytes * (memory.overcommit ?? 1));

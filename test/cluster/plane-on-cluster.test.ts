@@ -287,6 +287,7 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     await browser?.close();
     await sandboxes?.close();
     await cluster('down');
+    reportTroubleInLogs(path.join(DATA, 'logs'));
   });
 
   test('up: PostgreSQL persistence, four server processes, both hosts live', async () => {
@@ -486,13 +487,19 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
 
     // The engines stopped their containers: each health watch restarts its emulator once.
     const others = beforeDown.filter((status) => status.id !== shortId);
+    let lagging: string[] = [];
     const after = await eventually(
       'every sandbox READY with a healthy, restarted emulator',
       async () => {
         const current = await Promise.all(others.map((status) => sandboxes.status(status.id)));
-        return current.every((status) => status.state === 'READY' && status.health.status === 'ok' && status.health.restarts === 1) ? current : undefined;
+        const back = (status: SandboxStatus) => status.state === 'READY' && status.health.status === 'ok' && status.health.restarts === 1;
+        lagging = current
+          .filter((status) => !back(status))
+          .map((status) => `${status.id} ${status.state} health ${status.health.status} restarts ${status.health.restarts}: ${status.waitingFor}`);
+        return lagging.length === 0 ? current : undefined;
       },
       5 * 60_000,
+      () => lagging.join('; '),
     );
     for (const [index, status] of after.entries()) {
       assert.equal(status.expiresAt, others[index]?.expiresAt, `${status.id} keeps its expiry`);
@@ -583,3 +590,24 @@ describe('the plane on a Temporal cluster on PostgreSQL (scripts/cluster.sh)', (
     assert.equal(fs.existsSync(runRoot()), false, 'the engines left no run directory');
   });
 });
+
+/**
+ * The cluster's own account of what went wrong, printed where CI shows it (the logs stay
+ * in .data/cluster-test/logs, which a CI machine does not keep): its errors, and every
+ * sandbox the health watch gave up on. A run that passes prints nothing.
+ */
+function reportTroubleInLogs(logs: string): void {
+  if (!fs.existsSync(logs)) return;
+  const trouble = /"level":(50|60)|EMULATOR_DIED|could not be restarted|again after one restart/;
+  const lines = fs
+    .readdirSync(logs)
+    .filter((name) => name.endsWith('.log'))
+    .flatMap((name) =>
+      fs
+        .readFileSync(path.join(logs, name), 'utf8')
+        .split('\n')
+        .filter((line) => trouble.test(line))
+        .map((line) => `${name}: ${line.slice(0, 600)}`),
+    );
+  if (lines.length > 0) process.stdout.write(`cluster logs, the lines that say something went wrong (${lines.length}, first 60):\n${lines.slice(0, 60).join('\n')}\n`);
+}

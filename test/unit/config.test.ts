@@ -195,6 +195,18 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
     }
   });
 
+  test('emulator starts at once: two per CPU by default (at least 2), a bad value named', () => {
+    assert.equal(loadConfig({}).emulators.startConcurrency, Math.max(2, 2 * os.availableParallelism()));
+    assert.equal(loadConfig({ SANDBOXPLANE_EMULATOR_START_CONCURRENCY: '3' }).emulators.startConcurrency, 3);
+    for (const bad of ['0', '-1', 'four', '257']) {
+      assert.throws(
+        () => loadConfig({ SANDBOXPLANE_EMULATOR_START_CONCURRENCY: bad }),
+        (err: unknown) => err instanceof ConfigError && err.issues[0]?.key === 'SANDBOXPLANE_EMULATOR_START_CONCURRENCY',
+        bad,
+      );
+    }
+  });
+
   test('sweep removals at once: 8 by default, a bad value named', () => {
     assert.equal(loadConfig({}).sweepRemoveConcurrency, 8);
     assert.equal(loadConfig({ SANDBOXPLANE_SWEEP_REMOVE_CONCURRENCY: '32' }).sweepRemoveConcurrency, 32);
