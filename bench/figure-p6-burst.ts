@@ -90,6 +90,8 @@ async function planeBurst(context: BenchContext, docker: Docker, image: string, 
     SANDBOXPLANE_FLAG_ADAPTER_MOTO: '1',
     SANDBOXPLANE_MOTO_IMAGE: image,
     ...(variant === 'pool' ? { SANDBOXPLANE_WARM_POOL: `moto=${burst}` } : {}),
+    // The host's bound on emulator starts at once: its default (two per CPU) unless the bench is run with another.
+    ...(process.env.SANDBOXPLANE_EMULATOR_START_CONCURRENCY !== undefined ? { SANDBOXPLANE_EMULATOR_START_CONCURRENCY: process.env.SANDBOXPLANE_EMULATOR_START_CONCURRENCY } : {}),
   };
   const planeId = env.SANDBOXPLANE_PLANE_ID as string;
   let worker: TestWorker | undefined;

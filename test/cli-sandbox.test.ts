@@ -292,11 +292,13 @@ describe('sandboxctl sandbox, policy and approver commands', () => {
     // Requests fill the allocatable memory; limits may add up to it × SANDBOXPLANE_HOST_MEMORY_OVERCOMMIT (default 3).
     assert.equal(typeof local.memoryRequestedBytes, 'number');
     assert.equal(local.memoryLimitCapacityBytes, Math.floor(local.memoryCapacityBytes * 3));
+    // What the host's containers use now, asked of its docker worker (test/warm-pool.test.ts checks it against docker stats).
+    assert.equal(typeof local.memoryInUseBytes, 'number');
     const human = await cli('hosts');
     assert.equal(human.code, 0, human.stderr);
     assert.match(
       human.stdout,
-      /HOST\s+LIVE\s+SANDBOXES\s+REQUESTED\s+LIMITS\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+-\s/,
+      /HOST\s+LIVE\s+SANDBOXES\s+REQUESTED\s+LIMITS\s+IN USE\s+WARM POOL\s+ADAPTERS\s+LAST SEEN\nlocal\s+yes\s+\d+\/\d+\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+[\d.]+ [KMG]?i?B\/[\d.]+ GiB\s+[\d.]+ [KMG]?i?B\s+-\s/,
     );
   });
 

@@ -15,6 +15,7 @@ import { mintMotoCredentials } from '../src/adapters/moto-state';
 import { operatorHeaders, operatorUrl } from '../src/adapters/operator-endpoint';
 import { clientConfigFor, type ClientConfig, type SandboxCredentials } from '../src/domain/client-config';
 import { PLANE_LABEL, SANDBOX_ID_LABEL, sandboxContainerLabels } from '../src/domain/docker-labels';
+import type { HostReport } from '../src/domain/hosts';
 import type { SweepReport } from '../src/domain/leaks';
 import { containerNameFor, containerOwner, POOL_HOST_LABEL, POOL_LABEL, type PoolStatus, type WarmPoolReport } from '../src/domain/warm-pool';
 import { claimSlot } from '../src/adapters/warm-pool';
@@ -24,6 +25,8 @@ import { eventually } from './helpers/eventually';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
+
+const MIB = 1024 * 1024;
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';
@@ -135,6 +138,17 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     const [pool] = report.pools;
     // A snapshot: a container may be being replaced at that moment, so ready + starting is what the pool holds.
     assert.deepEqual(pool && { ...pool, ready: pool.ready + pool.starting, starting: 0 }, { hostId: 'local', adapter: 'moto', target: 2, ready: 2, claimed: 1, starting: 0 });
+
+    // `hosts` says what the host's containers really use, read from the engine when asked: three moto emulators' worth.
+    const hostsCli = await runCli(['hosts', '--json'], worker.env);
+    assert.equal(hostsCli.code, 0, hostsCli.stderr);
+    const [local] = (JSON.parse(hostsCli.stdout) as { hosts: HostReport[] }).hosts;
+    const running = (await broker.list({ [PLANE_LABEL]: plane })).filter((listed) => listed.state === 'running');
+    const engineSays = (await Promise.all(running.map((listed) => broker.stats(listed.id)))).reduce((sum, stats) => sum + stats.memoryBytes, 0);
+    assert.equal(running.length, 3, 'two idle pool containers and the claimed one');
+    assert.ok(local?.memoryInUseBytes !== null && local?.memoryInUseBytes !== undefined, 'the live host answered');
+    assert.ok(local.memoryInUseBytes > 3 * 20 * MIB && local.memoryInUseBytes < local.memoryRequestedBytes, `in use ${local.memoryInUseBytes} B: moto's own, below what they request`);
+    assert.ok(Math.abs(local.memoryInUseBytes - engineSays) < engineSays / 2, `in use ${local.memoryInUseBytes} B is what docker stats says (${engineSays} B)`);
 
     await worker.sandboxes.destroy('pool-a');
     await assert.rejects(broker.inspect(containerId), { code: 'CONTAINER_NOT_FOUND' }, 'teardown removes the pooled container');

@@ -10,6 +10,7 @@ import type { SnapshotContents } from './snapshot-contents';
 import type { Store } from '../store';
 import type { HostDirectory } from '../store/host-directory';
 import { createHostSweepActivities, createProjectionSweepActivities } from './cleanup-activities';
+import { createHostMemoryActivities } from './host-memory-activities';
 import { createIacActivities, sandboxAccess, targetAccess } from './iac-activities';
 import { createIacStoreActivities } from './iac-store-activities';
 import { createSnapshotRuntimeActivities, createSnapshotStoreActivities } from './snapshot-activities';
@@ -83,6 +84,7 @@ export function createDockerActivities(deps: DockerRoleDeps) {
     ...createRuntimeActivities(deps),
     ...createHostSweepActivities(deps),
     ...createWarmPoolActivities(deps),
+    ...createHostMemoryActivities(deps),
     ...createIacActivities(sandboxAccess(deps.adapters), deps.parameterSeal),
     ...createSnapshotRuntimeActivities(deps),
   };

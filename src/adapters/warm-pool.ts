@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { isSandboxPlaneError } from '../domain/errors';
 import { containerOwner, poolLabels, poolSlotId, type PoolableAdapter, type PoolStatus } from '../domain/warm-pool';
 import { stopAndRemove, type BrokerLogger, type ContainerBroker } from '../docker';
@@ -88,7 +89,10 @@ export class WarmPool implements PoolSource {
   private checking: Promise<void> | undefined;
   private readonly stopping = new AbortController();
 
-  constructor(private readonly options: WarmPoolOptions) {}
+  constructor(private readonly options: WarmPoolOptions) {
+    // Every idle container starting (or waiting for a start slot) listens for the stop: a pool of 50 has 50 listeners by design.
+    setMaxListeners(0, this.stopping.signal);
+  }
 
   get adapter(): PoolableAdapter {
     return this.options.adapter.name;

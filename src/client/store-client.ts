@@ -1,8 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ApplicationFailure, type Client, type Connection, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
-import { STORE_COMMAND_WORKFLOW, STORE_COMMAND_WORKFLOW_ID_PREFIX, WARM_POOL_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW_ID_PREFIX } from '../domain/contract-names';
+import {
+  HOST_MEMORY_REPORT_WORKFLOW,
+  HOST_MEMORY_REPORT_WORKFLOW_ID_PREFIX,
+  STORE_COMMAND_WORKFLOW,
+  STORE_COMMAND_WORKFLOW_ID_PREFIX,
+  WARM_POOL_REPORT_WORKFLOW,
+  WARM_POOL_REPORT_WORKFLOW_ID_PREFIX,
+} from '../domain/contract-names';
 import { SandboxPlaneError } from '../domain/errors';
-import type { HostView } from '../domain/hosts';
+import type { HostMemoryReport, HostReport, HostView } from '../domain/hosts';
 import type { ApiKeyRecord, NewApiKey } from '../domain/api-keys';
 import type { AuditCursor, AuditExportPage, AuditRecord, AuditVerification } from '../domain/audit-evidence';
 import { refuseUnlessOperator } from '../domain/operator-only';
@@ -292,12 +299,35 @@ export class StoreClient {
   /** Every live docker host's warm pools (DESIGN §13), asked of each host's docker worker now. */
   async warmPools(): Promise<WarmPoolReport> {
     this.refuseUnlessOperator('pools');
+    return (await this.askHosts(WARM_POOL_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW_ID_PREFIX)) as WarmPoolReport;
+  }
+
+  /**
+   * The hosts as {@link hosts} gives them, each with the memory this plane's running
+   * containers on it use now (`memoryInUseBytes`), asked of each live host's docker
+   * worker (DESIGN §12): what placement's requests and limits are estimates of. The
+   * store's view does not wait on the engines: a read that fails leaves every
+   * `memoryInUseBytes` null.
+   */
+  async hostsWithMemoryInUse(): Promise<HostReport[]> {
+    this.refuseUnlessOperator('hosts');
+    const unread: HostMemoryReport = { hosts: [], unanswered: [] };
+    const [hosts, memory] = await Promise.all([
+      this.hosts(),
+      (this.askHosts(HOST_MEMORY_REPORT_WORKFLOW, HOST_MEMORY_REPORT_WORKFLOW_ID_PREFIX) as Promise<HostMemoryReport>).catch(() => unread),
+    ]);
+    const inUse = new Map(memory.hosts.map((host) => [host.hostId, host.bytes]));
+    return hosts.map((host) => ({ ...host, memoryInUseBytes: inUse.get(host.hostId) ?? null }));
+  }
+
+  /** Runs one of the reports that ask every live docker host (its worker answers for its own engine). */
+  private async askHosts(workflowType: string, idPrefix: string): Promise<unknown> {
     try {
-      return (await this.client.workflow.execute(WARM_POOL_REPORT_WORKFLOW, {
+      return await this.client.workflow.execute(workflowType, {
         taskQueue: this.taskQueue,
-        workflowId: `${WARM_POOL_REPORT_WORKFLOW_ID_PREFIX}${randomUUID()}`,
+        workflowId: `${idPrefix}${randomUUID()}`,
         workflowExecutionTimeout: `${COMMAND_TIMEOUT_SECONDS}s`,
-      })) as WarmPoolReport;
+      });
     } catch (err) {
       throw this.explain(err, 'hosts');
     }

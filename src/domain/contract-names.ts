@@ -19,6 +19,11 @@ export const WARM_POOL_REPORT_WORKFLOW = 'warmPoolReport';
 /** Prefix of its workflow id: `pools-<uuid>`. */
 export const WARM_POOL_REPORT_WORKFLOW_ID_PREFIX = 'pools-';
 
+/** Workflow type that asks every live docker host how much memory its containers use now (`sandboxctl hosts`). */
+export const HOST_MEMORY_REPORT_WORKFLOW = 'hostMemoryReport';
+/** Prefix of its workflow id: `hosts-memory-<uuid>`. */
+export const HOST_MEMORY_REPORT_WORKFLOW_ID_PREFIX = 'hosts-memory-';
+
 /** The Temporal Schedule that runs {@link CLEANUP_WORKFLOW}. */
 export const CLEANUP_SCHEDULE_ID = 'sandboxplane-cleanup';
 /** Workflow id of the sweep the schedule (or `sandboxctl sweep`) starts. */

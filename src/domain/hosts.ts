@@ -55,10 +55,12 @@ export const DEFAULT_HOST_MEMORY_OVERCOMMIT = 3;
 
 /**
  * The default of SANDBOXPLANE_EMULATOR_START_CONCURRENCY, per CPU of the worker's machine:
- * an emulator's start is CPU-bound, so a few per core keep the cores busy while each start
- * still passes its health check in about the time it takes alone (src/adapters/start-slots.ts).
+ * an emulator's start is CPU-bound, but part of it waits (the engine, moto's imports from
+ * disk), so a few per core keep the cores busy while each start still passes its health
+ * check well inside its timeout (src/adapters/start-slots.ts). Measured with P6 (50 moto
+ * creates at once, 2 cores): cold p99 1.54× raw at 2 per CPU, 1.33× at 4 (docs/performance.md).
  */
-export const EMULATOR_STARTS_PER_CPU = 2;
+export const EMULATOR_STARTS_PER_CPU = 4;
 
 export const MAX_EMULATOR_START_CONCURRENCY = 256;
 
@@ -128,6 +130,25 @@ export interface HostView {
   readonly memoryLimitCapacityBytes: number | null;
   readonly engineId: string | null;
   readonly registeredAt: string;
+}
+
+/** The memory a host's plane containers use now, as its docker worker read it (`sandboxctl hosts`). */
+export interface HostMemoryInUse {
+  readonly bytes: number;
+  /** The running containers read. */
+  readonly containers: number;
+}
+
+/** Every live host's memory in use, asked of its docker worker now; a host that did not answer is in `unanswered`. */
+export interface HostMemoryReport {
+  readonly hosts: readonly ({ readonly hostId: string } & HostMemoryInUse)[];
+  readonly unanswered: readonly string[];
+}
+
+/** A host as `sandboxctl hosts` reports it: the store's view and, from its worker, the memory really used. */
+export interface HostReport extends HostView {
+  /** What this plane's running containers on the host use now (`docker stats`); null when its worker did not answer or is not live. */
+  readonly memoryInUseBytes: number | null;
 }
 
 /** Where a sandbox runs: the workflow routes every runtime activity to `taskQueue`. */

@@ -65,11 +65,6 @@ export interface WarmPoolReport {
   readonly unanswered: readonly string[];
 }
 
-/** The docker role's activity the report asks each host. */
-export interface WarmPoolActivities {
-  describeWarmPools(): Promise<PoolStatus[]>;
-}
-
 /**
  * Parses `SANDBOXPLANE_WARM_POOL` (`moto=2`, or a comma list). Empty or unset: no pool.
  * Throws a message that names what to fix.

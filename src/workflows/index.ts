@@ -3,6 +3,7 @@ import { iacRun } from './iac-run';
 import { sandboxLifecycle } from './sandbox-lifecycle';
 
 export { cleanupHostSweep, cleanupSweep } from './cleanup-sweep';
+export { hostMemoryReport } from './host-memory-report';
 export { iacRun } from './iac-run';
 export { iacTargetTurns } from './iac-target-turns';
 export { roundTrip } from './round-trip';

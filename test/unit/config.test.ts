@@ -195,8 +195,8 @@ describe('SANDBOXPLANE_PLANE_ID', () => {
     }
   });
 
-  test('emulator starts at once: two per CPU by default (at least 2), a bad value named', () => {
-    assert.equal(loadConfig({}).emulators.startConcurrency, Math.max(2, 2 * os.availableParallelism()));
+  test('emulator starts at once: four per CPU by default (at least 2), a bad value named', () => {
+    assert.equal(loadConfig({}).emulators.startConcurrency, Math.max(2, 4 * os.availableParallelism()));
     assert.equal(loadConfig({ SANDBOXPLANE_EMULATOR_START_CONCURRENCY: '3' }).emulators.startConcurrency, 3);
     for (const bad of ['0', '-1', 'four', '257']) {
       assert.throws(

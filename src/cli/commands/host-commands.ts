@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/config';
 import { formatBytes } from '../../domain/byte-size';
-import { hostIdSchema, type HostView } from '../../domain/hosts';
+import { hostIdSchema, type HostReport } from '../../domain/hosts';
 import type { WarmPoolReport, WarmPoolTargets } from '../../domain/warm-pool';
 import { parseOrThrow } from '../../domain/validation';
 import { action, jsonOption } from '../command-action';
@@ -16,26 +16,30 @@ function warmPoolText(targets: WarmPoolTargets): string {
 
 /**
  * Memory requests held / the allocatable memory, and limits held / what they may add up to
- * (DESIGN §12); `-` for a host whose worker did not measure its engine's memory.
+ * (DESIGN §12); `-` for a host whose worker did not measure its engine's memory. In use:
+ * what its containers use now, `-` when its worker did not answer.
  */
-function memoryText(host: HostView): { requested: string; limited: string } {
-  if (host.memoryCapacityBytes === null || host.memoryLimitCapacityBytes === null) return { requested: '-', limited: '-' };
+function memoryText(host: HostReport): { requested: string; limited: string; inUse: string } {
+  const inUse = host.memoryInUseBytes === null ? '-' : formatBytes(host.memoryInUseBytes);
+  if (host.memoryCapacityBytes === null || host.memoryLimitCapacityBytes === null) return { requested: '-', limited: '-', inUse };
   return {
     requested: `${formatBytes(host.memoryRequestedBytes)}/${formatBytes(host.memoryCapacityBytes)}`,
     limited: `${formatBytes(host.memoryUsedBytes)}/${formatBytes(host.memoryLimitCapacityBytes)}`,
+    inUse,
   };
 }
 
-function formatHosts(hosts: readonly HostView[]): string {
+function formatHosts(hosts: readonly HostReport[]): string {
   if (hosts.length === 0) return 'No docker hosts registered: start a docker worker (`sandboxctl worker` or `sandboxctl worker --role docker`).';
   return formatTable(
-    ['HOST', 'LIVE', 'SANDBOXES', 'REQUESTED', 'LIMITS', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
+    ['HOST', 'LIVE', 'SANDBOXES', 'REQUESTED', 'LIMITS', 'IN USE', 'WARM POOL', 'ADAPTERS', 'LAST SEEN'],
     hosts.map((host) => [
       host.hostId,
       host.live ? 'yes' : 'no',
       `${host.liveSandboxes}/${host.capacity}`,
       memoryText(host).requested,
       memoryText(host).limited,
+      memoryText(host).inUse,
       warmPoolText(host.warmPool),
       host.adapters.join(','),
       host.lastSeenAt ?? 'never',
@@ -61,11 +65,13 @@ function formatPools(report: WarmPoolReport): string {
 export function registerHostCommands(program: Command): void {
   const hostsCommand = program
     .command('hosts')
-    .description('the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, memory requested/allocatable, memory limits/their overcommitted bound, adapters, last poll')
+    .description(
+      'the Docker hosts sandboxes can be placed on: liveness, sandboxes/capacity, memory requested/allocatable, memory limits/their overcommitted bound, memory in use now (asked of each live host), adapters, last poll',
+    )
     .addOption(jsonOption())
     .action(
       action(async (raw) => {
-        const hosts = await withStoreClient(loadConfig(), (store) => store.hosts());
+        const hosts = await withStoreClient(loadConfig(), (store) => store.hostsWithMemoryInUse());
         printResult({ json: raw.json === true }, { hosts }, formatHosts(hosts));
       }),
     );

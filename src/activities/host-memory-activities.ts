@@ -1,0 +1,34 @@
+import type { ContainerBroker } from '../docker';
+import { PLANE_LABEL } from '../domain/docker-labels';
+import type { HostMemoryInUse } from '../domain/hosts';
+import { withTaxonomy } from './activity-failure';
+
+/** Stats read at once: one engine call each, so a host of a hundred sandboxes answers in a few seconds. */
+const STATS_CONCURRENCY = 8;
+
+/** The docker role's answer to "how much memory do this plane's containers use now" (`sandboxctl hosts`). */
+export function createHostMemoryActivities(deps: { readonly broker: ContainerBroker; readonly plane: string }) {
+  return {
+    /**
+     * The memory this plane's running containers on this engine use now, sandboxes' and
+     * warm pools' alike (one `stats` read each, DESIGN §19). A container that ends
+     * between the listing and its read is not counted, and neither is anything not the plane's.
+     */
+    async readMemoryInUse(): Promise<HostMemoryInUse> {
+      return withTaxonomy(async () => {
+        const running = (await deps.broker.list({ [PLANE_LABEL]: deps.plane })).filter((container) => container.state === 'running');
+        let bytes = 0;
+        let read = 0;
+        for (let next = 0; next < running.length; next += STATS_CONCURRENCY) {
+          const stats = await Promise.allSettled(running.slice(next, next + STATS_CONCURRENCY).map((container) => deps.broker.stats(container.id)));
+          for (const outcome of stats) {
+            if (outcome.status !== 'fulfilled') continue;
+            bytes += outcome.value.memoryBytes;
+            read += 1;
+          }
+        }
+        return { bytes, containers: read };
+      });
+    },
+  };
+}
