@@ -9,7 +9,7 @@ import { BENCH_RUN_LABEL, containersLabelled, removeContainers } from './bench-c
 import { benchWorkerEnv, enginePid, type Figure } from './bench-context';
 import { latency, ratioOf, type FigureRow } from './bench-report';
 import { countByOperation, EngineCallLog } from './engine-call-log';
-import { historyProfile } from './history-profile';
+import { historyProfile, stepsText } from './history-profile';
 import { median, percentilesOf, rounded, sleep, timed } from './measure';
 import { CpuTally } from './proc-stats';
 
@@ -144,10 +144,12 @@ export const p4Sweep: Figure = {
         const hostId = report?.hosts?.find((host) => host.swept)?.hostId;
         const sweepRemoveMs = percentilesOf(engineCalls.filter((call) => call.operation === 'remove').map((call) => call.ms));
         const rawRemoveMs = percentilesOf(rawCallMs);
+        const hostSweepHistory = hostId === undefined ? null : await historyProfile(worker.client, `${workflowId}-${hostId}`);
+        const sweepHistory = await historyProfile(worker.client, workflowId);
         perSize[String(size)] = {
           engineCallsPerContainer: Object.fromEntries(Object.entries(calls).map(([operation, count]) => [operation, rounded(count / size, 2)])),
-          hostSweepHistory: hostId === undefined ? null : await historyProfile(worker.client, `${workflowId}-${hostId}`),
-          sweepHistory: await historyProfile(worker.client, workflowId),
+          hostSweepHistory,
+          sweepHistory,
         };
         const ratio = ratioOf(sweepMs, rawMs);
         rows.push({
@@ -159,7 +161,9 @@ export const p4Sweep: Figure = {
           detail:
             `sweep ${(sweepMs / size).toFixed(1)} ms per orphan, raw ${(rawMs / size).toFixed(1)} ms per container; ${counts?.removed ?? 0} removed; ` +
             `each remove call p50 / p99: sweep ${sweepRemoveMs?.p50 ?? '-'} / ${sweepRemoveMs?.p99 ?? '-'} ms, raw ${rawRemoveMs?.p50 ?? '-'} / ${rawRemoveMs?.p99 ?? '-'} ms; ` +
-            `a label-filtered list of ${size}: ${listMs.toFixed(1)} ms (median of ${BASELINE_LISTS})`,
+            `a label-filtered list of ${size}: ${listMs.toFixed(1)} ms (median of ${BASELINE_LISTS}); ` +
+            `sweep ${stepsText(sweepHistory)}` +
+            (hostSweepHistory === null ? '' : `; its host sweep ${stepsText(hostSweepHistory)}`),
           data: {
             size,
             parallelism,

@@ -11,6 +11,49 @@ export interface HistoryProfile {
   readonly signals: number;
   readonly updates: number;
   readonly childWorkflows: number;
+  /** From the first event to the last, as the server stamped them. */
+  readonly wallMs: number;
+  /**
+   * Where that time went, per activity type in order of first use: how many ran, their
+   * time queued (scheduled → started) and running (started → closed), each summed. What
+   * the activities leave of `wallMs` is workflow tasks and the round trips between.
+   */
+  readonly activitySteps: readonly ActivityStep[];
+}
+
+export interface ActivityStep {
+  readonly activityType: string;
+  readonly count: number;
+  readonly queuedMs: number;
+  readonly runningMs: number;
+}
+
+function millis(event: temporal.api.history.v1.IHistoryEvent | undefined): number {
+  const time = event?.eventTime;
+  return time === null || time === undefined ? NaN : Number(time.seconds ?? 0) * 1000 + Math.floor((time.nanos ?? 0) / 1e6);
+}
+
+/** Each activity's queued and running time from its scheduled, started and closing events, summed per type. */
+function activityStepsOf(events: readonly temporal.api.history.v1.IHistoryEvent[]): ActivityStep[] {
+  const byId = new Map(events.map((event) => [Number(event.eventId), event]));
+  const steps = new Map<string, { count: number; queuedMs: number; runningMs: number }>();
+  for (const event of events) {
+    const closed = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
+    if (closed === null || closed === undefined) continue;
+    const scheduled = byId.get(Number(closed.scheduledEventId));
+    const started = byId.get(Number(closed.startedEventId));
+    const type = scheduled?.activityTaskScheduledEventAttributes?.activityType?.name ?? 'unknown';
+    const step = steps.get(type) ?? { count: 0, queuedMs: 0, runningMs: 0 };
+    steps.set(type, { count: step.count + 1, queuedMs: step.queuedMs + (millis(started) - millis(scheduled)), runningMs: step.runningMs + (millis(event) - millis(started)) });
+  }
+  return [...steps].map(([activityType, step]) => ({ activityType, ...step }));
+}
+
+/** `list 1×5 ms (queued 2 ms)`-style text of the steps, for a figure's detail line. */
+export function stepsText(profile: Pick<HistoryProfile, 'wallMs' | 'activitySteps'>): string {
+  const activities = profile.activitySteps.reduce((sum, step) => sum + step.queuedMs + step.runningMs, 0);
+  const steps = profile.activitySteps.map((step) => `${step.activityType} ${step.count}× ${step.runningMs} ms (queued ${step.queuedMs} ms)`);
+  return `${profile.wallMs} ms: ${steps.join(', ')}; workflow tasks and round trips between ${profile.wallMs - activities} ms`;
 }
 
 const { EventType } = temporal.api.enums.v1;
@@ -28,5 +71,7 @@ export async function historyProfile(client: Client, workflowId: string): Promis
     signals: count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED),
     updates: count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED),
     childWorkflows: count(EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED),
+    wallMs: millis(events.at(-1)) - millis(events[0]),
+    activitySteps: activityStepsOf(events),
   };
 }
