@@ -35,7 +35,7 @@ export class StartSlots {
     return this.releaser();
   }
 
-  /** Starts under way and starts waiting, for the worker's log and the bench. */
+  /** The starts holding a slot now and those waiting for one. */
   depth(): { running: number; waiting: number; size: number } {
     return { running: this.running, waiting: this.waiting.length, size: this.size };
   }
