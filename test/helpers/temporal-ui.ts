@@ -47,21 +47,51 @@ export async function inUiPage(browser: Browser, shots: string, name: string, st
   }
 }
 
+/** Chromium's word for a request it dropped because the machine's network changed under it. */
+const NETWORK_CHANGED = /ERR_NETWORK_CHANGED/;
+
 /**
  * Loads a page of the UI and waits for `ready` on it. Once, in early runs, the UI showed
  * its own "500 Internal Error" page when loading the list right after a running
  * workflow's page (cause not pinned down; it did not come back in later runs); loading
  * again is what that page suggests, and each time is reported and kept as a screenshot.
+ *
+ * Chromium also drops every request in flight when an interface comes or goes on the
+ * machine (ERR_NETWORK_CHANGED), and a bridge does each time a docker worker makes a
+ * sandbox's network or its network pool refills: the UI's code then never loads. A
+ * person would load the page again, and so does this, saying so.
  */
 async function gotoUi(page: Page, shots: string, url: string, ready: Locator, attempts = 3): Promise<void> {
   const errorPage = page.getByText("Uh oh. There's an error.");
-  for (let attempt = 1; ; attempt++) {
-    await page.goto(url);
-    await ready.or(errorPage).first().waitFor();
-    if (!(await errorPage.isVisible())) return;
-    const shot = await screenshot(page, shots, `ui-error-page-${Date.now()}`);
-    if (attempt >= attempts) assert.fail(`the Web UI showed its error page for ${url} ${attempts} times (last: ${shot})`);
-    process.stderr.write(`${shots}: the Web UI showed its error page for ${url} (${shot}); loading it again\n`);
+  let networkChanged = false;
+  const onFailed = (request: { failure(): { errorText: string } | null }) => {
+    if (NETWORK_CHANGED.test(request.failure()?.errorText ?? '')) networkChanged = true;
+  };
+  page.on('requestfailed', onFailed);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      networkChanged = false;
+      const loaded = await page
+        .goto(url)
+        .then(() => ready.or(errorPage).first().waitFor())
+        .then(
+          () => true,
+          (err: unknown) => {
+            if (!(networkChanged || NETWORK_CHANGED.test(String(err))) || attempt >= attempts) throw err;
+            return false;
+          },
+        );
+      if (!loaded) {
+        process.stderr.write(`${shots}: the machine's network changed while ${url} loaded (ERR_NETWORK_CHANGED); loading it again\n`);
+        continue;
+      }
+      if (!(await errorPage.isVisible())) return;
+      const shot = await screenshot(page, shots, `ui-error-page-${Date.now()}`);
+      if (attempt >= attempts) assert.fail(`the Web UI showed its error page for ${url} ${attempts} times (last: ${shot})`);
+      process.stderr.write(`${shots}: the Web UI showed its error page for ${url} (${shot}); loading it again\n`);
+    }
+  } finally {
+    page.off('requestfailed', onFailed);
   }
 }
 
