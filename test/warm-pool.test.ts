@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { StoreClient } from '../src/client/store-client';
-import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
+import { CLEANUP_WORKFLOW, HOST_MEMORY_REPORT_WORKFLOW, WARM_POOL_REPORT_WORKFLOW } from '../src/domain/contract-names';
 import { OPERATOR_TOKEN_LABEL } from '../src/adapters/container-emulator';
 import { fetchJson } from '../src/adapters/health-gate';
 import { mintMotoCredentials } from '../src/adapters/moto-state';
@@ -22,6 +22,7 @@ import { claimSlot } from '../src/adapters/warm-pool';
 import { DockerContainerBroker, type ContainerSummary } from '../src/docker';
 import { runCli } from './helpers/cli';
 import { eventually } from './helpers/eventually';
+import { assertReplays, fetchHistories } from './helpers/replay-histories';
 import { testTemporalAddress } from './helpers/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
 import { startTestWorker, type TestWorker } from './helpers/test-worker';
@@ -149,6 +150,16 @@ describe('warm pools (real dev server, engine and moto)', { skip }, () => {
     assert.ok(local?.memoryInUseBytes !== null && local?.memoryInUseBytes !== undefined, 'the live host answered');
     assert.ok(local.memoryInUseBytes > 3 * 20 * MIB && local.memoryInUseBytes < local.memoryRequestedBytes, `in use ${local.memoryInUseBytes} B: moto's own, below what they request`);
     assert.ok(Math.abs(local.memoryInUseBytes - engineSays) < engineSays / 2, `in use ${local.memoryInUseBytes} B is what docker stats says (${engineSays} B)`);
+
+    // Both reports are AUTO_UPGRADE workflows: this build's histories of them replay on this build's code.
+    const reports = await Promise.all(
+      [WARM_POOL_REPORT_WORKFLOW, HOST_MEMORY_REPORT_WORKFLOW].map(async (type) => {
+        const workflowId = `replay-${type}-${Date.now()}`;
+        await worker.client.workflow.execute(type, { taskQueue: worker.config.taskQueue, workflowId, workflowExecutionTimeout: '1 minute' });
+        return workflowId;
+      }),
+    );
+    await assertReplays(await fetchHistories(worker.client, reports));
 
     await worker.sandboxes.destroy('pool-a');
     await assert.rejects(broker.inspect(containerId), { code: 'CONTAINER_NOT_FOUND' }, 'teardown removes the pooled container');

@@ -2,6 +2,7 @@ import type { ContainerBroker } from '../docker';
 import { PLANE_LABEL } from '../domain/docker-labels';
 import type { HostMemoryInUse } from '../domain/hosts';
 import { withTaxonomy } from './activity-failure';
+import { inParallel } from './in-parallel';
 
 /** Stats read at once: one engine call each, so a host of a hundred sandboxes answers in a few seconds. */
 const STATS_CONCURRENCY = 8;
@@ -17,17 +18,9 @@ export function createHostMemoryActivities(deps: { readonly broker: ContainerBro
     async readMemoryInUse(): Promise<HostMemoryInUse> {
       return withTaxonomy(async () => {
         const running = (await deps.broker.list({ [PLANE_LABEL]: deps.plane })).filter((container) => container.state === 'running');
-        let bytes = 0;
-        let read = 0;
-        for (let next = 0; next < running.length; next += STATS_CONCURRENCY) {
-          const stats = await Promise.allSettled(running.slice(next, next + STATS_CONCURRENCY).map((container) => deps.broker.stats(container.id)));
-          for (const outcome of stats) {
-            if (outcome.status !== 'fulfilled') continue;
-            bytes += outcome.value.memoryBytes;
-            read += 1;
-          }
-        }
-        return { bytes, containers: read };
+        const reads = await inParallel(running, STATS_CONCURRENCY, (container) => deps.broker.stats(container.id).catch(() => undefined));
+        const read = reads.filter((stats) => stats !== undefined);
+        return { bytes: read.reduce((sum, stats) => sum + stats.memoryBytes, 0), containers: read.length };
       });
     },
   };
