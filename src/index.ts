@@ -10,6 +10,7 @@
  * import { SandboxClient } from 'cloud-sandbox-plane';
  * const sandboxes = await SandboxClient.connect({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'sandboxplane' });
  */
+import type * as base from './client/plane-client';
 import type * as client from './client/sandbox-client';
 import * as errorCodes from './domain/error-codes';
 import type * as messages from './domain/lifecycle-messages';
@@ -52,7 +53,7 @@ export type ListFilter = client.ListFilter;
 /** What `new SandboxClient(...)` takes: a connected Temporal `Client` and the workers' task queue. */
 export type SandboxClientOptions = client.SandboxClientOptions;
 /** What `SandboxClient.connect` takes: the Temporal address, namespace and the workers' task queue. */
-export type ConnectOptions = client.ConnectOptions;
+export type ConnectOptions = base.ConnectOptions;
 /** Every error code, with its category (CLI exit class), retry verdict and hint. */
 export const ERROR_CODES: typeof errorCodes.ERROR_CODES = errorCodes.ERROR_CODES;
 /** A stable error code: `SandboxPlaneError.code`, `{"error": {"code"}}` in the CLI's JSON. */

@@ -1,7 +1,7 @@
 import { AesGcmPayloadCodec } from '../codec/aes-gcm-codec';
 import { agentIacView } from '../domain/caller-view';
 import { randomBytes } from 'node:crypto';
-import { type Client, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { IAC_RUN_WORKFLOW, IAC_WORKFLOW_ID_PREFIX, iacWorkflowIdFor, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
@@ -32,6 +32,7 @@ import { statusQuery } from '../workflows/sandbox-messages';
 import { sandboxNotFound } from './sandbox-not-found';
 import { toSandboxError } from './client-errors';
 import { quoted } from './visibility-query';
+import { PlaneClient } from './plane-client';
 import { StoreClient } from './store-client';
 import { synthesizeCdkApp } from './cdk-synth';
 
@@ -111,14 +112,7 @@ const RUN_EXECUTION_TIMEOUT = '3 days';
  * const run = await sandboxes.iac.plan({ sandboxId: 'sbx-1', template: readFileSync('stack.yaml', 'utf8'), templateName: 'stack.yaml' });
  * console.log(run.plan?.changes);
  */
-export class IacClient {
-  constructor(
-    private readonly client: Client,
-    private readonly taskQueue: string,
-    /** The principal a bound caller acts as (see SandboxClientOptions.principal). */
-    private readonly principal: string | undefined,
-  ) {}
-
+export class IacClient extends PlaneClient {
   /** Plans a change: the run ends PLANNED, with nothing changed in the sandbox. */
   async plan(request: IacRequest, options: Omit<IacWaitOptions, 'wait'> = {}): Promise<IacStatus> {
     return this.start('plan', request, { ...options, wait: 'ended' });
@@ -339,7 +333,7 @@ export class IacClient {
         },
       );
     }
-    const decision = await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).screenIacRun({
+    const decision = await new StoreClient(this.sameCaller).screenIacRun({
       principal: run.principal,
       services: templateServices(run.template),
       ...(run.target !== undefined ? { target: run.target } : {}),

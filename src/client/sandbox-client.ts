@@ -1,15 +1,6 @@
 import { inSpan } from '../telemetry/spans';
 import { randomBytes } from 'node:crypto';
-import {
-  type Client,
-  type Connection,
-  type UpdateDefinition,
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  type WorkflowHandle,
-  WorkflowNotFoundError,
-} from '@temporalio/client';
-import type { PayloadCodec } from '@temporalio/common';
+import { type UpdateDefinition, WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { sandboxIdFromWorkflowId, SANDBOX_LIFECYCLE_WORKFLOW, workflowIdFor } from '../domain/contract-names';
 import { isErrorCode } from '../domain/error-codes';
@@ -18,7 +9,7 @@ import { hasReached, type ApprovalAttempt, type AwaitStatePayload, type AwaitSta
 import { listingFromDetails, type ResourceListing, type ResourceRef } from '../domain/resources';
 import { eventsQuerySchema, type EventPage, type EventsQuery } from '../domain/event-query';
 import { agentActor, type PlaneEvent } from '../domain/events';
-import { principalSchema, requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
+import { requestDigestOf, sandboxIdSchema, sandboxRequestSchema, type IdentifiedRequest, type SandboxRequestInput } from '../domain/sandbox-request';
 import { SandboxCapability, SandboxExpiresAt, SandboxPrincipal, SandboxState as SandboxStateKey } from '../domain/search-attributes';
 import { SANDBOX_STATES, isTerminal, UNSUCCESSFUL_END_STATES, type SandboxState } from '../domain/sandbox-states';
 import { parseOrThrow } from '../domain/validation';
@@ -43,9 +34,8 @@ import { quoted } from './visibility-query';
 import { followEvents, type FollowQuery } from './event-follow';
 import { IacClient } from './iac-client';
 import { StoreClient } from './store-client';
-import { connectTemporal } from './temporal-connection';
+import { PlaneClient, type ConnectOptions, type PlaneClientOptions } from './plane-client';
 import { statusSeenBy, withTimeLeft } from './status-view';
-import type { TemporalTlsSettings } from '../config/temporal-tls';
 
 /** How long `create` waits: until the request is screened, until the sandbox is READY, or until it has ended. */
 export type CreateWait = 'accepted' | 'ready' | 'ended';
@@ -87,41 +77,9 @@ export interface ApprovalOutcome {
   readonly status: SandboxStatus;
 }
 
-export interface SandboxClientOptions {
-  /** A connected Temporal client. */
-  readonly client: Client;
-  /** The task queue the lifecycle workers poll. */
-  readonly taskQueue: string;
-  /**
-   * The caller's identity (DESIGN §12): a client bound to a principal creates only as
-   * that principal, sees only its sandboxes (others are NOT_FOUND), and is shown no
-   * approver names. Unbound, it acts as an operator.
-   */
-  readonly principal?: string;
+export interface SandboxClientOptions extends PlaneClientOptions {
   /** The most sandboxes one `fork` with `count` makes (SANDBOXPLANE_FORK_MAX; default 20). */
   readonly forkMax?: number;
-}
-
-export interface ConnectOptions {
-  readonly address: string;
-  readonly namespace: string;
-  readonly taskQueue: string;
-  /** See {@link SandboxClientOptions.principal}. */
-  readonly principal?: string;
-  /** See {@link SandboxClientOptions.forkMax}. */
-  readonly forkMax?: number;
-  /**
-   * The payload codec the workers use (e.g. `new AesGcmPayloadCodec(readCodecKeysFile(file))`);
-   * by default the one SANDBOXPLANE_CODEC_KEYS, SANDBOXPLANE_CODEC_KEYS_FILE or this
-   * checkout's `.data/codec-keys` gives; `null` for none (docs/security.md#payload-encryption).
-   */
-  readonly payloadCodec?: PayloadCodec | null;
-  /**
-   * mTLS to Temporal (a cluster started by scripts/cluster.sh requires it): the client
-   * certificate, key and CA files; by default those SANDBOXPLANE_TEMPORAL_TLS_CERT, _KEY and
-   * _CA name, plain gRPC when they are unset; `null` for plain gRPC (docs/security.md).
-   */
-  readonly tls?: TemporalTlsSettings | null;
 }
 
 /** A request from a principal-bound client may leave the principal out: it is the client's. */
@@ -176,43 +134,27 @@ export function generateSandboxId(): string {
  * const sandbox = await sandboxes.create({ principal: 'agent-7', services: ['s3'], ttlSeconds: 900 }, { wait: 'ready' });
  * const s3 = new S3Client(sandbox.clientConfig!);
  */
-export class SandboxClient {
-  private readonly client: Client;
-  private readonly taskQueue: string;
-  /** The principal this client acts as, or `undefined` for an operator's client. */
-  readonly principal: string | undefined;
+export class SandboxClient extends PlaneClient {
   private readonly forkMax: number;
-  private ownConnection: Connection | undefined;
 
   constructor(options: SandboxClientOptions) {
-    this.client = options.client;
-    this.taskQueue = options.taskQueue;
-    this.principal = options.principal === undefined ? undefined : parseOrThrow(principalSchema, options.principal, 'caller principal');
+    super(options);
     this.forkMax = options.forkMax ?? DEFAULT_FORK_MAX;
   }
 
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<SandboxClient> {
-    const { client, connection } = await connectTemporal(options);
-    const sandboxes = new SandboxClient({
-      client,
-      taskQueue: options.taskQueue,
-      ...(options.principal !== undefined ? { principal: options.principal } : {}),
-      ...(options.forkMax !== undefined ? { forkMax: options.forkMax } : {}),
-    });
-    sandboxes.ownConnection = connection;
-    return sandboxes;
+    return PlaneClient.connectOwning(options, (parts) => new SandboxClient({ ...parts, ...(options.forkMax !== undefined ? { forkMax: options.forkMax } : {}) }));
   }
 
   /** Infrastructure as code in this client's sandboxes (plans, applies, approvals), as the same caller. */
   get iac(): IacClient {
-    return new IacClient(this.client, this.taskQueue, this.principal);
+    return new IacClient(this.sameCaller);
   }
 
-  /** Closes the connection opened by {@link connect}; a no-op for an injected client. */
-  async close(): Promise<void> {
-    await this.ownConnection?.close();
-    this.ownConnection = undefined;
+  /** Snapshots, usage, events and the rest of what the store role keeps, as the same caller, over the same connection. */
+  get store(): StoreClient {
+    return new StoreClient(this.sameCaller);
   }
 
   /**
@@ -498,10 +440,7 @@ export class SandboxClient {
       parseOrThrow(forkCountSchema(this.forkMax), count, 'count');
       if (request.id !== undefined) throw new SandboxPlaneError('INVALID_INPUT', 'id: names one sandbox; a fork with count draws an id for each (leave id out)');
     }
-    const source =
-      request.services !== undefined && request.adapter !== undefined
-        ? undefined
-        : await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshot(principal, fromSnapshot);
+    const source = request.services !== undefined && request.adapter !== undefined ? undefined : await this.store.snapshot(principal, fromSnapshot);
     const services = request.services ?? [...(source?.services ?? [])];
     const adapter = request.adapter ?? source?.adapter;
     const forked = { ...request, principal, services, ...(adapter !== undefined ? { adapter } : {}), fromSnapshot };
@@ -518,7 +457,7 @@ export class SandboxClient {
    */
   async tree(id: string): Promise<SandboxTree> {
     const sandboxId = this.checkId(id);
-    const { root, sandboxIds } = await new StoreClient({ client: this.client, taskQueue: this.taskQueue }).tree(sandboxId, this.principal);
+    const { root, sandboxIds } = await this.store.tree(sandboxId, this.principal);
     const statuses = await Promise.all(sandboxIds.map((member) => this.get(member)));
     return { root, sandboxes: statuses.filter((status): status is SandboxStatus => status !== undefined) };
   }
@@ -575,7 +514,7 @@ export class SandboxClient {
     if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
     const principal = this.principal ?? filter.principal;
     const sandboxId = filter.sandboxId === undefined ? undefined : this.checkId(filter.sandboxId);
-    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).snapshots({
+    return this.store.snapshots({
       ...(principal !== undefined ? { principal } : {}),
       ...(sandboxId !== undefined ? { sandboxId } : {}),
     });
@@ -589,12 +528,7 @@ export class SandboxClient {
    * the requests their emulators served (moto counts them; floci and memory add 0).
    */
   async usage(filter: { principal?: string; since?: string } = {}): Promise<UsageRow[]> {
-    if (this.principal !== undefined && filter.principal !== undefined && filter.principal !== this.principal) return [];
-    const principal = this.principal ?? filter.principal;
-    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).usage({
-      ...(principal !== undefined ? { principal } : {}),
-      ...(filter.since !== undefined ? { since: filter.since } : {}),
-    });
+    return this.store.usage(filter);
   }
 
   /**
@@ -610,7 +544,7 @@ export class SandboxClient {
   async events(query: EventsQuery = {}): Promise<EventPage> {
     const { since, ...rest } = query;
     const checked = parseOrThrow(eventsQuerySchema, { ...rest, ...(since !== undefined ? { since: since instanceof Date ? since.toISOString() : since } : {}) }, 'events query');
-    return new StoreClient({ client: this.client, taskQueue: this.taskQueue, ...(this.principal !== undefined ? { principal: this.principal } : {}) }).events(checked);
+    return this.store.events(checked);
   }
 
   /**
@@ -635,7 +569,7 @@ export class SandboxClient {
    */
   async deleteSnapshot(snapshotId: string, options: { actor?: string } = {}): Promise<SnapshotSummary> {
     const snapshot = parseOrThrow(snapshotIdSchema, snapshotId, 'snapshot id');
-    return new StoreClient({ client: this.client, taskQueue: this.taskQueue }).deleteSnapshot(snapshot, {
+    return this.store.deleteSnapshot(snapshot, {
       ...(this.principal !== undefined ? { principal: this.principal } : {}),
       ...this.byCaller(options),
     });

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ApplicationFailure, type Client, type Connection, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, TimeoutFailure, WorkflowFailedError } from '@temporalio/client';
 import {
   HOST_MEMORY_REPORT_WORKFLOW,
   HOST_MEMORY_REPORT_WORKFLOW_ID_PREFIX,
@@ -13,7 +13,6 @@ import type { HostMemoryReport, HostReport, HostView } from '../domain/hosts';
 import type { ApiKeyRecord, NewApiKey } from '../domain/api-keys';
 import type { AuditCursor, AuditExportPage, AuditRecord, AuditVerification } from '../domain/audit-evidence';
 import { refuseUnlessOperator } from '../domain/operator-only';
-import { principalSchema } from '../domain/sandbox-request';
 import { newApiKey } from '../crypto/api-key-hash';
 import {
   PRINCIPAL_KINDS,
@@ -38,21 +37,10 @@ import type { WarmPoolReport } from '../domain/warm-pool';
 import { newWebhookSchema, type NewWebhookInput, type WebhookDelivery, type WebhookRecord } from '../domain/webhooks';
 import { newRecipient } from '../crypto/sealed-box';
 import { toSandboxError } from './client-errors';
-import type { ConnectOptions } from './sandbox-client';
-import { connectTemporal } from './temporal-connection';
+import { PlaneClient, type ConnectOptions, type PlaneClientOptions } from './plane-client';
 
-export interface StoreClientOptions {
-  /** A connected Temporal client. */
-  readonly client: Client;
-  /** The task queue the lifecycle workers poll (`<tq>`); the store worker polls `<tq>-store`. */
-  readonly taskQueue: string;
-  /**
-   * The caller's principal (DESIGN §18): a bound client may read only its own sandboxes'
-   * audit trails and its own snapshots; operator commands (policy, approvers, hosts,
-   * targets, keys, leaks, pools) are PRINCIPAL_MISMATCH. Unbound, it acts as an operator.
-   */
-  readonly principal?: string;
-}
+/** What `new StoreClient(...)` takes: a connected Temporal client, the workers' queue, and the caller (DESIGN §18: a bound client reads only its own audit trails and snapshots, and is refused operator commands). */
+export type StoreClientOptions = PlaneClientOptions;
 
 /** How long one command may take, start to answer: the store command's own 15 s pickup wait fits inside. */
 const COMMAND_TIMEOUT_SECONDS = 30;
@@ -75,31 +63,10 @@ export function storeCommandWorkflowId(kind: StoreCommandKind): string {
  * const store = await StoreClient.connect({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'sandboxplane' });
  * await store.addPolicy({ principalPattern: 'agent-*', capability: 'cloud.sandbox', effect: 'allow' });
  */
-export class StoreClient {
-  private readonly client: Client;
-  private readonly taskQueue: string;
-  private ownConnection: Connection | undefined;
-  /** See {@link StoreClientOptions.principal}. */
-  readonly principal: string | undefined;
-
-  constructor(options: StoreClientOptions) {
-    this.client = options.client;
-    this.taskQueue = options.taskQueue;
-    this.principal = options.principal === undefined ? undefined : parseOrThrow(principalSchema, options.principal, 'caller principal');
-  }
-
+export class StoreClient extends PlaneClient {
   /** Connects to Temporal; {@link close} releases the connection. */
   static async connect(options: ConnectOptions): Promise<StoreClient> {
-    const { client, connection } = await connectTemporal(options);
-    const store = new StoreClient({ client, taskQueue: options.taskQueue, ...(options.principal !== undefined ? { principal: options.principal } : {}) });
-    store.ownConnection = connection;
-    return store;
-  }
-
-  /** Closes the connection opened by {@link connect}; a no-op for an injected client. */
-  async close(): Promise<void> {
-    await this.ownConnection?.close();
-    this.ownConnection = undefined;
+    return PlaneClient.connectOwning(options, (parts) => new StoreClient(parts));
   }
 
   /** Adds a policy row; the worker applies it to the next request it screens. Limits left out are `null` (none). */
