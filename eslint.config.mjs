@@ -67,6 +67,17 @@ const RESTRICTED_PATH_ZONES = [
     message: 'src/adapters imports only src/domain, src/docker, src/telemetry and config types.',
   },
   {
+    // What the bench and the tests both use lives in test/harness, so the bench's dependency on it is honest.
+    target: ['bench', 'test/harness'],
+    from: 'test/helpers',
+    message: "bench and test/harness import test/harness, not test/helpers (the tests' own helpers).",
+  },
+  {
+    target: 'test',
+    from: 'bench',
+    message: 'Tests do not import the bench: what both need lives in test/harness.',
+  },
+  {
     // Spans and metrics (DESIGN §17) are used from every layer that does I/O, so they depend on none.
     target: 'src/telemetry',
     from: oursExcept('src/telemetry', 'src/domain', 'src/config'),

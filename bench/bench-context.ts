@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TestDevServer } from '../test/helpers/test-temporal';
+import type { Client } from '@temporalio/client';
+import type { SandboxClient } from '../src/client/sandbox-client';
+import type { TestDevServer } from '../test/harness/test-temporal';
 import type { BenchOptions, FigureId } from './bench-options';
 import type { FigureRow } from './bench-report';
 import { benchPlaneId } from './bench-containers';
-import type { MeasuredWorker } from './measured-worker';
 
 /** The engine and images of the run, or why each is missing. */
 export interface DockerSetup {
@@ -44,6 +45,21 @@ export class BenchCleanup {
       await undo().catch((err: unknown) => report(`clean-up of ${what} failed: ${String(err)}`));
     }
   }
+}
+
+/**
+ * `sandboxctl worker` (the compiled CLI, all roles, memory adapter on) in a child process
+ * of its own, as an operator runs it: its CPU and resident memory are read apart from the
+ * bench's clients and the Temporal server.
+ */
+export interface MeasuredWorker {
+  readonly pid: number;
+  readonly taskQueue: string;
+  /** The environment a `sandboxctl` child needs to reach this worker. */
+  readonly env: Record<string, string>;
+  readonly client: Client;
+  readonly sandboxes: SandboxClient;
+  stop(): Promise<void>;
 }
 
 /** What every figure gets from the entry point. */

@@ -1,8 +1,8 @@
 import { DockerContainerBroker } from '../src/docker';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { createLogger } from '../src/logging/logger';
-import { dockerClient } from '../test/helpers/container-events';
-import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
+import { dockerClient } from '../test/harness/container-events';
+import { startTestWorker, type TestWorker } from '../test/harness/test-worker';
 import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext } from './bench-context';
 

@@ -27,8 +27,8 @@ import { runRoundTrip } from '../src/client/round-trip';
 import { SandboxClient } from '../src/client/sandbox-client';
 import { StoreClient } from '../src/client/store-client';
 import { connectTemporal } from '../src/client/temporal-connection';
-import { parseExports } from '../test/helpers/cluster-exports';
-import { concurrentLifecycles, describeFailures } from '../test/helpers/lifecycle-burst';
+import { parseExports } from '../test/harness/cluster-exports';
+import { concurrentLifecycles, describeFailures } from '../test/harness/lifecycle-burst';
 import { cpuSeconds, rssMb } from './proc-stats';
 
 const ROOT = path.resolve(__dirname, '..');

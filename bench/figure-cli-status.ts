@@ -4,10 +4,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { workflowIdFor } from '../src/domain/contract-names';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
-import { cliEnv, REPO_ROOT } from '../test/helpers/cli';
+import { cliEnv, REPO_ROOT } from '../test/harness/cli';
 import { BENCH_PRINCIPAL, type BenchContext, type Figure } from './bench-context';
 import { latency, ratioOf, type FigureRow } from './bench-report';
-import type { MeasuredWorker } from './measured-worker';
+import type { MeasuredWorker } from './bench-context';
 import { alternate, median, rounded, timed } from './measure';
 
 /** `status` against `temporal workflow describe` (issue 42; 3× before). */

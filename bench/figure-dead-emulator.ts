@@ -4,7 +4,7 @@ import { workflowIdFor } from '../src/domain/contract-names';
 import { PLANE_LABEL, SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { isTerminal } from '../src/domain/sandbox-states';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
-import { dockerClient } from '../test/helpers/container-events';
+import { dockerClient } from '../test/harness/container-events';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
 import { withBenchWorker } from './bench-worker';
 import { latency, ratioOf } from './bench-report';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { workflowIdFor } from '../src/domain/contract-names';
 import { checkHealthSignal } from '../src/workflows/sandbox-messages';
-import type { TestWorker } from '../test/helpers/test-worker';
+import type { TestWorker } from '../test/harness/test-worker';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
 import { withBenchWorker } from './bench-worker';
 import { ratioOf } from './bench-report';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { concurrentLifecycles, describeFailures } from '../test/helpers/lifecycle-burst';
+import { concurrentLifecycles, describeFailures } from '../test/harness/lifecycle-burst';
 import { ratioOf, type FigureRow } from './bench-report';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
 import { percentilesOf } from './measure';

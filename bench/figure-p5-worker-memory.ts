@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { BENCH_PRINCIPAL, type Figure } from './bench-context';
 import { ratioOf, type FigureRow } from './bench-report';
 import { median, rounded, sleep } from './measure';
-import { startMeasuredWorker, type MeasuredWorker } from './measured-worker';
+import type { MeasuredWorker } from './bench-context';
+import { startMeasuredWorker } from './measured-worker';
 import { CpuTally, rssMb } from './proc-stats';
 import { roundTrip } from './round-trip-baseline';
 

@@ -3,8 +3,8 @@ import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client }
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { ClientConfig } from '../src/domain/client-config';
 import { DockerContainerBroker } from '../src/docker';
-import { dockerClient } from '../test/helpers/container-events';
-import { startTestWorker, type TestWorker } from '../test/helpers/test-worker';
+import { dockerClient } from '../test/harness/container-events';
+import { startTestWorker, type TestWorker } from '../test/harness/test-worker';
 import { containersLabelled, removeContainers, removePlaneNetworks } from './bench-containers';
 import { BENCH_PRINCIPAL, benchWorkerEnv, type Figure } from './bench-context';
 import { latency, ratioOf } from './bench-report';

@@ -1,9 +1,9 @@
 import { StoreClient } from '../src/client/store-client';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { NETWORK_POOL_LABEL } from '../src/domain/network-pool';
-import { dockerClient } from '../test/helpers/container-events';
-import { eventually } from '../test/helpers/eventually';
-import type { TestWorker } from '../test/helpers/test-worker';
+import { dockerClient } from '../test/harness/container-events';
+import { eventually } from '../test/harness/eventually';
+import type { TestWorker } from '../test/harness/test-worker';
 
 /** Waits, untimed, until the worker's moto pool holds its target of started containers again: a refill then runs during no timed step. */
 export async function fullMotoPool(worker: TestWorker, timeoutMs = 180_000): Promise<void> {

@@ -6,8 +6,8 @@
  *   node --import tsx bench/lifecycle-history.ts
  */
 import { temporal } from '@temporalio/proto';
-import { startTestDevServer } from '../test/helpers/test-temporal';
-import { startTestWorker } from '../test/helpers/test-worker';
+import { startTestDevServer } from '../test/harness/test-temporal';
+import { startTestWorker } from '../test/harness/test-worker';
 
 const { EventType } = temporal.api.enums.v1;
 const typeNames = new Map(Object.entries(EventType).map(([name, value]) => [value, name.replace('EVENT_TYPE_', '')]));

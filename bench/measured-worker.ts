@@ -3,25 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { SandboxClient } from '../src/client/sandbox-client';
-import { LOCAL_FLAGS, testDataConverter } from '../test/helpers/test-worker';
-import { runSandboxctl, startWorkerProcess } from '../test/helpers/worker-process';
-import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext } from './bench-context';
+import { LOCAL_FLAGS, testDataConverter } from '../test/harness/test-worker';
+import { runSandboxctl, startWorkerProcess } from '../test/harness/worker-process';
+import { BENCH_PRINCIPAL, benchWorkerEnv, type BenchContext, type MeasuredWorker } from './bench-context';
 
-/**
- * `sandboxctl worker` (the compiled CLI, all roles, memory adapter on) in a child process
- * of its own, as an operator runs it: its CPU and resident memory are read apart from the
- * bench's clients and the Temporal server.
- */
-export interface MeasuredWorker {
-  readonly pid: number;
-  readonly taskQueue: string;
-  /** The environment a `sandboxctl` child needs to reach this worker. */
-  readonly env: Record<string, string>;
-  readonly client: Client;
-  readonly sandboxes: SandboxClient;
-  stop(): Promise<void>;
-}
-
+/** Starts the {@link MeasuredWorker}: `sandboxctl worker` in a child process, with a policy that lets the bench's agents in. */
 export async function startMeasuredWorker(context: BenchContext, purpose: string): Promise<MeasuredWorker> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-bench-'));
   const env: Record<string, string> = {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runSandboxctl } from '../test/helpers/worker-process';
+import { runSandboxctl } from '../test/harness/worker-process';
 
 /** A receiver in the bench process that takes every delivery (204) and counts them. */
 export async function webhookSink(): Promise<{ url: (path: string) => string; received: () => number; close: () => Promise<void> }> {

@@ -33,10 +33,10 @@ import {
   FRESH_ID,
   type BadToolCall,
 } from './helpers/bad-inputs';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { mcpServerTransport } from './helpers/mcp-transport';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 /** Runs per surface: well over 200 generated inputs in all, in a couple of minutes. */
 const RUNS = {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { cdkSynthEnvironment, synthesizeCdkApp } from '../src/client/cdk-synth';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { rejectsWith } from './helpers/rejects-with';
 
 const REPO_ROOT = path.resolve(__dirname, '..');

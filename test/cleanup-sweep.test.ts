@@ -17,13 +17,13 @@ import type { SweepReport } from '../src/domain/leaks';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker, type ContainerBroker } from '../src/docker';
 import { Store } from '../src/store';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
-import { runCli, spawnCli, stopChild } from './helpers/cli';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { runCli, spawnCli, stopChild } from './harness/cli';
+import { testTemporalAddress } from './harness/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
 import { projectionSnapshot } from './helpers/projection-row';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const MIB = 1024 * 1024;
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE as string;

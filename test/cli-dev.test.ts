@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Connection, WorkflowClient } from '@temporalio/client';
-import { runCli, spawnCli, stopChild, waitForOutput } from './helpers/cli';
-import { freePort, isListening } from './helpers/free-port';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { runCli, spawnCli, stopChild, waitForOutput } from './harness/cli';
+import { freePort, isListening } from './harness/free-port';
+import { testTemporalAddress } from './harness/test-temporal';
 
 const READY = /dev: ready on /;
 const START_TIMEOUT_MS = 120_000;

@@ -6,10 +6,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { Store } from '../src/store';
-import { runCli, spawnCli, stopChild } from './helpers/cli';
-import { startTestWorker } from './helpers/test-worker';
-import { freePort } from './helpers/free-port';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { runCli, spawnCli, stopChild } from './harness/cli';
+import { startTestWorker } from './harness/test-worker';
+import { freePort } from './harness/free-port';
+import { testTemporalAddress } from './harness/test-temporal';
 
 interface Report {
   ok: boolean;

@@ -5,12 +5,12 @@ import type { ApprovalOutcome, SandboxSummary } from '../src/client/sandbox-clie
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { AuditEntry, PolicyRecord } from '../src/domain/store-commands';
 import { STORE_COMMAND_WORKFLOW } from '../src/domain/contract-names';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { authenticatorFor, wrongCode, type TestAuthenticator } from './helpers/approvers';
-import { eventually } from './helpers/eventually';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { eventually } from './harness/eventually';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 // The tests run in order and build on each other: the first one adds the policy rows
 // and the approver the later ones rely on.

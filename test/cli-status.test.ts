@@ -14,12 +14,12 @@ import { payloadCodecFor } from '../src/codec/codec-settings';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SandboxPlaneError } from '../src/domain/errors';
 import { enrolApprover } from './helpers/approvers';
-import { cliEnv, REPO_ROOT, runCli } from './helpers/cli';
+import { cliEnv, REPO_ROOT, runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { freePort } from './helpers/free-port';
+import { freePort } from './harness/free-port';
 import { rejectsWith } from './helpers/rejects-with';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 /** The status without the one field that follows the clock; the seconds left are compared apart, within a few seconds. */
 function sameStatus(actual: SandboxStatus, expected: SandboxStatus, what: string): void {

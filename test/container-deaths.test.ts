@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { PLANE_LABEL } from '../src/domain/docker-labels';
 import { DockerContainerBroker } from '../src/docker';
 import { checkHealthSignal } from '../src/workflows/sandbox-messages';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import { DockerContainerBroker } from '../src/docker';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, testDataConverter, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE as string;
 

@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PlaneEvent } from '../src/domain/events';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
-import { runCli, spawnCli, stopChild, waitForOutput } from './helpers/cli';
+import { runCli, spawnCli, stopChild, waitForOutput } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const CONTRACT_FIELDS = ['eventId', 'time', 'kind', 'sandboxId', 'runId', 'principal', 'actor', 'reason', 'from', 'to', 'detail'];
 

@@ -1,18 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import type { SweepReport } from '../src/domain/leaks';
 import { ChildProcessPlane } from './helpers/child-process-plane';
-import { dockerClient } from './helpers/container-events';
-import { eventually } from './helpers/eventually';
+import { dockerClient } from './harness/container-events';
+import { eventually } from './harness/eventually';
 import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
-import { createTestNamespace } from './helpers/test-namespace';
-import type { WorkerProcess } from './helpers/worker-process';
+import type { WorkerProcess } from './harness/worker-process';
 
 type PendingActivity = temporal.api.workflow.v1.IPendingActivityInfo;
 
@@ -46,7 +42,6 @@ async function answers(endpoint: string): Promise<boolean> {
  */
 describe('fault campaign: the Docker engine stopped for 30 s', () => {
   let engine: PrivateDockerEngine;
-  let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
 
@@ -55,12 +50,8 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
     assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
     engine = await startPrivateDockerEngine();
     await engine.copyImageFrom(process.env.DOCKER_HOST, motoImage);
-    const address = await testTemporalAddress();
-    const namespace = await createTestNamespace(address, 'fault-engine');
-    connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
-      address,
-      namespace,
+    plane = await ChildProcessPlane.start({
+      namespace: 'fault-engine',
       dockerHost: engine.dockerHost,
       // Frequent looks, so the health watch sees the outage too; it must not call it a death.
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s', SANDBOXPLANE_HEALTH_INTERVAL: '5s' },
@@ -71,7 +62,6 @@ describe('fault campaign: the Docker engine stopped for 30 s', () => {
   after(async () => {
     if (engine !== undefined && !engine.running) await engine.start().catch(() => undefined);
     await plane?.dispose();
-    await connection?.close();
     await engine?.dispose();
   });
 

@@ -2,15 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CloudFormationClient, ListChangeSetsCommand, ListStacksCommand } from '@aws-sdk/client-cloudformation';
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { Client, Connection } from '@temporalio/client';
 import type { ClientConfig } from '../src/domain/client-config';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import { ChildProcessPlane } from './helpers/child-process-plane';
-import { eventually } from './helpers/eventually';
-import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
-import type { WorkerProcess } from './helpers/worker-process';
+import { eventually } from './harness/eventually';
+import type { WorkerProcess } from './harness/worker-process';
 
 const TEMPLATE = JSON.stringify({
   Resources: {
@@ -28,19 +24,14 @@ const TEMPLATE = JSON.stringify({
  * resource there, nothing twice.
  */
 describe('fault campaign: SIGKILL of the worker during an IaC apply', () => {
-  let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
   let config: ClientConfig;
   let run: IacStatus;
 
   before(async () => {
-    const address = await testTemporalAddress();
-    const namespace = await createTestNamespace(address, 'fault-iac');
-    connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
-      address,
-      namespace,
+    plane = await ChildProcessPlane.start({
+      namespace: 'fault-iac',
       env: { SANDBOXPLANE_FLAG_IAC_LOCAL: '1' },
       seed: [
         ['policy', 'add', '--principal', 'gated-*', '--capability', 'cloud.sandbox', '--effect', 'allow'],
@@ -58,7 +49,6 @@ describe('fault campaign: SIGKILL of the worker during an IaC apply', () => {
         .catch(() => undefined);
     }
     await plane?.dispose();
-    await connection?.close();
   });
 
   /** The activities of the run whose start reached the history. */

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
 import { ChildProcessPlane } from './helpers/child-process-plane';
 import { startRestartableDevServer, type RestartableDevServer } from './helpers/restartable-dev-server';
-import { testDataConverter } from './helpers/test-worker';
-import type { WorkerProcess } from './helpers/worker-process';
+import type { WorkerProcess } from './harness/worker-process';
 
 /** Due while the server is down: the timer must fire once it is back. */
 const DUE_IN_OUTAGE_TTL_SECONDS = 8;
@@ -20,14 +18,12 @@ const DUE_AFTER_RESTART_TTL_SECONDS = 35;
  */
 describe('fault campaign: the Temporal dev server stopped and restarted on the same database', () => {
   let server: RestartableDevServer;
-  let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
 
   before(async () => {
     server = await startRestartableDevServer();
-    connection = await Connection.connect({ address: server.address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace: 'default', dataConverter: testDataConverter() }), {
+    plane = await ChildProcessPlane.start({
       address: server.address,
       namespace: 'default',
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },
@@ -42,7 +38,6 @@ describe('fault campaign: the Temporal dev server stopped and restarted on the s
   after(async () => {
     if (server !== undefined && !server.running) await server.start().catch(() => undefined);
     await plane?.dispose();
-    await connection?.close();
     await server?.dispose();
   });
 

@@ -7,29 +7,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { Client, Connection } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
 import { ChildProcessPlane } from './helpers/child-process-plane';
-import { eventually } from './helpers/eventually';
-import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
+import { eventually } from './harness/eventually';
 import { WebhookReceiver } from './helpers/webhook-receiver';
-import { runSandboxctl, type WorkerProcess } from './helpers/worker-process';
+import { runSandboxctl, type WorkerProcess } from './harness/worker-process';
 
 describe('fault: SIGKILL of the webhook-delivering worker mid-delivery', () => {
-  let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
   const receiver = new WebhookReceiver();
 
   before(async () => {
-    const address = await testTemporalAddress();
-    const namespace = await createTestNamespace(address, 'fault-webhook');
-    connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
-      address,
-      namespace,
+    plane = await ChildProcessPlane.start({
+      namespace: 'fault-webhook',
       env: { SANDBOXPLANE_FLAG_ADAPTER_MEMORY: '1' },
       seed: [['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow']],
     });
@@ -40,7 +31,6 @@ describe('fault: SIGKILL of the webhook-delivering worker mid-delivery', () => {
   after(async () => {
     await receiver.kill();
     await plane?.dispose();
-    await connection?.close();
   });
 
   const storedEvents = (): { eventId: string; sandboxId: string | null; seq: number }[] => {

@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { ChildProcessPlane } from './helpers/child-process-plane';
-import { watchContainerEvent } from './helpers/container-events';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
-import { createTestNamespace } from './helpers/test-namespace';
-import type { WorkerProcess } from './helpers/worker-process';
+import { watchContainerEvent } from './harness/container-events';
+import type { WorkerProcess } from './harness/worker-process';
 
 const LONG_TTL_SECONDS = 600;
 /** The sandboxes the kills are aimed at, one per step (see the tests). */
@@ -28,7 +24,6 @@ const SHORT_TTL_SECONDS = 25;
  * worker, and the last test checks where everything ended.
  */
 describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => {
-  let connection: Connection;
   let plane: ChildProcessPlane;
   let worker: WorkerProcess;
   const ids = {} as Record<(typeof SANDBOXES)[number], string>;
@@ -39,12 +34,8 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
   let teardownKilledPid: number;
 
   before(async () => {
-    const address = await testTemporalAddress();
-    const namespace = await createTestNamespace(address, 'fault-kill');
-    connection = await Connection.connect({ address });
-    plane = ChildProcessPlane.create(new Client({ connection, namespace, dataConverter: testDataConverter() }), {
-      address,
-      namespace,
+    plane = await ChildProcessPlane.start({
+      namespace: 'fault-kill',
       env: { SANDBOXPLANE_EXPIRY_WARNING: '2s' },
       seed: [
         ['policy', 'add', '--principal', 'agent-*', '--capability', 'cloud.sandbox', '--effect', 'allow'],
@@ -59,7 +50,6 @@ describe('fault campaign: SIGKILL of the worker at every lifecycle step', () => 
     await plane?.dispose();
     // A destroy still waiting (a failed run) hears of the termination before its channel closes.
     if (destroying !== undefined) await Promise.race([destroying, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-    await connection?.close();
   });
 
   /**

@@ -20,10 +20,10 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { SERVICE_CATALOGS } from '../src/domain/service-catalog';
 import { DockerContainerBroker } from '../src/docker';
 import { createTableCommand } from './helpers/aws-fixtures';
-import { runCli } from './helpers/cli';
-import { isListening } from './helpers/free-port';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { runCli } from './harness/cli';
+import { isListening } from './harness/free-port';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const catalog = SERVICE_CATALOGS.floci;
 const probe = flociHealthProbe(catalog);

@@ -25,11 +25,11 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SnapshotSummary } from '../src/domain/snapshots';
 import { DockerContainerBroker } from '../src/docker';
 import { awsCliEnv } from './helpers/aws-cli';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;

@@ -19,12 +19,12 @@ import { PLANE_LABEL } from '../src/domain/docker-labels';
 import type { IacStatus } from '../src/domain/iac/iac-run';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
-import { runCli, spawnCli, stopChild, waitForOutput } from './helpers/cli';
+import { runCli, spawnCli, stopChild, waitForOutput } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { MCP_TOOLS } from './helpers/mcp-tools';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 

@@ -28,12 +28,12 @@ import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCli } from './helpers/aws-cli';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

@@ -21,13 +21,13 @@ import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCliEnv } from './helpers/aws-cli';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { textsOf } from './helpers/history-texts';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const run = promisify(execFile);

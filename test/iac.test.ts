@@ -20,13 +20,13 @@ import type { IacStatus } from '../src/domain/iac/iac-run';
 import { DockerContainerBroker } from '../src/docker';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { awsCli } from './helpers/aws-cli';
-import { REPO_ROOT, runCli } from './helpers/cli';
+import { REPO_ROOT, runCli } from './harness/cli';
 import { cliFailure, cliOutput, type CliError } from './helpers/cli-json';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { mcpServerTransport } from './helpers/mcp-transport';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;

@@ -11,9 +11,9 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { EXTENDS_PER_WINDOW } from '../src/workflows/extend-rate-limit';
 import { HISTORY_EVENTS_BEFORE_CONTINUE } from '../src/workflows/lifecycle-context';
 import { approveSignal, extendUpdate } from '../src/workflows/sandbox-messages';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { testTemporalAddress } from './harness/test-temporal';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 /** Sends `count` signals, `parallel` at a time. */
 async function flood(count: number, parallel: number, send: (i: number) => Promise<void>): Promise<void> {

@@ -5,8 +5,8 @@ import type { CloudEmulatorAdapter } from '../src/adapters/cloud-emulator-adapte
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 const PROVISION_DELAY_MS = 2_000;
 

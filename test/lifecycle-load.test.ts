@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { workflowIdFor } from '../src/domain/contract-names';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
-import { concurrentLifecycles, describeFailures } from './helpers/lifecycle-burst';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { concurrentLifecycles, describeFailures } from './harness/lifecycle-burst';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const AGENTS = 200;
 

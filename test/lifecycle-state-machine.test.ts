@@ -5,8 +5,8 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { rejectsWith } from './helpers/rejects-with';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 describe('the lifecycle state machine on a real Temporal dev server', () => {
   let worker: TestWorker;

@@ -24,7 +24,7 @@ import { Store } from '../src/store';
 import { RoleWorkers } from '../src/worker/role-workers';
 import { extendUpdate, statusQuery } from '../src/workflows/sandbox-messages';
 import { createTimeSkippingEnv } from './helpers/time-skipping';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { testWorkflowBundle } from './harness/workflow-bundle';
 
 const HOUR = 3600;
 const SETTINGS: LifecycleSettings = {

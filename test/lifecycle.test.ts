@@ -9,11 +9,11 @@ import type { SandboxPlaneError } from '../src/domain/errors';
 import { SandboxCapability, SandboxHost, SandboxPrincipal, SandboxState as SandboxStateKey } from '../src/domain/search-attributes';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover, wrongCode, type TestAuthenticator } from './helpers/approvers';
-import { eventually, waitForState } from './helpers/eventually';
+import { eventually, waitForState } from './harness/eventually';
 import { projectionSnapshot } from './helpers/projection-row';
 import { rejectsWith } from './helpers/rejects-with';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 import { assertReplays } from './helpers/replay-histories';
 
 /** Wraps the memory adapter and records every call, to prove what was (not) called. */

@@ -7,8 +7,8 @@ import type { SandboxSummary } from '../src/client/sandbox-client';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { enrolApprover } from './helpers/approvers';
 import { mcpServerTransport } from './helpers/mcp-transport';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 interface JsonSchema {
   type?: string;

@@ -13,11 +13,11 @@ import { SERVICE_CATALOGS } from '../src/domain/service-catalog';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { createTableCommand } from './helpers/aws-fixtures';
-import { runCli } from './helpers/cli';
-import { waitForState } from './helpers/eventually';
-import { isListening } from './helpers/free-port';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { runCli } from './harness/cli';
+import { waitForState } from './harness/eventually';
+import { isListening } from './harness/free-port';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 

@@ -14,12 +14,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { eventually } from './helpers/eventually';
-import { freePort } from './helpers/free-port';
+import { eventually } from './harness/eventually';
+import { freePort } from './harness/free-port';
 import { startTelemetryStack, type TelemetryStack } from './helpers/telemetry-stack';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './helpers/worker-process';
+import { testTemporalAddress } from './harness/test-temporal';
+import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './harness/worker-process';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

@@ -17,11 +17,11 @@ import { SANDBOX_ID_LABEL } from '../src/domain/docker-labels';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { textsOf } from './helpers/history-texts';
 import { cliOutput } from './helpers/cli-json';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

@@ -12,9 +12,9 @@ import { startCodecServer, type CodecServer } from '../src/codec/codec-server';
 import { payloadCodecFor } from '../src/codec/codec-settings';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
 import { enrolApprover } from './helpers/approvers';
-import { runCli } from './helpers/cli';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { runCli } from './harness/cli';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const run = promisify(execFile);
 

@@ -10,9 +10,9 @@ import type { CloudEmulatorAdapter, LaunchPlan } from '../src/adapters/cloud-emu
 import type { MemoryAdapter } from '../src/adapters/memory-adapter';
 import { SandboxPlaneError } from '../src/domain/errors';
 import { memoryHeld } from '../src/store/host-repository';
-import { eventually } from './helpers/eventually';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { eventually } from './harness/eventually';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 const MIB = 1024 * 1024;
 const PLACEMENT_WAIT_SECONDS = 3;

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SandboxPlaneError } from '../src/domain/errors';
 import { SandboxHost } from '../src/domain/search-attributes';
-import { eventually } from './helpers/eventually';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { eventually } from './harness/eventually';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 describe('placement on a host with room for one sandbox', () => {
   let worker: TestWorker;

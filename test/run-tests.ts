@@ -12,9 +12,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { prepareDocker, runSetupScript } from './helpers/setup-scripts';
+import { prepareDocker, runSetupScript } from './harness/setup-scripts';
 import { isCluster, isUnit, selectTestFiles, type TestFile } from './helpers/test-files';
-import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './helpers/test-temporal';
+import { startTestDevServer, TEST_TEMPORAL_ENV, TEST_TEMPORAL_UI_ENV, type TestDevServer } from './harness/test-temporal';
 
 const TEST_DIR = __dirname;
 

@@ -21,11 +21,11 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { DockerContainerBroker } from '../src/docker';
 import { createLogger } from '../src/logging/logger';
 import { locateTemporalCli } from '../src/temporal-dev/temporal-cli';
-import { eventually } from './helpers/eventually';
+import { eventually } from './harness/eventually';
 import { awsCliEnv } from './helpers/aws-cli';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

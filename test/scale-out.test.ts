@@ -12,13 +12,13 @@ import type { HostView } from '../src/domain/hosts';
 import type { SweepReport } from '../src/domain/leaks';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { AuditEntry, LeakRecord } from '../src/domain/store-commands';
-import { dockerClient } from './helpers/container-events';
-import { eventually } from './helpers/eventually';
+import { dockerClient } from './harness/container-events';
+import { eventually } from './harness/eventually';
 import { startPrivateDockerEngine, type PrivateDockerEngine } from './helpers/private-docker-engine';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
-import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './helpers/worker-process';
+import { testTemporalAddress } from './harness/test-temporal';
+import { testDataConverter } from './harness/test-worker';
+import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './harness/worker-process';
 
 /** Sandboxes created at once across the two hosts (issue 13's acceptance). */
 const BURST = 20;

@@ -17,10 +17,10 @@ import { isPooledNetworkName, NETWORK_POOL_LABEL } from '../src/domain/network-p
 import { SandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import { engineDocker } from './docker/docker-test-support';
-import { runCli } from './helpers/cli';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { runCli } from './harness/cli';
+import { testTemporalAddress } from './harness/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const skip = motoImage === undefined && 'needs the moto image and the Docker engine (SANDBOXPLANE_MOTO_IMAGE, set by the test runner)';

@@ -17,11 +17,11 @@ import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { SweepReport } from '../src/domain/leaks';
 import type { SnapshotSummary } from '../src/domain/snapshots';
 import { ensureCleanupSchedule } from '../src/client/cleanup-schedule';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 

@@ -29,12 +29,12 @@ import { mcpServerTransport } from './helpers/mcp-transport';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CreateBucketCommand, paginateListObjectsV2, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { awsCliEnv } from './helpers/aws-cli';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { eventually } from './helpers/eventually';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { eventually } from './harness/eventually';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;

@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import type { SweepReport } from '../src/domain/leaks';
 import { dockerQueue } from '../src/domain/task-queues';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 describe('a sweep with a docker host whose worker is gone', () => {
   let worker: TestWorker;

@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TargetAuditEntry, TargetRecord } from '../src/domain/targets';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
 
 // The tests run in order: the first registers the targets the later ones remove and audit.
 describe('sandboxctl targets', () => {

@@ -11,10 +11,10 @@ import type { Browser, Page } from 'playwright-core';
 import type { SandboxState } from '../src/domain/sandbox-states';
 import { enrolApprover, type TestAuthenticator } from './helpers/approvers';
 import { launchBrowser, screenshot } from './helpers/browser';
-import { waitForState } from './helpers/eventually';
+import { waitForState } from './harness/eventually';
 import { filterList as filterUiList, inUiPage, openAndReadDetails, plainQuotes, sendSignal as sendUiSignal } from './helpers/temporal-ui';
-import { testTemporalUi } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalUi } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const SHOTS = 'ui-approval';
 const QUERY = 'SandboxState="AWAITING_APPROVAL"';
@@ -63,7 +63,7 @@ describe('approval from the Temporal Web UI, in a headless Chromium', () => {
     await temporal?.stop();
   });
 
-  /** The UI's calls to the codec server (test/helpers/test-temporal.ts starts it with the UI): `decode 200`, `encode 200`. */
+  /** The UI's calls to the codec server (test/harness/test-temporal.ts starts it with the UI): `decode 200`, `encode 200`. */
   const codecCalls: string[] = [];
 
   /** A fresh page per test; a failing step leaves a screenshot of where it stood. */

@@ -15,11 +15,11 @@ import { isSandboxPlaneError } from '../src/domain/errors';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { PolicyRecord } from '../src/domain/store-commands';
 import type { UsageRow } from '../src/domain/usage';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const motoImage = process.env.SANDBOXPLANE_MOTO_IMAGE;
 const PRINCIPAL = 'agent-usage';

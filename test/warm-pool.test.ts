@@ -20,12 +20,12 @@ import type { SweepReport } from '../src/domain/leaks';
 import { containerNameFor, containerOwner, POOL_HOST_LABEL, POOL_LABEL, type PoolStatus, type WarmPoolReport } from '../src/domain/warm-pool';
 import { claimSlot } from '../src/adapters/warm-pool';
 import { DockerContainerBroker, type ContainerSummary } from '../src/docker';
-import { runCli } from './helpers/cli';
-import { eventually } from './helpers/eventually';
+import { runCli } from './harness/cli';
+import { eventually } from './harness/eventually';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
-import { testTemporalAddress } from './helpers/test-temporal';
+import { testTemporalAddress } from './harness/test-temporal';
 import { createTestNamespace } from './helpers/test-namespace';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const MIB = 1024 * 1024;
 

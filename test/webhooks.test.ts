@@ -14,13 +14,13 @@ import { Webhook } from 'standardwebhooks';
 import type { SandboxStatus } from '../src/domain/lifecycle-messages';
 import type { WebhookDelivery, WebhookRecord } from '../src/domain/webhooks';
 import { webhookWorkflowId } from '../src/domain/webhooks';
-import { runCli } from './helpers/cli';
+import { runCli } from './harness/cli';
 import { cliFailure, cliOutput } from './helpers/cli-json';
-import { eventually, waitForState } from './helpers/eventually';
+import { eventually, waitForState } from './harness/eventually';
 import { assertReplays, fetchHistories } from './helpers/replay-histories';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 
 describe('webhooks (real dev server, store file, CLI and receiver process)', () => {

@@ -10,10 +10,10 @@ import { loadConfig } from '../src/config/config';
 import { createLogger } from '../src/logging/logger';
 import { LATEST_SCHEMA_VERSION, Store } from '../src/store';
 import { createPlaneWorker } from '../src/worker/plane-worker';
-import { planeDeployment } from './helpers/cli';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { testDataConverter } from './helpers/test-worker';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { planeDeployment } from './harness/cli';
+import { testTemporalAddress } from './harness/test-temporal';
+import { testDataConverter } from './harness/test-worker';
+import { testWorkflowBundle } from './harness/workflow-bundle';
 
 describe('worker bootstrap', () => {
   let address: string;

@@ -11,12 +11,12 @@ import type { DeploymentReport } from '../src/domain/deployment';
 import { createLogger } from '../src/logging/logger';
 import { loadConfig } from '../src/config/config';
 import { createPlaneWorker, type PlaneWorker } from '../src/worker/plane-worker';
-import { runCli } from './helpers/cli';
-import { eventually } from './helpers/eventually';
+import { runCli } from './harness/cli';
+import { eventually } from './harness/eventually';
 import { createTestNamespace } from './helpers/test-namespace';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
-import { testWorkflowBundle } from './helpers/workflow-bundle';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, testDataConverter, type TestWorker } from './harness/test-worker';
+import { testWorkflowBundle } from './harness/workflow-bundle';
 
 /** The build a run is pinned to, as Temporal's describe says (and its behaviour). */
 async function pinOf(client: Client, sandboxId: string): Promise<{ buildId: string | undefined; behavior: number | null | undefined }> {

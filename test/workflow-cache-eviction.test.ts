@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { StoreClient } from '../src/client/store-client';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, type TestWorker } from './harness/test-worker';
 
 const LIVE = 5;
 

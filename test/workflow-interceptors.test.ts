@@ -28,8 +28,8 @@ import { workflowIdFor } from '../src/domain/contract-names';
 import { workflowsPath } from '../src/worker/workflow-code';
 import { TRACE_HEADER } from '../src/workflows/tracing-interceptors';
 import { assertReplays, fetchHistories, type RecordedHistory } from './helpers/replay-histories';
-import { testTemporalAddress } from './helpers/test-temporal';
-import { startTestWorker, testDataConverter, type TestWorker } from './helpers/test-worker';
+import { testTemporalAddress } from './harness/test-temporal';
+import { startTestWorker, testDataConverter, type TestWorker } from './harness/test-worker';
 
 const noop = () => undefined;
 const silentLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };

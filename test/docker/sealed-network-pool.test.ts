@@ -14,7 +14,7 @@ import { createHostSweepActivities } from '../../src/activities/cleanup-activiti
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLANE_LABEL, sandboxContainerLabels } from '../../src/domain/docker-labels';
 import { NETWORK_POOL_LABEL, isPooledNetworkName } from '../../src/domain/network-pool';
 import { DockerContainerBroker, SealedNetworkPool, silentLogger, stopAndRemove, type ContainerSpecInput } from '../../src/docker';
-import { eventually } from '../helpers/eventually';
+import { eventually } from '../harness/eventually';
 import { MIB, TEST_IMAGE, TEST_LOG_LIMITS, engineDocker, requireEngineAndImage } from './docker-test-support';
 
 interface RawNetwork {

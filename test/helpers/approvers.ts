@@ -1,6 +1,6 @@
 import { StoreClient } from '../../src/client/store-client';
 import { secretOfOtpauthUri, totpCode, totpStep, TOTP_STEP_SECONDS } from '../../src/crypto/totp';
-import type { TestWorker } from './test-worker';
+import type { TestWorker } from '../harness/test-worker';
 
 /**
  * An enrolled approver's authenticator, for tests: `code()` is what their app shows

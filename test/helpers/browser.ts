@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { REPO_ROOT } from './cli';
+import { REPO_ROOT } from '../harness/cli';
 
 /**
  * The system's Chromium (Debian's `chromium` package, installed by

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { SandboxClient } from '../../src/client/sandbox-client';
 import { CLEANUP_SCHEDULE_ID } from '../../src/domain/contract-names';
 import { SANDBOX_ID_LABEL } from '../../src/domain/docker-labels';
@@ -12,12 +12,20 @@ import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
 import type { SandboxState } from '../../src/domain/sandbox-states';
 import { DockerContainerBroker, type ContainerSummary } from '../../src/docker';
 import { authenticatorFor, type TestAuthenticator } from './approvers';
-import { eventually } from './eventually';
-import { runSandboxctl, startWorkerProcess, type WorkerProcess } from './worker-process';
+import { eventually } from '../harness/eventually';
+import { testTemporalAddress } from '../harness/test-temporal';
+import { testDataConverter } from '../harness/test-worker';
+import { createTestNamespace } from './test-namespace';
+import { runSandboxctl, startWorkerProcess, type WorkerProcess } from '../harness/worker-process';
 
 export interface ChildProcessPlaneOptions {
-  readonly address: string;
+  /**
+   * Where the plane runs: a namespace of its own, named after `namespace`, on the test
+   * runner's dev server; or, with `address`, that server's `namespace` as it is (a test
+   * that stops and starts its own server).
+   */
   readonly namespace: string;
+  readonly address?: string;
   /** The engine the worker (and this helper's container checks) use; the runner's by default. */
   readonly dockerHost?: string;
   /** Extra worker environment: lifecycle durations, flags. */
@@ -47,8 +55,9 @@ export class ChildProcessPlane {
   private readonly authenticators = new Map<string, TestAuthenticator>();
 
   private constructor(
+    private readonly connection: Connection,
     readonly client: Client,
-    options: ChildProcessPlaneOptions,
+    options: ChildProcessPlaneOptions & { readonly address: string },
     readonly dockerHost: string | undefined,
   ) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-fault-'));
@@ -72,9 +81,13 @@ export class ChildProcessPlane {
     this.seed = options.seed;
   }
 
-  /** `client` must be connected to `options.address` and `options.namespace`. */
-  static create(client: Client, options: ChildProcessPlaneOptions): ChildProcessPlane {
-    return new ChildProcessPlane(client, options, options.dockerHost ?? process.env.DOCKER_HOST);
+  /** Connects a client of its own (closed by {@link dispose}); no worker runs until {@link startWorker}. */
+  static async start(options: ChildProcessPlaneOptions): Promise<ChildProcessPlane> {
+    const address = options.address ?? (await testTemporalAddress());
+    const namespace = options.address === undefined ? await createTestNamespace(address, options.namespace) : options.namespace;
+    const connection = await Connection.connect({ address });
+    const client = new Client({ connection, namespace, dataConverter: testDataConverter() });
+    return new ChildProcessPlane(connection, client, { ...options, address, namespace }, options.dockerHost ?? process.env.DOCKER_HOST);
   }
 
   get taskQueue(): string {
@@ -181,6 +194,7 @@ export class ChildProcessPlane {
         .catch(() => undefined);
     } finally {
       fs.rmSync(this.dir, { recursive: true, force: true });
+      await this.connection.close();
     }
   }
 }

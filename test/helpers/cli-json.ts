@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { CliResult } from './cli';
+import type { CliResult } from '../harness/cli';
 
 /** What `sandboxctl … --json` prints on stderr when it fails (DESIGN §11). */
 export interface CliError {

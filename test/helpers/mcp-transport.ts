@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { REPO_ROOT } from './cli';
+import { REPO_ROOT } from '../harness/cli';
 
 /**
  * `sandboxctl mcp --principal PRINCIPAL` from the sources, spoken to over stdio exactly

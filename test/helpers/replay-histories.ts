@@ -3,8 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { tracingWorkerOptions } from '../../src/telemetry/tracing';
-import { testDataConverter } from './test-worker';
-import { testWorkflowBundle } from './workflow-bundle';
+import { testDataConverter } from '../harness/test-worker';
+import { testWorkflowBundle } from '../harness/workflow-bundle';
 
 /** One workflow's history, as the replayer takes it. */
 export interface RecordedHistory {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DevServer } from '../../src/temporal-dev/dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-dev/search-attribute-setup';
 import { locateTemporalCli } from '../../src/temporal-dev/temporal-cli';
-import { freePort } from './free-port';
+import { freePort } from '../harness/free-port';
 
 /**
  * A `temporal server start-dev` of one test's own that can be stopped and started again

@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from './cli';
-import { freePort } from './free-port';
+import { REPO_ROOT } from '../harness/cli';
+import { freePort } from '../harness/free-port';
 
 /** Jaeger and Prometheus as scripts/telemetry.sh runs them, on ports of the test's own. */
 export interface TelemetryStack {

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { migrate, openDatabase } from '../../src/store/database';
 import { dockerQueue, storeQueue, targetsQueue, WORKER_ROLES } from '../../src/domain/task-queues';
 
-const root = path.join(import.meta.dirname, '..', '..');
+const root = path.join(__dirname, '..', '..');
 const page = fs.readFileSync(path.join(root, 'docs', 'architecture.md'), 'utf8');
 
 /** The names `src/workflows/index.ts` exports: what the lifecycle worker's bundle registers. */

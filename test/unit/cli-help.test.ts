@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { CONFIG_ENV_KEYS } from '../../src/config/config';
 import { FEATURE_FLAG_NAMES, flagEnvName } from '../../src/domain/feature-flags';
-import { runCli } from '../helpers/cli';
+import { runCli } from '../harness/cli';
 
 describe('sandboxctl --help', () => {
   let lines: string[] = [];

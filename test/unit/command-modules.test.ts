@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
-import { REPO_ROOT } from '../helpers/cli';
+import { REPO_ROOT } from '../harness/cli';
 
 interface Probe {
   /** The whole program's top-level commands. */

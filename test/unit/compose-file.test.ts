@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { CONFIG_ENV_KEYS } from '../../src/config/config';
 import { FEATURE_FLAG_NAMES, flagEnvName } from '../../src/domain/feature-flags';
-import { REPO_ROOT } from '../helpers/cli';
+import { REPO_ROOT } from '../harness/cli';
 
 // The invariants of docker-compose.yml, .env.example and the Dockerfile (issue 7, part 3).
 // The images cannot be pulled here, so the files are checked as text and structure.

@@ -20,8 +20,8 @@ import { SandboxClient } from '../../src/client/sandbox-client';
 import { connectTemporal } from '../../src/client/temporal-connection';
 import type { SandboxStatus } from '../../src/domain/lifecycle-messages';
 import type { SandboxPlaneError } from '../../src/domain/errors';
-import { REPO_ROOT } from '../helpers/cli';
-import { freePort } from '../helpers/free-port';
+import { REPO_ROOT } from '../harness/cli';
+import { freePort } from '../harness/free-port';
 import { rejectsWith } from '../helpers/rejects-with';
 
 const TIMEOUT_MS = 1_500;

@@ -18,8 +18,8 @@ interface Probe {
 }
 
 // Written to disk, not only passed as text: type-aware linting needs each file inside the tsconfig project.
-function probe(folder: string, name: string, code: string): Probe {
-  return { file: path.join(ROOT, 'src', folder, `lint-probe-${name}-${process.pid}.ts`), code };
+function probe(folder: string, name: string, code: string, under = 'src'): Probe {
+  return { file: path.join(ROOT, under, folder, `lint-probe-${name}-${process.pid}.ts`), code };
 }
 
 const domainImportsStore = probe('domain', 'store', "import type { Store } from '../store';\nexport type Probe = Store;\n");
@@ -27,7 +27,9 @@ const workflowImportsStore = probe('workflows', 'store', "import type { Store } 
 const activityImportsStore = probe('activities', 'store', "import type { Store } from '../store';\nexport type Probe = Store;\n");
 const workflowImportsActivityType = probe('workflows', 'activities', "import type { Activities } from '../activities';\nexport type Probe = Activities;\n");
 const commandImportsStore = probe('cli/commands', 'store', "import type { Store } from '../../store';\nexport type Probe = Store;\n");
-const probes = [domainImportsStore, workflowImportsStore, activityImportsStore, workflowImportsActivityType, commandImportsStore];
+const benchImportsHelpers = probe('bench', 'helpers', "import { rejectsWith } from '../test/helpers/rejects-with';\nexport const probe = rejectsWith;\n", '.');
+const benchImportsHarness = probe('bench', 'harness', "import { eventually } from '../test/harness/eventually';\nexport const probe = eventually;\n", '.');
+const probes = [domainImportsStore, workflowImportsStore, activityImportsStore, workflowImportsActivityType, commandImportsStore, benchImportsHelpers, benchImportsHarness];
 
 describe('lint enforces the direction of imports', () => {
   let eslint: ESLint;
@@ -65,6 +67,13 @@ describe('lint enforces the direction of imports', () => {
     const errors = await restrictedPathErrors(commandImportsStore);
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.match(errors[0] ?? '', /"\.\.\/\.\.\/store" imported in restricted zone\. The CLI reaches the store through Temporal/);
+  });
+
+  test('the bench importing test/helpers is an error; test/harness is what it shares with the tests', async () => {
+    const errors = await restrictedPathErrors(benchImportsHelpers);
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0] ?? '', /bench and test\/harness import test\/harness, not test\/helpers/);
+    assert.deepEqual(await restrictedPathErrors(benchImportsHarness), []);
   });
 
   test('the same imports where STYLE.md allows them pass: activities → store, workflows → type of activities', async () => {

@@ -11,7 +11,7 @@ import { createMotoAdapter } from '../../src/adapters/moto-adapter';
 import type { ContainerBroker, ContainerInfo } from '../../src/docker';
 import { SandboxPlaneError } from '../../src/domain/errors';
 import { sandboxContainerLabels } from '../../src/domain/docker-labels';
-import { freePort } from '../helpers/free-port';
+import { freePort } from '../harness/free-port';
 
 function brokerShowing(labels: Record<string, string>, hostPort: number): ContainerBroker {
   const container: ContainerInfo = {

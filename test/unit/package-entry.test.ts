@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../helpers/cli';
+import { REPO_ROOT } from '../harness/cli';
 
 const run = promisify(execFile);
 const TSC = path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { LATEST_SCHEMA_VERSION, Store } from '../../src/store';
-import { REPO_ROOT } from '../helpers/cli';
+import { REPO_ROOT } from '../harness/cli';
 
 const CHILD = path.join(REPO_ROOT, 'test', 'helpers', 'open-store-process.ts');
 // More openers than cores: the race of the WAL switch and the migrations is lost several times per run.

@@ -23,7 +23,7 @@ import { meterPools, planeRegistry } from '../../src/telemetry/plane-metrics';
 import { activeTraceIds, inSpan } from '../../src/telemetry/spans';
 import { startTracing, stopTracing, tracingClientInterceptors } from '../../src/telemetry/tracing';
 import { meterStore } from '../../src/worker/store-metrics';
-import { freePort } from '../helpers/free-port';
+import { freePort } from '../harness/free-port';
 import { projectionSnapshot } from '../helpers/projection-row';
 
 /** One series' value in the registry's text, `undefined` when absent. Audit rows written just before are heard first. */

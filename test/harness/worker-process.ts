@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cliEnv, REPO_ROOT } from './cli';
+import { cliEnv, collectOutput, REPO_ROOT, type CliResult } from './cli';
 
 const SANDBOXCTL = path.join(REPO_ROOT, 'bin', 'sandboxctl.js');
 const OUTPUT_TAIL_CHARS = 8_000;
@@ -42,26 +42,9 @@ function gone(child: ChildProcess): Promise<void> {
  * build as the worker processes, so both agree on the store's schema even while the
  * sources under test/ and src/ are newer than dist/.
  */
-export async function runSandboxctl(
-  args: readonly string[],
-  env: Record<string, string>,
-  options: { timeoutMs?: number } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runSandboxctl(args: readonly string[], env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<CliResult> {
   await untilBuilt();
-  const child = spawn(process.execPath, [SANDBOXCTL, ...args], { cwd: REPO_ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // A command that should have ended (a worker that should have refused to start) must not hang the test.
-  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return collectOutput(spawn(process.execPath, [SANDBOXCTL, ...args], { cwd: REPO_ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] }), options.timeoutMs);
 }
 
 /** Written by scripts/setup.sh once dist/ is compiled; absent while it rebuilds (it removes dist/ first). */

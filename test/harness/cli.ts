@@ -44,14 +44,25 @@ export function spawnCli(args: readonly string[], env: Record<string, string | u
 
 /** Runs `sandboxctl` to completion and collects its output. */
 export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  const child = spawnCli(args, env);
+  return collectOutput(spawnCli(args, env));
+}
+
+/**
+ * Collects a child's stdout and stderr until it closes; with `timeoutMs`, a child still
+ * running then is SIGKILLed (a command that should have ended must not hang the test).
+ */
+export function collectOutput(child: ChildProcess, timeoutMs?: number): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
