@@ -3,6 +3,7 @@ export * from './broker-logger';
 export * from './container-broker';
 export * from './container-spec';
 export * from './docker-container-broker';
+export { SEALED_BRIDGE_OPTIONS, toCreateOptions } from './engine-requests';
 export * from './docker-host';
 export * from './engine-errors';
 export * from './sealed-network-pool';

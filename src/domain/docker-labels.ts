@@ -58,6 +58,11 @@ export function managedContainersFilter(): Readonly<Record<string, string>> {
   return Object.freeze({ [MANAGED_BY_LABEL]: MANAGED_BY_VALUE });
 }
 
+/** Whether a container's or a network's labels mark it as ours: the broker touches nothing else. */
+export function isManaged(labels: Readonly<Record<string, string>>): boolean {
+  return labels[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
+}
+
 /**
  * The name of the network a sandbox's (or a pool slot's) container gets to itself
  * (DESIGN §12): one per owner, per plane, so two planes on one engine never share one.
