@@ -1,40 +1,30 @@
 import os from 'node:os';
-import v8 from 'node:v8';
 import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { readTemporalTls } from '../config/temporal-tls';
 import { payloadCodecFor } from '../codec/codec-settings';
-import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createDockerActivities, createStoreActivities, createTargetActivities } from '../activities';
+import { NativeConnection, type WorkflowBundle } from '@temporalio/worker';
 import { SnapshotContents } from '../activities/snapshot-contents';
-import { moveSnapshotContentsOut } from '../activities/snapshot-activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
-import { DockerContainerBroker, SealedNetworkPool, type ContainerBroker } from '../docker';
+import { DockerContainerBroker, type ContainerBroker } from '../docker';
 import type { Config } from '../config/config';
-import { AUDIT_CHAIN_KEY_PURPOSE, SecretBox } from '../crypto/secret-box';
 import { SandboxPlaneError } from '../domain/errors';
-import type { HostRegistration } from '../domain/hosts';
-import { ADAPTER_NAMES } from '../domain/service-catalog';
-import { dockerQueue, storeQueue, targetsQueue, type WorkerRole } from '../domain/task-queues';
-import { watchContainerDeaths } from './container-deaths';
+import { WORKER_ROLES, type WorkerRole } from '../domain/task-queues';
 import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
-import { measureHostMemory, registerHostUntilDone } from './host-registration';
 import { resolvePlaneId } from './plane-identity';
-import { RoleWorkers } from './role-workers';
+import { RoleWorkers, type RoleContext, type RoleStart } from './role-workers';
 import { installWorkerRuntime } from './runtime-logger';
 import { freeLoopbackPort } from '../adapters/free-port';
 import { serveMetrics } from '../telemetry/metrics-server';
-import { meterPools } from '../telemetry/plane-metrics';
 import { tracingWorkerOptions } from '../telemetry/tracing';
-import { meterStore } from './store-metrics';
-import { wakeWebhooks } from './webhook-wakes';
-import { refuseSecondStoreWorker, storeWorkerIdentity } from './store-owner';
+import { startDockerRole } from './start-docker-role';
+import { startLifecycleRole, type LifecycleStart } from './start-lifecycle-role';
+import { startStoreRole } from './start-store-role';
+import { startTargetsRole } from './start-targets-role';
 import { TemporalHostDirectory } from './temporal-host-directory';
-import { startWarmPools, type WarmPools } from './warm-pools';
-import { promoteOncePolling, type PromotionOutcome, type PromotionPolicy } from './build-promotion';
-import { buildIdOf, builtWorkflowBundle, bundleWorkflows } from './workflow-code';
+import type { PromotionOutcome, PromotionPolicy } from './build-promotion';
 
 export interface PlaneWorkerOptions {
   readonly config: Config;
@@ -92,51 +82,16 @@ async function startRuntimeAndMetrics(config: Config, logger: Logger): Promise<v
   logger.info({ metrics: server.url }, 'metrics served');
 }
 
-/** The store role's key for approvers' TOTP secrets, created beside the SQLite file on first use. */
-function storeSecrets(config: Config): SecretBox {
-  try {
-    return SecretBox.fromKeyFile(config.storeKeyPath);
-  } catch (err) {
-    throw new SandboxPlaneError('CONFIG_INVALID', `SANDBOXPLANE_STORE_KEY_FILE ${config.storeKeyPath}: ${(err as Error).message}`, {
-      hint: 'Point SANDBOXPLANE_STORE_KEY_FILE at the store key file (32 random bytes, base64), or remove it to start afresh (approvers then re-enrol).',
-    });
-  }
-}
-
-/**
- * The V8 heap limit of the lifecycle worker's workflow thread, in MB: room for a full
- * workflow cache (a held run takes about 1 MB with its garbage) twice over, on top of the
- * bundle and the SDK. Without a limit V8 sizes the thread's heap by the machine's memory
- * and lets it grow with the garbage of evicted runs, so the resident set kept growing with
- * the live sandboxes after the cache was full (docs/performance.md, P5).
- */
-export function workflowThreadHeapMb(cacheSize: number): number {
-  return 128 + 2 * cacheSize;
-}
-
-/** Whether the operator sized V8's heap themselves (`--max-old-space-size` in NODE_OPTIONS or on node's command line): theirs is kept. */
-export function heapLimitGiven(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((arg) => /^--max[-_]old[-_]space[-_]size(=|$)/.test(arg));
-}
-
-/** The build's workflow bundle when it is current; else bundled here (webpack, at debug level). */
-async function workflowCode(logger: Logger): Promise<WorkflowBundle> {
-  const built = builtWorkflowBundle();
-  logger.info({ workflowCode: built.reason }, built.bundle === undefined ? 'bundling the workflow code' : 'workflow code from the build');
-  return built.bundle ?? (await bundleWorkflows(logger));
-}
-
 /**
  * Connects to Temporal and builds one worker per role (DESIGN §10): lifecycle workflows
  * on `<tq>`, the projection on `<tq>-store`, this engine's runtime on
  * `<tq>-docker-<hostId>`.
  */
 export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<PlaneWorker> {
-  const { config, logger } = options;
+  const { config, logger, store } = options;
   const roles = options.roles ?? config.workerRoles;
   const has = (role: WorkerRole) => roles.includes(role);
   if (roles.length === 0) throw new SandboxPlaneError('INVALID_INPUT', 'a worker runs at least one role');
-  const store = options.store;
   if (has('store') && store === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'the store role needs the SQLite projection');
   await startRuntimeAndMetrics(config, logger);
   const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
@@ -157,18 +112,9 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     await connection.close();
     throw err;
   });
-  let registration: { stop(): void } | undefined;
-  let warmPools: WarmPools | undefined;
-  let networkPool: SealedNetworkPool | undefined;
-  let deathWatch: { stop(): void } | undefined;
-  const unmeter: (() => void)[] = [];
+  const started = new Map<WorkerRole, RoleStart>();
   const close = async () => {
-    for (const stop of unmeter) stop();
-    registration?.stop();
-    deathWatch?.stop();
-    await warmPools?.stop();
-    if (broker instanceof DockerContainerBroker) broker.useNetworkPool(undefined);
-    await networkPool?.stop();
+    for (const role of started.values()) await role.stop?.();
     await clientConnection.close();
     await connection.close();
   };
@@ -177,149 +123,35 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
     const namespace = config.temporalNamespace;
     const hosts = store === undefined ? undefined : new TemporalHostDirectory(store, clientConnection.workflowService, namespace);
     const adapters = has('docker') ? (options.adapters?.(planeId) ?? buildAdapterRegistry(config.emulators, broker, planeId)) : undefined;
-    const workers: Worker[] = [];
-    let buildId: string | undefined;
-    /** The lifecycle role's self-promotion, started once its worker polls. */
-    let whileRunning: ((running: () => boolean) => Promise<void>) | undefined;
+    let lifecycle: LifecycleStart | undefined;
     const queues: Partial<Record<WorkerRole, string>> = {};
     // "worker ready" means new sandboxes can start (DESIGN §16): with the lifecycle role, once its build is current or it is known why not.
     const sayReady = (outcome: PromotionOutcome | Record<string, never>): void =>
-      logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId, ...outcome }, 'worker ready');
-    // Tracing's interceptors and the workflow spans' sink (DESIGN §17): a sink that drops them when tracing is off.
-    const snapshotContents = new SnapshotContents(config.snapshots.dir, payloadCodec.snapshotSeal());
-    const common = { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec), ...tracingWorkerOptions() } as const;
-
-    if (has('store') && store !== undefined && hosts !== undefined) {
-      const taskQueue = storeQueue(config.taskQueue);
-      const storeIdentity = storeWorkerIdentity(store.file);
-      await refuseSecondStoreWorker({ service: clientConnection.workflowService, namespace, taskQueue, identity: storeIdentity });
-      const deps = {
-        store,
-        workerIdentity: storeIdentity,
-        flags: config.flags,
-        lifecycle: config.lifecycle,
-        client,
-        hosts,
-        maxSandboxes: config.maxSandboxes,
-        secrets: storeSecrets(config),
-        snapshotQuota: config.snapshotQuota,
-        contents: snapshotContents,
-      };
-      const moved = await moveSnapshotContentsOut(store, deps.secrets, snapshotContents);
-      if (moved > 0) logger.info({ moved, dir: snapshotContents.dir }, 'snapshot content moved out of the SQLite file');
-      const chained = store.auditChain.useKey(deps.secrets.deriveKey(AUDIT_CHAIN_KEY_PURPOSE));
-      if (chained > 0) logger.info({ chained }, 'audit rows of an earlier build chained (DESIGN §19)');
-      workers.push(await Worker.create({ ...common, taskQueue, identity: storeIdentity, activities: createStoreActivities(deps) }));
-      queues.store = taskQueue;
-      unmeter.push(meterStore(store, config.taskQueue, async (query) => (await client.workflow.count(query)).count));
-      unmeter.push(wakeWebhooks({ store, client, taskQueue: config.taskQueue, logger }));
-    }
-    if (has('docker') && adapters !== undefined) {
-      const taskQueue = dockerQueue(config.taskQueue, config.host.id);
-      // Pre-made sealed networks (DESIGN §12) need an engine's broker; a test's fake makes no networks.
-      if (broker instanceof DockerContainerBroker && config.networkPool > 0) {
-        networkPool = new SealedNetworkPool({ hostId: config.host.id, plane: planeId, target: config.networkPool, maker: broker, logger: logger.child({ networkPool: config.host.id }) });
-        await networkPool.start();
-        broker.useNetworkPool(networkPool);
-      }
-      warmPools = await startWarmPools({ hostId: config.host.id, targets: config.host.warmPool, adapters, broker, logger, ...options.warmPoolTiming });
-      const pools = warmPools;
-      unmeter.push(meterPools({ hostId: config.host.id, depths: () => pools.depths() }));
-      workers.push(
-        await Worker.create({
-          ...common,
-          taskQueue,
-          identity: `sandboxplane-docker-${config.host.id}@${os.hostname()}:${process.pid}`,
-          activities: createDockerActivities({
-            adapters,
-            broker,
-            plane: planeId,
-            sweepRemoveConcurrency: config.sweepRemoveConcurrency,
-            warmPools,
-            ...(networkPool === undefined ? {} : { networkPool }),
-            parameterSeal: payloadCodec.parameterSeal(),
-            contents: snapshotContents,
-            snapshotMaxBytes: config.snapshots.maxBytes,
-          }),
-        }),
-      );
-      queues.docker = taskQueue;
-      // The engine announces deaths; a broker that is not an engine's (a test's fake) has none to announce.
-      if (broker instanceof DockerContainerBroker) deathWatch = watchContainerDeaths({ source: broker, broker, planeId, client, logger, endedHere: (id) => broker.endedHere(id) });
-    }
-    if (has('targets')) {
-      // IaC against operators' targets: their keys come from this process's AWS SDK credential chain.
-      const taskQueue = targetsQueue(config.taskQueue);
-      workers.push(
-        await Worker.create({
-          ...common,
-          taskQueue,
-          identity: `sandboxplane-targets@${os.hostname()}:${process.pid}`,
-          activities: createTargetActivities({ parameterSeal: payloadCodec.parameterSeal() }),
-        }),
-      );
-      queues.targets = taskQueue;
-    }
+      logger.info({ roles, queues, namespace, identity, planeId, deployment: config.deployment.name, buildId: lifecycle?.buildId, ...outcome }, 'worker ready');
+    const ctx: RoleContext = {
+      config,
+      logger,
+      client,
+      payloadCodec,
+      identity,
+      planeId,
+      contents: new SnapshotContents(config.snapshots.dir, payloadCodec.snapshotSeal()),
+      // Tracing's interceptors and the workflow spans' sink (DESIGN §17): a sink that drops them when tracing is off.
+      workerOptions: { connection, namespace, shutdownGraceTime: '10 seconds', dataConverter: dataConverterFor(payloadCodec), ...tracingWorkerOptions() },
+    };
+    if (has('store') && store !== undefined && hosts !== undefined) started.set('store', await startStoreRole(ctx, store, hosts));
+    if (has('docker') && adapters !== undefined) started.set('docker', await startDockerRole(ctx, { broker, adapters, hosts, ...options.warmPoolTiming }));
+    if (has('targets')) started.set('targets', await startTargetsRole(ctx));
     if (has('lifecycle')) {
-      const workflowBundle = options.workflowBundle ?? (await workflowCode(logger));
-      const build = config.deployment.buildId ?? buildIdOf(workflowBundle);
-      buildId = build;
-      whileRunning = (running) =>
-        promoteOncePolling({
-          client,
-          target: { namespace, deployment: config.deployment.name, taskQueue: config.taskQueue },
-          buildId: build,
-          policy: options.promote ?? 'if-none',
-          identity,
-          logger,
-          running,
-          settled: sayReady,
-        });
-      const maxCachedWorkflows = options.maxCachedWorkflows ?? config.workflowCacheSize;
-      if (!heapLimitGiven(process.execArgv, process.env.NODE_OPTIONS)) {
-        // Read by V8 when the workflow thread's isolate starts (the SDK gives no resourceLimits); this
-        // process's own heap is sized already. A thread that reaches it stops the worker, which restarts
-        // and replays: the limit is twice what the cache was measured to hold.
-        const heapMb = workflowThreadHeapMb(maxCachedWorkflows);
-        v8.setFlagsFromString(`--max-old-space-size=${heapMb}`);
-        logger.info({ workflowCacheSize: maxCachedWorkflows, workflowThreadHeapMb: heapMb }, 'workflow cache and workflow thread heap limit');
-      }
-      workers.unshift(
-        await Worker.create({
-          ...common,
-          taskQueue: config.taskQueue,
-          identity,
-          workflowBundle,
-          // Bounds the worker's memory however many sandboxes live: a run evicted from it replays on its next task.
-          maxCachedWorkflows,
-          // Lifecycles say PINNED themselves (workflows/index.ts); sweeps and commands follow the current build.
-          workerDeploymentOptions: {
-            useWorkerVersioning: true,
-            version: { deploymentName: config.deployment.name, buildId: build },
-            defaultVersioningBehavior: 'AUTO_UPGRADE',
-          },
-        }),
-      );
-      queues.lifecycle = config.taskQueue;
+      lifecycle = await startLifecycleRole(ctx, options, sayReady);
+      started.set('lifecycle', lifecycle);
     }
-
-    if (has('docker') && adapters !== undefined) {
-      const host: HostRegistration = {
-        hostId: config.host.id,
-        taskQueue: dockerQueue(config.taskQueue, config.host.id),
-        adapters: ADAPTER_NAMES.filter((name) => adapters[name] !== undefined),
-        capacity: config.host.capacity,
-        warmPool: config.host.warmPool,
-        engineId: await broker.engineId().catch(() => null),
-        identity,
-        memory: await measureHostMemory({ broker, adapters, fraction: config.host.memoryFraction, overcommit: config.host.memoryOvercommit, warmPool: config.host.warmPool, logger }),
-      };
-      // With the store here, before any poll: the first request already finds this host.
-      if (hosts !== undefined) await hosts.register(host);
-      else registration = registerHostUntilDone({ client, taskQueue: config.taskQueue, registration: host, logger });
-    }
-    if (whileRunning === undefined) sayReady({});
-    return { worker: new RoleWorkers(workers, whileRunning), identity, roles, queues, planeId, buildId, client, close };
+    for (const [role, { queue }] of started) queues[role] = queue;
+    for (const role of started.values()) await role.announce?.();
+    if (lifecycle === undefined) sayReady({});
+    // The lifecycle worker first: RoleWorkers' state is its.
+    const workers = WORKER_ROLES.flatMap((role) => started.get(role)?.worker ?? []);
+    return { worker: new RoleWorkers(workers, lifecycle?.whileRunning), identity, roles, queues, planeId, buildId: lifecycle?.buildId, client, close };
   } catch (err) {
     await close();
     throw err;

@@ -1,7 +1,7 @@
-/** The workflow thread's heap limit (worker/plane-worker.ts): sized by the cache, unless the operator sized the heap. */
+/** The workflow thread's heap limit (worker/start-lifecycle-role.ts): sized by the cache, unless the operator sized the heap. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { heapLimitGiven, workflowThreadHeapMb } from '../../src/worker/plane-worker';
+import { heapLimitGiven, workflowThreadHeapMb } from '../../src/worker/start-lifecycle-role';
 
 test('the limit grows with the workflow cache: 128 MB and 2 MB a cached run', () => {
   assert.equal(workflowThreadHeapMb(100), 328);
