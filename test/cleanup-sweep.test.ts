@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { CLEANUP_SCHEDULE_ID, CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { DEFAULT_HOST_ID } from '../src/domain/task-queues';
 import { SandboxClient } from '../src/client/sandbox-client';
@@ -268,20 +267,6 @@ describe('cleanup sweep on a real dev server and engine', () => {
     } finally {
       await sweeper.stop();
     }
-  });
-
-  test('a host sweep the build before batched removal started replays on this build, removing one by one as it did', async () => {
-    // Recorded from the last build that removed orphans one by one (3e45579^): a sweep is
-    // AUTO_UPGRADE, so this build's worker may take one up mid-run.
-    const history = historyFromJSON(JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'histories', 'host-sweep-one-by-one.json'), 'utf8')));
-    const scheduled = (history.events ?? []).flatMap((event) =>
-      event.activityTaskScheduledEventAttributes?.activityType?.name ? [event.activityTaskScheduledEventAttributes.activityType.name] : [],
-    );
-    assert.deepEqual(
-      scheduled.filter((name) => /remov/i.test(name)),
-      ['removeContainer', 'recordOrphanRemoval', 'removeContainer', 'recordOrphanRemoval'],
-    );
-    await assertReplays([{ workflowId: 'record-old-sweep-local', history }]);
   });
 
   test('a worker killed mid-create: the sweep leaves the half-made sandbox alone, and it resumes with one container', async () => {

@@ -7,7 +7,7 @@ import { sameEngine } from '../domain/engine-identity';
 import { isSandboxPlaneError } from '../domain/errors';
 import { DEFAULT_SWEEP_REMOVE_CONCURRENCY, type InventoryRow, type LeakFinding, type ManagedContainer, type ReconcileOutcome } from '../domain/leaks';
 import type { SandboxState } from '../domain/sandbox-states';
-import { stopAndRemove, type BrokerLogger, type ContainerBroker, type ContainerSummary, type NetworkPoolSource, type NetworkSummary } from '../docker';
+import { type ContainerBroker, type ContainerSummary, type NetworkPoolSource, type NetworkSummary } from '../docker';
 import { NETWORK_POOL_GRACE_MS, NETWORK_POOL_LABEL } from '../domain/network-pool';
 import type { HostView } from '../domain/hosts';
 import type { Store } from '../store';
@@ -48,12 +48,6 @@ export interface ProjectionSweepActivityDeps {
   /** The registered hosts with their liveness. */
   readonly hosts: HostDirectory;
 }
-
-/** Teardown lines go to the activity's log, so they carry the sweep's workflow and activity ids. */
-const activityLogger: BrokerLogger = {
-  info: (obj, msg) => log.info(msg, { ...obj }),
-  warn: (obj, msg) => log.warn(msg, { ...obj }),
-};
 
 /** The sweep's activities on one docker host: that engine's containers of this plane. */
 export function createHostSweepActivities(deps: HostSweepActivityDeps) {
@@ -151,26 +145,6 @@ export function createHostSweepActivities(deps: HostSweepActivityDeps) {
     },
 
     /**
-     * Stops and removes one orphan: a sweep of the build before `removeContainers` still
-     * asks for it. A failure is reported, not thrown.
-     */
-    async removeContainer(input: { containerId: string }): Promise<{ removed: boolean; error: string | null }> {
-      const beating = setInterval(() => heartbeat({ removing: input.containerId }), 5_000);
-      try {
-        heartbeat({ removing: input.containerId });
-        const outcome = await stopAndRemove(broker, input.containerId, { logger: activityLogger });
-        log.info('orphan container removed', { containerId: input.containerId, ...outcome });
-        return { removed: true, error: null };
-      } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        log.warn('orphan container could not be removed', { containerId: input.containerId, error: message });
-        return { removed: false, error: message };
-      } finally {
-        clearInterval(beating);
-      }
-    },
-
-    /**
      * Why a sandbox's recorded runtime may still exist, though no container of this plane
      * is labelled for it: a recorded container on another engine, or one that carries
      * another plane's label. Closing the row as DESTROYED then would be a false "destroyed".
@@ -262,15 +236,6 @@ export function createProjectionSweepActivities(deps: ProjectionSweepActivityDep
             store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, orphanRemovedRow(finding, step));
           }
         });
-      });
-    },
-
-    /** The `orphan_removed` audit row of a removed orphan (when it names a sandbox); a sweep of the build before `recordOrphanRemovals` asks for it. */
-    async recordOrphanRemoval(input: { finding: LeakFinding; sweepWorkflowId: string; step: number }): Promise<void> {
-      return withTaxonomy(() => {
-        const { finding } = input;
-        if (finding.sandboxId === null) return;
-        store.sandboxes.appendAudit(finding.sandboxId, input.sweepWorkflowId, orphanRemovedRow(finding, input.step));
       });
     },
 

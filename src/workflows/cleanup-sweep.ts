@@ -1,4 +1,4 @@
-import { executeChild, getExternalWorkflowHandle, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { DockerActivities, StoreActivities } from '../activities';
 import { workflowIdFor } from '../domain/contract-names';
 import { NON_RETRYABLE_ERROR_TYPES } from '../domain/error-codes';
@@ -124,9 +124,9 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
   const running = await store.runningSandboxes({ candidates });
   const found = classifyInventory({ containers, rows, running });
 
-  // Host sweeps follow the current build (AUTO_UPGRADE): one a previous build started
-  // replays its serial removals (no marker in its history), every new one removes in batches.
-  const failed = patched(BATCHED_REMOVAL_PATCH) ? await removeInBatches(found.orphans, docker, store, workflowId) : await removeOneByOne(found.orphans, docker, store, workflowId);
+  // Every host sweep running now removes in batches; the serial removal of the builds before is gone, its marker kept for their replays.
+  deprecatePatch(BATCHED_REMOVAL_PATCH);
+  const failed = await removeInBatches(found.orphans, docker, store, workflowId);
   let step = found.orphans.length;
   const afterContainers = await docker.listManagedContainers();
   const after = new Set(afterContainers.map((container) => container.id));
@@ -174,11 +174,11 @@ export async function cleanupHostSweep(input: { hostId: string; taskQueue: strin
   };
 }
 
-/** Marks host sweeps that remove orphans in batches (issue 42); a history without it removed them one by one. */
+/** Marks host sweeps that remove orphans in batches (issue 42); deprecated once no sweep of the one-by-one builds could run. */
 const BATCHED_REMOVAL_PATCH = 'sweep-batched-removal';
 
-type SweepDocker = Pick<DockerActivities, 'removeContainers' | 'removeContainer'>;
-type SweepStore = Pick<StoreActivities, 'recordOrphanRemovals' | 'recordOrphanRemoval'>;
+type SweepDocker = Pick<DockerActivities, 'removeContainers'>;
+type SweepStore = Pick<StoreActivities, 'recordOrphanRemovals'>;
 
 /**
  * Batches in a row, each removed by the host a bounded few at once (the docker role's
@@ -202,19 +202,4 @@ async function removeInBatches(orphans: readonly LeakFinding[], docker: SweepDoc
     }
   }
   return failed;
-}
-
-/** The previous build's removal, one orphan after another: kept only for its sweeps' replays (delete once none can run). */
-async function removeOneByOne(orphans: readonly LeakFinding[], docker: SweepDocker, store: SweepStore, workflowId: string): Promise<Map<string, string>> {
-  let step = 0;
-  for (const orphan of orphans) {
-    step += 1;
-    try {
-      const outcome = await docker.removeContainer({ containerId: orphan.subject });
-      if (outcome.removed) await store.recordOrphanRemoval({ finding: orphan, sweepWorkflowId: workflowId, step });
-    } catch (err) {
-      log.warn('orphan removal did not finish', { containerId: orphan.subject, error: String(err) });
-    }
-  }
-  return new Map();
 }
