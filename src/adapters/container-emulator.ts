@@ -257,8 +257,13 @@ export class ContainerEmulatorAdapter implements CloudEmulatorAdapter {
       let credentials: { credentials?: SandboxCredentials };
       try {
         await waitUntilHealthy(this.options.probe, operator, context, { timeoutMs: this.options.healthTimeoutMs });
+        context.cancelled?.throwIfAborted();
         credentials = await this.mint(operator, plan, context);
       } catch (err) {
+        // A cancelled attempt (timed out while its completion or heartbeats were lost, or its
+        // sandbox destroyed meanwhile) leaves its container to the retry that adopts it, or
+        // to the teardown and the sweep: removing it here pulled it from under that retry.
+        if (context.cancelled?.aborted === true) throw err;
         const report = await this.destroy(plan.sandboxId, context, { runtimeIds: [info.id], engineId });
         if (report.remaining.length > 0 && err instanceof SandboxPlaneError) {
           throw new SandboxPlaneError(err.code, `${err.message}; teardown left ${report.remaining.join(', ')}`, { cause: err });
