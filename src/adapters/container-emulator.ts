@@ -138,6 +138,9 @@ export interface ContainerEmulatorOptions {
   readonly noSnapshots?: string;
 }
 
+/** What the worker gives an emulator's adapter (`createMotoAdapter`, `createFlociAdapter`): the rest is the emulator's own. */
+export type ContainerAdapterOptions = Pick<ContainerEmulatorOptions, 'broker' | 'image' | 'healthTimeoutMs' | 'startSlots' | 'extraLabels' | 'logLimit'>;
+
 /** How an emulator's state is taken and put back (DESIGN §15). */
 export interface EmulatorStateStore {
   capture(access: OperatorAccess, signal: AbortSignal): Promise<string>;

@@ -1,28 +1,13 @@
 import { clientConfigFor } from '../domain/client-config';
-import type { ContainerLogLimit } from '../domain/container-log';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
-import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
-import { ContainerEmulatorAdapter } from './container-emulator';
+import { ContainerEmulatorAdapter, type ContainerAdapterOptions } from './container-emulator';
 import { flociHealthProbe } from './floci-health';
 import { freeLoopbackPort } from './free-port';
-import type { StartSlots } from './start-slots';
 
 export const FLOCI_PORT = 4566;
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
-
-export interface FlociAdapterOptions {
-  readonly broker: ContainerBroker;
-  /** Pinned: an image id (`sha256:…`) or `[host[:port]/]name@sha256:<digest>`; a tag alone is refused by the configuration. */
-  readonly image: string;
-  readonly healthTimeoutMs: number;
-  /** The host's bound on emulators starting at once, shared by every adapter of the worker. */
-  readonly startSlots?: StartSlots;
-  readonly extraLabels?: Readonly<Record<string, string>>;
-  /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
-  readonly logLimit?: ContainerLogLimit;
-}
 
 /**
  * The environment Floci starts with. FLOCI_BASE_URL is the published loopback URL,
@@ -79,15 +64,12 @@ export const FLOCI_CLOUDFORMATION_TYPES: ReadonlySet<string> = new Set(
 );
 
 /** Floci in a container through the broker (DESIGN §4). */
-export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmulatorAdapter {
+export function createFlociAdapter(options: ContainerAdapterOptions): ContainerEmulatorAdapter {
   const catalog = SERVICE_CATALOGS.floci;
   return new ContainerEmulatorAdapter({
+    ...options,
     adapter: 'floci',
     catalog,
-    broker: options.broker,
-    ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
-    ...(options.logLimit !== undefined ? { logLimit: options.logLimit } : {}),
-    image: options.image,
     containerPort: FLOCI_PORT,
     region: REGION,
     memoryBytes: 1024 * MIB,
@@ -96,8 +78,6 @@ export function createFlociAdapter(options: FlociAdapterOptions): ContainerEmula
     pidsLimit: 512,
     // A JVM that compiles at start: two CPUs, so its health gate is not a CPU race.
     nanoCpus: 2_000_000_000,
-    healthTimeoutMs: options.healthTimeoutMs,
-    ...(options.startSlots !== undefined ? { startSlots: options.startSlots } : {}),
     probe: flociHealthProbe(catalog),
     // Floci must know its public URL at start, so the port is chosen before the run.
     hostPort: freeLoopbackPort,

@@ -1,17 +1,14 @@
 import { z } from 'zod';
 import { clientConfigFor } from '../domain/client-config';
-import type { ContainerLogLimit } from '../domain/container-log';
 import { SandboxPlaneError } from '../domain/errors';
 import { SERVICE_CATALOGS } from '../domain/service-catalog';
-import type { ContainerBroker } from '../docker';
 import { listThroughAwsApis } from './aws-resource-listers';
 import type { HealthReport } from './cloud-emulator-adapter';
-import { ContainerEmulatorAdapter } from './container-emulator';
+import { ContainerEmulatorAdapter, type ContainerAdapterOptions } from './container-emulator';
 import { fetchJson } from './health-gate';
 import { MOTO_GUARD_SCRIPT, MOTO_PORT, OPERATOR_HEADER, OPERATOR_TOKEN_ENV, RECORDING_PATH } from './moto-guard';
 import { operatorHeaders, operatorUrl, type OperatorAccess } from './operator-endpoint';
 import { captureMotoRecording, mintMotoCredentials, motoRequestsServed, quiesceMoto, resetMoto, restoreMotoRecording } from './moto-state';
-import type { StartSlots } from './start-slots';
 
 const REGION = 'us-east-1';
 const MIB = 1024 * 1024;
@@ -94,28 +91,13 @@ export function motoUpdateGap(type: string, properties: readonly string[]): stri
   return dropped.length === 0 ? undefined : `${known.gap} (this change sets ${dropped.join(', ')})`;
 }
 
-export interface MotoAdapterOptions {
-  readonly broker: ContainerBroker;
-  /** The image built by scripts/build-moto-image.sh, by image id (sha256:…). */
-  readonly image: string;
-  readonly healthTimeoutMs: number;
-  /** The host's bound on emulators starting at once, shared by every adapter of the worker. */
-  readonly startSlots?: StartSlots;
-  readonly extraLabels?: Readonly<Record<string, string>>;
-  /** How much of its log each container keeps on disk; default 10 MiB in 2 files. */
-  readonly logLimit?: ContainerLogLimit;
-}
-
 /** moto's server in a container of its own: the emulator we can run end to end here. */
-export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulatorAdapter {
+export function createMotoAdapter(options: ContainerAdapterOptions): ContainerEmulatorAdapter {
   const catalog = SERVICE_CATALOGS.moto;
   return new ContainerEmulatorAdapter({
+    ...options,
     adapter: 'moto',
     catalog,
-    broker: options.broker,
-    ...(options.extraLabels !== undefined ? { extraLabels: options.extraLabels } : {}),
-    ...(options.logLimit !== undefined ? { logLimit: options.logLimit } : {}),
-    image: options.image,
     containerPort: MOTO_PORT,
     region: REGION,
     memoryBytes: 512 * MIB,
@@ -126,8 +108,6 @@ export function createMotoAdapter(options: MotoAdapterOptions): ContainerEmulato
     // scripts/build-moto-image.sh makes user moto (10001); moto keeps its state in memory.
     user: `${MOTO_UID}:${MOTO_UID}`,
     readonlyRootfs: true,
-    healthTimeoutMs: options.healthTimeoutMs,
-    ...(options.startSlots !== undefined ? { startSlots: options.startSlots } : {}),
     probe: motoHealthProbe,
     command: ['/opt/moto/bin/python', '-c', MOTO_GUARD_SCRIPT],
     operatorToken: { envName: OPERATOR_TOKEN_ENV },

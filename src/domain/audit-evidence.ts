@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
 import { SandboxPlaneError } from './errors';
+import type { StoredAuditRow } from './lifecycle-record';
 
 /** The audit tables, each one hash chain (a stream): a sandbox's rows and a target's rows. */
 export const AUDIT_STREAMS = ['operations', 'target_operations'] as const;
@@ -43,22 +44,12 @@ export interface AuditVerification {
 }
 
 /** One audit row as exported: its fields and its place in the chain. */
-export interface AuditRecord {
+export interface AuditRecord extends StoredAuditRow {
   readonly stream: AuditStream;
-  readonly seq: number;
   /** The sandbox of an `operations` row; `null` for a target's row. */
   readonly sandboxId: string | null;
   /** The target of a `target_operations` row; `null` for a sandbox's row. */
   readonly target: string | null;
-  readonly workflowId: string;
-  readonly runId: string | null;
-  readonly step: number;
-  readonly action: string;
-  readonly actor: string;
-  readonly effect: string;
-  readonly reason: string | null;
-  readonly summary: Record<string, unknown>;
-  readonly at: string;
   /** The hash of the row before it in its stream (for the first, a keyed hash of the stream's name); `null` when unchained. */
   readonly prevHash: string | null;
   readonly hash: string | null;

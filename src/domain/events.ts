@@ -5,6 +5,7 @@
  * record, and this module is the one rule for reading it as events.
  */
 import { z } from 'zod';
+import type { OperationRecord } from './lifecycle-record';
 import { sha256Hex } from './sha256';
 
 export const EVENT_KINDS = [
@@ -69,18 +70,12 @@ export function agentActor(actor: string): string {
 }
 
 /** What the store knows of an audit row when it is written. */
-export interface AuditFacts {
+export interface AuditFacts extends Omit<OperationRecord, 'runId'> {
   /** `operations` (a sandbox's trail) or `target_operations` (a target's). */
   readonly stream: 'sandbox' | 'target';
   readonly sandboxId: string | null;
   readonly workflowId: string;
   readonly runId: string;
-  readonly step: number;
-  readonly action: string;
-  readonly actor: string;
-  readonly effect: string;
-  readonly reason: string | null;
-  readonly summary: Readonly<Record<string, unknown>>;
   readonly at: string;
   /** The sandbox's (or the IaC run's) principal. */
   readonly principal: string;

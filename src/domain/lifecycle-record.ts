@@ -199,6 +199,14 @@ export interface OperationRecord {
   readonly summary: Readonly<Record<string, unknown>>;
 }
 
+/** One audit row as read back from the store: its place in its table, the workflow and run that wrote it (`null`: written outside a run), and when. */
+export interface StoredAuditRow extends Omit<OperationRecord, 'runId'> {
+  readonly seq: number;
+  readonly workflowId: string;
+  readonly runId: string | null;
+  readonly at: string;
+}
+
 const STATE_OF_PHASE: Readonly<Record<Exclude<PhaseName, 'ended'>, SandboxState>> = {
   requested: 'REQUESTED',
   awaiting_approval: 'AWAITING_APPROVAL',

@@ -6,7 +6,7 @@
  * own AWS configuration holds what it stands for.
  */
 import { z } from 'zod';
-import type { OperationRecord } from './lifecycle-record';
+import type { StoredAuditRow } from './lifecycle-record';
 
 /** The environments a target may be: each has its capability and its number of approvers. */
 export const TARGET_ENVIRONMENTS = ['staging', 'production'] as const;
@@ -92,19 +92,8 @@ export interface TargetRecord {
 }
 
 /** One row of a target's audit trail: an IaC run's step against it. Kept after the target is removed. */
-export interface TargetAuditEntry {
-  readonly seq: number;
+export interface TargetAuditEntry extends StoredAuditRow {
   readonly target: string;
-  readonly workflowId: string;
-  /** The workflow run that wrote it; `null` for a row written outside a run. */
-  readonly runId: string | null;
-  readonly step: number;
-  readonly action: string;
-  readonly actor: string;
-  readonly effect: string;
-  readonly reason: string | null;
-  readonly summary: OperationRecord['summary'];
-  readonly at: string;
 }
 
 /**

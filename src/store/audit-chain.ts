@@ -1,5 +1,4 @@
 import { createHmac } from 'node:crypto';
-import type Database from 'better-sqlite3';
 import {
   AUDIT_STREAMS,
   type AuditBadRow,
@@ -11,6 +10,7 @@ import {
   type AuditVerification,
 } from '../domain/audit-evidence';
 import { SandboxPlaneError } from '../domain/errors';
+import type { OperationRecord } from '../domain/lifecycle-record';
 import type { SqliteDatabase } from './database';
 
 /**
@@ -58,6 +58,11 @@ export function auditRowHash(key: Buffer, stream: AuditStream, prevHash: string,
   return createHmac('sha256', key).update(prevHash).update('\n').update(JSON.stringify(fields)).digest('hex');
 }
 
+/** What every audit row holds besides its subject, workflow and run, as read back: the summary parsed. */
+export function auditRowFields(row: Pick<ChainRow, 'step' | 'action' | 'actor' | 'effect' | 'reason' | 'summary' | 'at'>) {
+  return { step: row.step, action: row.action, actor: row.actor, effect: row.effect, reason: row.reason, summary: JSON.parse(row.summary) as Record<string, unknown>, at: row.at };
+}
+
 const selectRows = (stream: AuditStream) =>
   `SELECT seq, ${SUBJECT[stream]} AS subject, workflow_id, run_id, step, action, actor, effect, reason, summary, at, prev_hash, row_hash FROM ${stream}`;
 
@@ -93,17 +98,19 @@ export class AuditChain {
   }
 
   /**
-   * Runs `insert` (an `INSERT OR IGNORE` of one audit row into `stream`) and chains the row
-   * it inserted, in one transaction (a savepoint inside the caller's). A retried insert
-   * that finds its row inserts nothing and chains nothing. Without the key (a store not
-   * opened by the store role) the row is written unchained.
+   * Inserts one audit row of `subject` (a sandbox id or a target name) into `stream`, keyed by
+   * workflow id, run and step, and chains it, in one transaction (a savepoint inside the
+   * caller's): `false` when that step's row is there already, and then nothing is chained.
+   * Without the key (a store not opened by the store role) the row is written unchained.
    */
-  append(stream: AuditStream, insert: () => Database.RunResult): Database.RunResult {
+  insert(stream: AuditStream, subject: string, workflowId: string, operation: OperationRecord, at: string): boolean {
     return this.db
       .transaction(() => {
-        const result = insert();
+        const result = this.db
+          .prepare(`INSERT OR IGNORE INTO ${stream} (${SUBJECT[stream]}, workflow_id, run_id, step, action, actor, effect, reason, summary, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+          .run(subject, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at);
         if (result.changes === 1 && this.key !== undefined) this.seal(stream, Number(result.lastInsertRowid), this.key);
-        return result;
+        return result.changes === 1;
       })
       .immediate();
   }
@@ -220,13 +227,7 @@ function toRecord(stream: AuditStream, row: ChainRow): AuditRecord {
     target: stream === 'target_operations' ? row.subject : null,
     workflowId: row.workflow_id,
     runId: row.run_id === '' ? null : row.run_id,
-    step: row.step,
-    action: row.action,
-    actor: row.actor,
-    effect: row.effect,
-    reason: row.reason,
-    summary: JSON.parse(row.summary) as Record<string, unknown>,
-    at: row.at,
+    ...auditRowFields(row),
     prevHash: row.prev_hash,
     hash: row.row_hash,
   };

@@ -5,38 +5,16 @@ import type { Lineage, OperationRecord, SandboxSnapshot } from '../domain/lifecy
 import type { AuditEntry } from '../domain/store-commands';
 import type { SqliteDatabase } from './database';
 
-import { AuditChain } from './audit-chain';
+import { AuditChain, auditRowFields, type ChainRow } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { EventRepository } from './event-repository';
 
 export type { OperationRecord, SandboxSnapshot } from '../domain/lifecycle-record';
 
-interface OperationRow {
-  seq: number;
-  sandbox_id: string;
-  workflow_id: string;
-  step: number;
-  action: string;
-  actor: string;
-  effect: string;
-  reason: string | null;
-  summary: string;
-  at: string;
-}
+type OperationRow = Omit<ChainRow, 'subject'> & { readonly sandbox_id: string };
 
 function toOperation(row: OperationRow): AuditEntry {
-  return {
-    seq: row.seq,
-    sandboxId: row.sandbox_id,
-    workflowId: row.workflow_id,
-    step: row.step,
-    action: row.action,
-    actor: row.actor,
-    effect: row.effect,
-    reason: row.reason,
-    summary: JSON.parse(row.summary) as Record<string, unknown>,
-    at: row.at,
-  };
+  return { seq: row.seq, sandboxId: row.sandbox_id, workflowId: row.workflow_id, ...auditRowFields(row) };
 }
 
 const COUNTED_STATES = LIVE_STATES.filter((state) => state !== 'REQUESTED');
@@ -245,15 +223,7 @@ export class SandboxRepository {
   /** One audit row, keyed by workflow id, run and step, with its event: `false` when that step is already there. */
   private appendOperation(sandboxId: string, workflowId: string, operation: OperationRecord, at: string): boolean {
     return this.db.transaction(() => {
-      const result = this.chain.append('operations', () =>
-        this.db
-          .prepare(
-            `INSERT OR IGNORE INTO operations (sandbox_id, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(sandboxId, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at),
-      );
-      if (result.changes !== 1) return false;
+      if (!this.chain.insert('operations', sandboxId, workflowId, operation, at)) return false;
       this.events.fromSandboxRow(sandboxId, { workflowId, operation, at });
       this.audits.written({ sandboxId, workflowId, operation });
       return true;

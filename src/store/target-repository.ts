@@ -3,7 +3,7 @@ import { SandboxPlaneError } from '../domain/errors';
 import type { OperationRecord } from '../domain/lifecycle-record';
 import { TARGET_ENVIRONMENTS, type NewTargetInput, type TargetAuditEntry, type TargetRecord } from '../domain/targets';
 import type { SqliteDatabase } from './database';
-import { AuditChain } from './audit-chain';
+import { AuditChain, auditRowFields, type ChainRow } from './audit-chain';
 import { AuditTap } from './audit-tap';
 import { EventRepository } from './event-repository';
 
@@ -22,34 +22,10 @@ function toTarget(raw: unknown): TargetRecord {
   return { name: row.name, environment: row.environment, region: row.region, endpoint: row.endpoint, profile: row.profile, addedAt: row.added_at };
 }
 
-interface TargetOperationRow {
-  seq: number;
-  target: string;
-  workflow_id: string;
-  run_id: string;
-  step: number;
-  action: string;
-  actor: string;
-  effect: string;
-  reason: string | null;
-  summary: string;
-  at: string;
-}
+type TargetOperationRow = Omit<ChainRow, 'subject'> & { readonly target: string };
 
 function toOperation(row: TargetOperationRow): TargetAuditEntry {
-  return {
-    seq: row.seq,
-    target: row.target,
-    workflowId: row.workflow_id,
-    runId: row.run_id === '' ? null : row.run_id,
-    step: row.step,
-    action: row.action,
-    actor: row.actor,
-    effect: row.effect,
-    reason: row.reason,
-    summary: JSON.parse(row.summary) as Record<string, unknown>,
-    at: row.at,
-  };
+  return { seq: row.seq, target: row.target, workflowId: row.workflow_id, runId: row.run_id === '' ? null : row.run_id, ...auditRowFields(row) };
 }
 
 /**
@@ -108,15 +84,7 @@ export class TargetRepository {
   appendOperation(target: string, workflowId: string, operation: OperationRecord, now: Date = new Date()): boolean {
     const at = now.toISOString();
     return this.db.transaction(() => {
-      const result = this.chain.append('target_operations', () =>
-        this.db
-          .prepare(
-            `INSERT OR IGNORE INTO target_operations (target, workflow_id, run_id, step, action, actor, effect, reason, summary, at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(target, workflowId, operation.runId ?? '', operation.step, operation.action, operation.actor, operation.effect, operation.reason, JSON.stringify(operation.summary), at),
-      );
-      if (result.changes !== 1) return false;
+      if (!this.chain.insert('target_operations', target, workflowId, operation, at)) return false;
       this.events.fromTargetRow({ workflowId, operation, at });
       this.audits.written({ target, workflowId, operation });
       return true;

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { connectTemporal, dataConverterFor } from '../client/temporal-connection';
 import { readTemporalTls } from '../config/temporal-tls';
@@ -14,7 +13,7 @@ import type { Logger } from '../logging/logger';
 import type { Store } from '../store';
 import { buildAdapterRegistry } from './adapter-registry';
 import { resolvePlaneId } from './plane-identity';
-import { RoleWorkers, type RoleContext, type RoleStart } from './role-workers';
+import { RoleWorkers, workerIdentity, type RoleContext, type RoleStart } from './role-workers';
 import { installWorkerRuntime } from './runtime-logger';
 import { freeLoopbackPort } from '../adapters/free-port';
 import { serveMetrics } from '../telemetry/metrics-server';
@@ -94,7 +93,7 @@ export async function createPlaneWorker(options: PlaneWorkerOptions): Promise<Pl
   if (roles.length === 0) throw new SandboxPlaneError('INVALID_INPUT', 'a worker runs at least one role');
   if (has('store') && store === undefined) throw new SandboxPlaneError('INVALID_INPUT', 'the store role needs the SQLite projection');
   await startRuntimeAndMetrics(config, logger);
-  const identity = options.identity ?? `sandboxplane-worker@${os.hostname()}:${process.pid}`;
+  const identity = options.identity ?? workerIdentity('worker');
   const broker = options.broker ?? new DockerContainerBroker({ dockerHost: config.dockerHost, logger });
   // Read before connecting: a bad key file is a CONFIG error, not a half-started worker.
   const payloadCodec = payloadCodecFor(config.codec);

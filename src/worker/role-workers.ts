@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Worker, WorkerOptions } from '@temporalio/worker';
 import type { SnapshotContents } from '../activities/snapshot-contents';
@@ -17,6 +18,11 @@ export interface RoleContext {
   readonly planeId: string;
   /** Spread into every role's Worker.create: connection, namespace, data converter, tracing. */
   readonly workerOptions: Omit<WorkerOptions, 'taskQueue'>;
+}
+
+/** A worker's Temporal identity: `sandboxplane-<role>@<host>:<pid>`, the role's name first. */
+export function workerIdentity(role: string): string {
+  return `sandboxplane-${role}@${os.hostname()}:${process.pid}`;
 }
 
 /** One role started (DESIGN §10): its worker, the queue it polls, and a stop for what it runs beside the worker. */

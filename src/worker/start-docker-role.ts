@@ -1,4 +1,3 @@
-import os from 'node:os';
 import { Worker } from '@temporalio/worker';
 import { createDockerActivities } from '../activities';
 import type { AdapterRegistry } from '../adapters/cloud-emulator-adapter';
@@ -9,7 +8,7 @@ import { dockerQueue } from '../domain/task-queues';
 import { meterPools } from '../telemetry/plane-metrics';
 import { watchContainerDeaths } from './container-deaths';
 import { measureHostMemory, registerHostUntilDone } from './host-registration';
-import { startRole, type RoleContext, type RoleStart } from './role-workers';
+import { startRole, workerIdentity, type RoleContext, type RoleStart } from './role-workers';
 import type { TemporalHostDirectory } from './temporal-host-directory';
 import { startWarmPools } from './warm-pools';
 
@@ -41,7 +40,7 @@ export async function startDockerRole(
     const worker = await Worker.create({
       ...ctx.workerOptions,
       taskQueue,
-      identity: `sandboxplane-docker-${hostId}@${os.hostname()}:${process.pid}`,
+      identity: workerIdentity(`docker-${hostId}`),
       activities: createDockerActivities({
         adapters,
         broker,

@@ -1,14 +1,14 @@
-import os from 'node:os';
 import type { WorkflowService } from '@temporalio/client';
 import { SandboxPlaneError } from '../domain/errors';
 import { sha256Hex } from '../domain/sha256';
 import { lastPoll, queuePollers } from '../client/queue-pollers';
+import { workerIdentity } from './role-workers';
 
 const STORE_IDENTITY = /^sandboxplane-store@(?<host>[^:]+):(?<pid>\d+):(?<file>[0-9a-f]+)$/;
 
 /** The store worker's Temporal identity: which machine, process and SQLite file answer `<tq>-store`. */
 export function storeWorkerIdentity(storePath: string): string {
-  return `sandboxplane-store@${os.hostname()}:${process.pid}:${sha256Hex(storePath).slice(0, 12)}`;
+  return `${workerIdentity('store')}:${sha256Hex(storePath).slice(0, 12)}`;
 }
 
 function isAlive(pid: number): boolean {

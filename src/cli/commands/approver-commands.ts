@@ -6,6 +6,7 @@ import { action, jsonOption } from '../command-action';
 import { formatApproverList } from '../format/policy-format';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
+import { registerStoreList } from './store-list-command';
 
 /** What a person sees after `approvers add`: the URI, its QR code, and how to approve with the code. */
 async function formatEnrolment(approver: { name: string; otpauthUri: string }): Promise<string> {
@@ -40,16 +41,7 @@ export function registerApproverCommands(program: Command): void {
       }),
     );
 
-  approvers
-    .command('list')
-    .description('every listed approver, by name')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw) => {
-        const list = await withStoreClient(loadConfig(), (store) => store.listApprovers());
-        printResult({ json: raw.json === true }, { approvers: list }, formatApproverList(list));
-      }),
-    );
+  registerStoreList(approvers, 'every listed approver, by name', 'approvers', (store) => store.listApprovers(), formatApproverList);
 
   approvers
     .command('remove')

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../../config/config';
-import { principalSchema, sandboxIdSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
+import { principalSchema, sandboxRequestSchema } from '../../domain/sandbox-request';
 import { snapshotIdSchema } from '../../domain/snapshots';
 import { durationSchema, parseCliArgument, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
@@ -9,6 +9,7 @@ import { firstFailure } from '../../client/family-outcome';
 import { formatFamily } from '../format/sandbox-format';
 import { printResult, reportError } from '../output';
 import { withSandboxClient } from '../temporal-clients';
+import { sandboxAction } from './status-command';
 
 const request = sandboxRequestSchema.shape;
 
@@ -68,9 +69,7 @@ export function registerFamilyCommands(program: Command): void {
     .argument('<id>', 'sandbox id: the root or any fork in the tree')
     .addOption(jsonOption())
     .action(
-      action(async (raw, args) => {
-        const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
-        const options = parseCliOptions(treeOptionsSchema, raw);
+      sandboxAction(treeOptionsSchema, async (id, options) => {
         const tree = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.tree(id));
         printResult({ json: options.json }, tree, `tree of ${tree.root}\n${formatFamily(tree.sandboxes, tree.root)}`);
       }),

@@ -8,6 +8,7 @@ import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
+import { registerStoreList } from './store-list-command';
 
 const addOptionsSchema = z
   .object({
@@ -61,16 +62,7 @@ export function registerKeyCommands(program: Command): void {
       }),
     );
 
-  keys
-    .command('list')
-    .description('every API key: id, principal, rate, when made and revoked (never the key)')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw) => {
-        const list = await withStoreClient(loadConfig(), (store) => store.keys());
-        printResult({ json: raw.json === true }, { keys: list }, formatKeys(list));
-      }),
-    );
+  registerStoreList(keys, 'every API key: id, principal, rate, when made and revoked (never the key)', 'keys', (store) => store.keys(), formatKeys);
 
   keys
     .command('revoke')

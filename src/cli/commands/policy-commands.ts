@@ -10,6 +10,7 @@ import { action, jsonOption } from '../command-action';
 import { formatPolicy, formatPolicyList } from '../format/policy-format';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
+import { registerStoreList } from './store-list-command';
 
 const policyAddOptionsSchema = z.object({
   principal: principalPatternSchema,
@@ -61,16 +62,7 @@ export function registerPolicyCommands(program: Command): void {
       }),
     );
 
-  policy
-    .command('list')
-    .description('every policy row, oldest first')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw) => {
-        const policies = await withStoreClient(loadConfig(), (store) => store.listPolicies());
-        printResult({ json: raw.json === true }, { policies }, formatPolicyList(policies));
-      }),
-    );
+  registerStoreList(policy, 'every policy row, oldest first', 'policies', (store) => store.listPolicies(), formatPolicyList);
 
   policy
     .command('remove')

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../../config/config';
 import { SandboxPlaneError } from '../../domain/errors';
@@ -14,7 +14,7 @@ import { formatApprovalOutcome, formatAudit, formatFamily, formatSandboxList, fo
 import { firstFailure, type SandboxTree } from '../../client/family-outcome';
 import { printResult, reportError } from '../output';
 import { withSandboxClient, withStoreClient } from '../temporal-clients';
-import { registerStatusCommand, sandboxIdArgument } from './status-command';
+import { registerStatusCommand, sandboxAction, sandboxIdArgument } from './status-command';
 
 const request = sandboxRequestSchema.shape;
 
@@ -67,20 +67,23 @@ const listOptionsSchema = z.object({
 });
 
 const reasonSchema = z.string().max(1000, 'must be at most 1000 characters');
-export const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+/** `--actor`: who asks, for the audit trail; `cli:<os user>` when not given. */
+export const actorSchema = nameSchema.optional().transform((actor) => actor ?? defaultActor());
+export const actorOption = () => new Option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)');
 
 const extendOptionsSchema = z.object({
   ttl: durationSchema,
   tree: z.boolean().default(false),
   reason: reasonSchema.optional(),
-  actor: nameSchema.optional(),
+  actor: actorSchema,
   json: z.boolean().default(false),
 });
 
 const destroyOptionsSchema = z.object({
   tree: z.boolean().default(false),
   reason: reasonSchema.optional(),
-  actor: nameSchema.optional(),
+  actor: actorSchema,
   json: z.boolean().default(false),
 });
 
@@ -100,7 +103,7 @@ function collect(value: string, previous: string[] | undefined): string[] {
 }
 
 /** Who the audit trail names when --actor is not given: `cli:<os user>`. */
-export function defaultActor(): string {
+function defaultActor(): string {
   try {
     return `cli:${os.userInfo().username}`;
   } catch {
@@ -217,13 +220,11 @@ export function registerSandboxCommands(program: Command): void {
     .option('--ttl <duration>', 'how much to add to the current expiry: 90s, 30m, 2h (required)')
     .option('--tree', "extend its whole family (`sandboxctl tree`): the root first, then each fork, clamped to the root's new expiry")
     .option('--reason <text>', 'why, for the audit trail')
-    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(actorOption())
     .addOption(jsonOption())
     .action(
-      action(async (raw, args) => {
-        const id = sandboxIdArgument(args);
-        const options = parseCliOptions(extendOptionsSchema, raw);
-        const change = { ttlSeconds: options.ttl, actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+      sandboxAction(extendOptionsSchema, async (id, options) => {
+        const change = { ttlSeconds: options.ttl, actor: options.actor, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
         if (options.tree) return printTree(options.json, await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.extendTree(id, change)), 'extensions');
         const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.extend(id, change));
         printResult({ json: options.json }, status, formatStatus(status));
@@ -237,13 +238,11 @@ export function registerSandboxCommands(program: Command): void {
     .argument('<id>', 'sandbox id')
     .option('--tree', 'destroy its whole family (`sandboxctl tree`): the root and every fork, at once')
     .option('--reason <text>', 'why, for the audit trail')
-    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(actorOption())
     .addOption(jsonOption())
     .action(
-      action(async (raw, args) => {
-        const id = sandboxIdArgument(args);
-        const options = parseCliOptions(destroyOptionsSchema, raw);
-        const why = { actor: options.actor ?? defaultActor(), ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+      sandboxAction(destroyOptionsSchema, async (id, options) => {
+        const why = { actor: options.actor, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
         if (options.tree) return printTree(options.json, await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.destroyTree(id, why)), 'teardowns');
         const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.destroy(id, why));
         printResult({ json: options.json }, status, formatStatus(status));
@@ -265,9 +264,7 @@ export function registerSandboxCommands(program: Command): void {
       .option('--code <digits>', "the approver's current 6-digit code from their authenticator (required: without it the decision is refused, APPROVAL_UNVERIFIED)")
       .addOption(jsonOption())
       .action(
-        action(async (raw, args) => {
-          const id = sandboxIdArgument(args);
-          const options = parseCliOptions(approvalOptionsSchema, raw);
+        sandboxAction(approvalOptionsSchema, async (id, options) => {
           const payload = {
             approver: options.approver,
             ...(options.reason !== undefined ? { reason: options.reason } : {}),

@@ -9,10 +9,11 @@ import { formatStatus } from '../format/sandbox-format';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withSandboxClient } from '../temporal-clients';
-import { defaultActor, nameSchema } from './sandbox-commands';
+import { actorOption, actorSchema } from './sandbox-commands';
+import { sandboxAction } from './status-command';
 
-const snapshotOptionsSchema = z.object({ actor: nameSchema.optional(), json: z.boolean().default(false) });
-const restoreOptionsSchema = z.object({ snapshot: snapshotIdSchema, actor: nameSchema.optional(), json: z.boolean().default(false) });
+const snapshotOptionsSchema = z.object({ actor: actorSchema, json: z.boolean().default(false) });
+const restoreOptionsSchema = z.object({ snapshot: snapshotIdSchema, actor: actorSchema, json: z.boolean().default(false) });
 const listOptionsSchema = z.object({ sandbox: sandboxIdSchema.optional(), json: z.boolean().default(false) });
 const deleteOptionsSchema = snapshotOptionsSchema;
 
@@ -38,13 +39,11 @@ export function registerSnapshotCommands(program: Command): void {
     .command('snapshot')
     .description("keep a READY sandbox's emulator state now (yours only): fork it with `create --from-snapshot`, or put it back with `restore`")
     .argument('<id>', 'sandbox id')
-    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(actorOption())
     .addOption(jsonOption())
     .action(
-      action(async (raw, args) => {
-        const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
-        const options = parseCliOptions(snapshotOptionsSchema, raw);
-        const snapshot = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.snapshot(id, { actor: options.actor ?? defaultActor() }));
+      sandboxAction(snapshotOptionsSchema, async (id, options) => {
+        const snapshot = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.snapshot(id, { actor: options.actor }));
         printResult({ json: options.json }, snapshot, formatSnapshot(snapshot));
       }),
     );
@@ -66,13 +65,13 @@ export function registerSnapshotCommands(program: Command): void {
     .command('delete')
     .description('delete a snapshot (yours; any, for an operator): it can no longer be forked or restored, and its room in the quota is free. Not the one a PAUSED sandbox resumes from')
     .argument('<snapshot-id>', 'snapshot id (`sandboxctl snapshots` lists them)')
-    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(actorOption())
     .addOption(jsonOption())
     .action(
       action(async (raw, args) => {
         const snapshotId = parseCliArgument(snapshotIdSchema, args[0], 'SNAPSHOT_ID');
         const options = parseCliOptions(deleteOptionsSchema, raw);
-        const deleted = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.deleteSnapshot(snapshotId, { actor: options.actor ?? defaultActor() }));
+        const deleted = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.deleteSnapshot(snapshotId, { actor: options.actor }));
         printResult({ json: options.json }, deleted, `deleted snapshot ${deleted.snapshotId} of sandbox ${deleted.sandboxId} (${deleted.bytes} bytes, taken ${deleted.createdAt})`);
       }),
     );
@@ -82,13 +81,11 @@ export function registerSnapshotCommands(program: Command): void {
     .description("put a snapshot's state back into a READY sandbox; returns once it is there (a snapshot of another sandbox of yours brings new credentials)")
     .argument('<id>', 'sandbox id')
     .option('--snapshot <id>', 'the snapshot to restore (required): `sandboxctl snapshots` lists yours')
-    .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+    .addOption(actorOption())
     .addOption(jsonOption())
     .action(
-      action(async (raw, args) => {
-        const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
-        const options = parseCliOptions(restoreOptionsSchema, raw);
-        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.restore(id, options.snapshot, { actor: options.actor ?? defaultActor() }));
+      sandboxAction(restoreOptionsSchema, async (id, options) => {
+        const status = await withSandboxClient(loadConfig(), (sandboxes) => sandboxes.restore(id, options.snapshot, { actor: options.actor }));
         printResult({ json: options.json }, status, formatStatus(status));
       }),
     );
@@ -102,13 +99,11 @@ export function registerSnapshotCommands(program: Command): void {
       .command(name)
       .description(description)
       .argument('<id>', 'sandbox id')
-      .option('--actor <name>', 'who asks, for the audit trail (default cli:<os user>)')
+      .addOption(actorOption())
       .addOption(jsonOption())
       .action(
-        action(async (raw, args) => {
-          const id = parseCliArgument(sandboxIdSchema, args[0], 'ID');
-          const options = parseCliOptions(snapshotOptionsSchema, raw);
-          const change = { actor: options.actor ?? defaultActor() };
+        sandboxAction(snapshotOptionsSchema, async (id, options) => {
+          const change = { actor: options.actor };
           const status = await withSandboxClient(loadConfig(), (sandboxes) => (name === 'pause' ? sandboxes.pause(id, change) : sandboxes.resume(id, change)));
           printResult({ json: options.json }, status, formatStatus(status));
         }),

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import type { z } from 'zod';
 import { loadConfig } from '../../config/config';
 import { sandboxIdSchema } from '../../domain/sandbox-id';
-import { parseCliArgument } from '../cli-options';
+import { parseCliArgument, parseCliOptions } from '../cli-options';
 import { action, jsonOption } from '../command-action';
 import { formatStatus } from '../format/sandbox-format';
 import { printResult } from '../output';
@@ -10,6 +11,11 @@ import { sandboxStatus } from '../temporal-clients';
 /** The ID argument of a command about one sandbox. */
 export function sandboxIdArgument(args: readonly string[]): string {
   return parseCliArgument(sandboxIdSchema, args[0], 'ID');
+}
+
+/** The action of a command about one sandbox: its ID argument, then its options, each checked, handed to `body`. */
+export function sandboxAction<S extends z.ZodTypeAny>(schema: S, body: (id: string, options: z.output<S>) => Promise<number | void>) {
+  return action(async (raw, args) => body(sandboxIdArgument(args), parseCliOptions(schema, raw)));
 }
 
 /** `status ID` (DESIGN §11); in a module of its own, which `main` loads alone for `sandboxctl status`. */

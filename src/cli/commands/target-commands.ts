@@ -7,6 +7,7 @@ import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
+import { registerStoreList } from './store-list-command';
 
 const targetAddOptionsSchema = z.object({
   environment: oneOf(TARGET_ENVIRONMENTS),
@@ -77,16 +78,7 @@ export function registerTargetCommands(program: Command): void {
       }),
     );
 
-  targets
-    .command('list')
-    .description('every registered target, by name')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw) => {
-        const list = await withStoreClient(loadConfig(), (store) => store.targets());
-        printResult({ json: raw.json === true }, { targets: list }, formatTargetList(list));
-      }),
-    );
+  registerStoreList(targets, 'every registered target, by name', 'targets', (store) => store.targets(), formatTargetList);
 
   targets
     .command('remove')

@@ -9,6 +9,7 @@ import { action, jsonOption } from '../command-action';
 import { formatTable } from '../format/table';
 import { printResult } from '../output';
 import { withStoreClient } from '../temporal-clients';
+import { registerStoreList } from './store-list-command';
 
 const addOptionsSchema = z
   .object({
@@ -87,16 +88,7 @@ export function registerWebhookCommands(program: Command): void {
       }),
     );
 
-  webhooks
-    .command('list')
-    .description('every live endpoint: id, URL, events, principal (never the secret)')
-    .addOption(jsonOption())
-    .action(
-      action(async (raw) => {
-        const list = await withStoreClient(loadConfig(), (store) => store.webhooks());
-        printResult({ json: raw.json === true }, { webhooks: list }, formatWebhooks(list));
-      }),
-    );
+  registerStoreList(webhooks, 'every live endpoint: id, URL, events, principal (never the secret)', 'webhooks', (store) => store.webhooks(), formatWebhooks);
 
   webhooks
     .command('remove')
