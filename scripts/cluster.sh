@@ -742,12 +742,16 @@ ENGINES=(a b)
 ENGINE_RUN_ROOT="/run/sandboxplane-cluster/$KEY"
 ENGINE_SUBNETS=(250 251 252 253 254)   # bridge 172.31.N.0/24, sandbox networks 10.N.0.0/16; test/helpers/private-docker-engine.ts uses 100-249
 
+# Every engine is started, stopped and cleared by scripts/private-dockerd.sh (--bridge: no
+# iptables rules, no masquerading, an engine id of its own).
+private_dockerd() { bash "$root/scripts/private-dockerd.sh" "$@"; }
+
 engine_dir() { echo "$DATA/engines/$1"; }
 engine_run_dir() { echo "$ENGINE_RUN_ROOT/$1"; }
 engine_socket() { echo "unix://$(engine_run_dir "$1")/docker.sock"; }
 engine_bridge() { echo "spc$(basename "$ENGINE_RUN_ROOT" | cut -c1-6)$1"; }
 engine_pid() { cat "$(engine_run_dir "$1")/dockerd.pid" 2>/dev/null || true; }
-engine_answers() { DOCKER_HOST="$(engine_socket "$1")" timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+engine_answers() { private_dockerd answers "$(engine_socket "$1")"; }
 
 # The bridge's /24, chosen on the first `up` and kept in the engine's directory.
 engine_subnet() {
@@ -770,18 +774,8 @@ engine_subnet() {
   cat "$file"
 }
 
-ensure_bridge() {
-  local bridge="$1" subnet="$2"
-  if ! ip link show "$bridge" >/dev/null 2>&1; then
-    ip link add "$bridge" type bridge
-    ip addr add "172.31.$subnet.1/24" dev "$bridge"
-  fi
-  ip link set "$bridge" up
-}
-
 start_engine() {
-  local name="$1" dir run pid subnet bridge log
-  dir="$(engine_dir "$name")"; run="$(engine_run_dir "$name")"; log="$LOG_DIR/engine-$name.log"
+  local name="$1" pid subnet containerd_pid
   command -v dockerd >/dev/null 2>&1 || fail "no dockerd: install Debian's docker.io (bash scripts/docker-engine.sh does)"
   pid="$(engine_pid "$name")"
   if alive_as "$pid" dockerd && engine_answers "$name"; then
@@ -789,83 +783,23 @@ start_engine() {
     return 0
   fi
   alive_as "$pid" dockerd && fail "engine $name (pid $pid) runs but does not answer on $(engine_socket "$name")"
-  subnet="$(engine_subnet "$name")"; bridge="$(engine_bridge "$name")"
-  ensure_bridge "$bridge" "$subnet"
-  mkdir -p "$dir" "$run"
-  chmod 0711 "$run"
-  # What a killed engine leaves behind would stop a new one from starting.
-  rm -f "$run/dockerd.pid" "$run/docker.sock"
-  local containerd_pid
-  containerd_pid="$(cat "$run/exec/containerd/containerd.pid" 2>/dev/null || true)"
+  containerd_pid="$(cat "$(engine_run_dir "$name")/exec/containerd/containerd.pid" 2>/dev/null || true)"
   alive_as "$containerd_pid" containerd && fail "engine $name's containerd (pid $containerd_pid) outlived its dockerd: \`bash scripts/cluster.sh down\` stops it"
-  rm -f "$run/exec/containerd/containerd.pid"
-  local identity=()
-  # Before Docker 23 the engine id comes from /etc/docker/key.json, shared by every dockerd of
-  # the machine: each engine gets a key of its own, as a second machine's would.
-  local major
-  major="$(dockerd --version | sed -n 's/^Docker version \([0-9]*\)\..*/\1/p')"
-  if [[ -n "$major" ]] && ((major < 23)); then
-    printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
-    identity=(--config-file="$dir/daemon.json")
-  fi
-  say "starting engine $name on $(engine_socket "$name") (bridge $bridge 172.31.$subnet.0/24, data $dir/data, log $log)"
-  setsid nohup dockerd \
-    --host="$(engine_socket "$name")" \
-    --data-root="$dir/data" \
-    --exec-root="$run/exec" \
-    --pidfile="$run/dockerd.pid" \
-    --bridge="$bridge" \
-    --iptables=false \
-    --ip-masq=false \
-    --live-restore \
-    --default-address-pool "base=10.$subnet.0.0/16,size=28" \
-    "${identity[@]}" >>"$log" 2>&1 </dev/null &
-  local started=$! deadline=$((SECONDS + WAIT_SECONDS))
-  until engine_answers "$name"; do
-    alive "$started" || { tail -n 20 "$log" >&2; fail "engine $name exited (log above, full log $log)"; }
-    ((SECONDS < deadline)) || { tail -n 20 "$log" >&2; fail "engine $name does not answer after ${WAIT_SECONDS}s (log $log)"; }
-    sleep 0.5
-  done
+  subnet="$(engine_subnet "$name")"
+  say "starting engine $name (bridge $(engine_bridge "$name") 172.31.$subnet.0/24)"
+  private_dockerd start --run-dir "$(engine_run_dir "$name")" --home "$(engine_dir "$name")" --log "$LOG_DIR/engine-$name.log" \
+    --bridge "$(engine_bridge "$name")" --bridge-address "172.31.$subnet.1/24" \
+    --address-pool "base=10.$subnet.0.0/16,size=28" --wait-seconds "$WAIT_SECONDS" || fail "engine $name did not start (above)"
 }
 
+# With --live-restore dockerd would leave the containers running: stopped while it answers.
 stop_engine() {
-  local name="$1" pid deadline
-  pid="$(engine_pid "$name")"
-  if alive_as "$pid" dockerd; then
-    # With --live-restore dockerd would leave them running: stop them while it answers.
-    local containers
-    containers="$(DOCKER_HOST="$(engine_socket "$name")" timeout 30 docker ps -q 2>/dev/null || true)"
-    if [[ -n "$containers" ]]; then
-      say "stopping engine $name's $(wc -w <<<"$containers") container(s)"
-      # shellcheck disable=SC2086 # one id per word
-      DOCKER_HOST="$(engine_socket "$name")" timeout 120 docker stop --time 10 $containers >/dev/null 2>&1 || true
-    fi
-    say "stopping engine $name (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    deadline=$((SECONDS + 60))
-    while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.2; done
-    if alive_as "$pid" dockerd; then
-      say "engine $name (pid $pid) ignored SIGTERM for 60s; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || fail "cannot kill engine $name (pid $pid)"
-      deadline=$((SECONDS + 10))
-      while alive_as "$pid" dockerd && ((SECONDS < deadline)); do sleep 0.1; done
-    fi
-  fi
-  clear_engine "$name"
+  private_dockerd stop --run-dir "$(engine_run_dir "$1")" --containers || fail "cannot stop engine $1"
+  clear_engine "$1"
 }
 
 # What a stopped engine leaves: mounts, its bridge, its run directory.
-clear_engine() {
-  local name="$1" point
-  # dockerd leaves its data root and network namespaces (and, after a crash, more) mounted:
-  # unmount, deepest first.
-  for point in $(awk -v data="$(engine_dir "$name")/" -v run="$(engine_run_dir "$name")/" \
-      'index($5 "/", data) == 1 || index($5 "/", run) == 1 { print length($5), $5 }' /proc/self/mountinfo | sort -rn | cut -d' ' -f2); do
-    umount --lazy "$point" 2>/dev/null || true
-  done
-  ip link del "$(engine_bridge "$name")" 2>/dev/null || true
-  rm -rf "$(engine_run_dir "$name")"
-}
+clear_engine() { private_dockerd clear --run-dir "$(engine_run_dir "$1")" --home "$(engine_dir "$1")" --bridge "$(engine_bridge "$1")"; }
 
 # The moto image in every engine: copied with `docker save | docker load` (the id stays the
 # same) from the machine's own engine when that has it already (after `npm test` or
