@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { dockerClient } from '../harness/container-events';
 
-const READY_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 30_000;
+const LAUNCHER = path.join(__dirname, '..', '..', 'scripts', 'private-dockerd.sh');
+const READY_TIMEOUT_SECONDS = 60;
+const STOP_TIMEOUT_SECONDS = 30;
 
 /**
  * The shared engine's sandbox networks come from 10.203.0.0/16 (scripts/docker-engine.sh);
@@ -47,85 +48,68 @@ function unusedThirdOctet(): number {
   throw new Error('no free 172.31.x.0/24 for a private Docker bridge');
 }
 
-function ip(...args: string[]): void {
-  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+/** scripts/private-dockerd.sh COMMAND ARGS: resolves once it exits 0; else rejects with its output (the end of dockerd's log). */
+function privateDockerd(command: 'start' | 'stop' | 'clear', args: readonly string[]): Promise<void> {
+  const child = spawn('bash', [LAUNCHER, command, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`scripts/private-dockerd.sh ${command} exited ${code}:\n${output.slice(-3000)}`))));
+  });
+}
+
+/** True when pid is a live dockerd: not a zombie, not a recycled pid of another program. */
+function isLiveDockerd(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.startsWith(`${pid} (dockerd) `) && stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /**
- * Starts a second dockerd as root: a bridge made with `ip link add NAME type bridge`,
- * `--bridge=NAME`, no iptables rules of its own (the shared engine owns the DOCKER
- * chains, and a second engine rewriting them would break its port forwards; published
- * loopback ports go through docker-proxy instead), and `--live-restore`.
+ * Starts a second dockerd as root with scripts/private-dockerd.sh: `--bridge` (a bridge of
+ * its own, no iptables rules of its own: the shared engine owns the DOCKER chains; published
+ * loopback ports go through docker-proxy instead) and `--live-restore`.
  */
 export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
   if (process.getuid?.() !== 0) throw new Error('a private Docker engine needs root (dockerd, ip link)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxplane-engine-'));
   const runDir = path.join(dir, 'run');
-  fs.mkdirSync(runDir, { mode: 0o711 });
-  const socket = path.join(runDir, 'docker.sock');
-  const dockerHost = `unix://${socket}`;
-  const logFile = path.join(dir, 'dockerd.log');
+  const dockerHost = `unix://${path.join(runDir, 'docker.sock')}`;
   const bridge = `spf${randomBytes(4).toString('hex')}`;
   const third = unusedThirdOctet();
-  ip('link', 'add', bridge, 'type', 'bridge');
-  let bridgeUp = true;
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
-  const killOnExit = () => child?.kill('SIGKILL');
+  const where = ['--run-dir', runDir, '--home', dir];
+  let pid: number | undefined;
+  const isRunning = () => isLiveDockerd(pid);
+  const killOnExit = () => {
+    if (pid !== undefined && isLiveDockerd(pid)) process.kill(pid, 'SIGKILL');
+  };
   process.once('exit', killOnExit);
-
-  const args = [
-    `--host=${dockerHost}`,
-    `--data-root=${path.join(dir, 'data')}`,
-    `--exec-root=${path.join(runDir, 'exec')}`,
-    `--pidfile=${path.join(runDir, 'dockerd.pid')}`,
-    `--bridge=${bridge}`,
-    '--iptables=false',
-    '--ip-masq=false',
-    // A sealed network per sandbox (docs/security.md#sealed-sandboxes): small ranges, so it
-    // does not run out after thirty, and a pool of its own (see SHARED_ENGINE_THIRD_OCTET).
-    `--default-address-pool=base=10.${third}.0.0/16,size=28`,
-    // Without it, dockerd stops every container when it exits (SIGTERM, then SIGKILL),
-    // and they stay exited when it comes back (restart policy "no"): each READY sandbox
-    // would lose its emulator. With it, containers run on under their shims; only the
-    // engine API and the docker-proxy port forwarders (children of dockerd) are gone
-    // until it returns and restores them.
-    '--live-restore',
-    ...ownEngineIdentity(dir),
-  ];
-
-  const isRunning = () => child !== undefined && child.exitCode === null && child.signalCode === null;
 
   const start = async () => {
     if (isRunning()) return;
-    fs.rmSync(socket, { force: true });
-    const log = fs.openSync(logFile, 'a');
-    const started = spawn('dockerd', args, { stdio: ['ignore', log, log], detached: true });
-    fs.closeSync(log);
-    child = started;
-    exited = new Promise((resolve) => started.once('exit', () => resolve()));
-    const docker = dockerClient(dockerHost);
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    for (;;) {
-      if (!isRunning()) throw new Error(`private dockerd exited before it answered; its log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
-      if (
-        await docker.ping().then(
-          () => true,
-          () => false,
-        )
-      )
-        return;
-      if (Date.now() > deadline) throw new Error(`private dockerd did not answer on ${dockerHost} within ${READY_TIMEOUT_MS} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await privateDockerd('start', [
+      ...where,
+      '--bridge',
+      bridge,
+      '--bridge-address',
+      `172.31.${third}.1/24`,
+      // A sealed network per sandbox (docs/security.md#sealed-sandboxes) from a pool of its own (see SHARED_ENGINE_THIRD_OCTET).
+      '--address-pool',
+      `base=10.${third}.0.0/16,size=28`,
+      '--wait-seconds',
+      String(READY_TIMEOUT_SECONDS),
+    ]);
+    pid = Number(fs.readFileSync(path.join(runDir, 'dockerd.pid'), 'utf8').trim());
   };
 
   const stop = async () => {
     if (!isRunning()) return;
-    child?.kill('SIGTERM');
-    const timer = setTimeout(() => child?.kill('SIGKILL'), STOP_TIMEOUT_MS);
-    await exited;
-    clearTimeout(timer);
+    await privateDockerd('stop', [...where, '--term-seconds', String(STOP_TIMEOUT_SECONDS)]);
   };
 
   const removeAllContainers = async () => {
@@ -148,18 +132,12 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     } finally {
       await stop();
       process.removeListener('exit', killOnExit);
-      if (bridgeUp) {
-        ip('link', 'del', bridge);
-        bridgeUp = false;
-      }
-      unmountUnder(dir);
+      await privateDockerd('clear', [...where, '--bridge', bridge]);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   };
 
   try {
-    ip('addr', 'add', `172.31.${third}.1/24`, 'dev', bridge);
-    ip('link', 'set', bridge, 'up');
     await start();
   } catch (err) {
     await dispose();
@@ -177,32 +155,6 @@ export async function startPrivateDockerEngine(): Promise<PrivateDockerEngine> {
     copyImageFrom: (sourceDockerHost, image) => copyImage(sourceDockerHost, dockerHost, image),
     dispose,
   };
-}
-
-/**
- * Before Docker 23 the engine id (`docker info` ID) comes from the trust key at
- * /etc/docker/key.json, which every dockerd of the machine shares: this engine gets a key
- * of its own, so it is told apart from the shared one as a second machine's would be.
- * From 23 on the id lives in the data root, which is already this engine's own.
- */
-function ownEngineIdentity(dir: string): string[] {
-  const version = /version (\d+)\./i.exec(execFileSync('dockerd', ['--version'], { encoding: 'utf8' }))?.[1];
-  if (version === undefined || Number(version) >= 23) return [];
-  // A setting of daemon.json only: dockerd has no flag for it.
-  const configFile = path.join(dir, 'daemon.json');
-  fs.writeFileSync(configFile, JSON.stringify({ 'deprecated-key-path': path.join(dir, 'key.json') }));
-  return [`--config-file=${configFile}`];
-}
-
-/** dockerd leaves its data root bind-mounted on itself (and, after a crash, more): unmount, deepest first. */
-function unmountUnder(dir: string): void {
-  const mountPoints = fs
-    .readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[4] ?? '')
-    .filter((point) => point === dir || point.startsWith(`${dir}/`))
-    .sort((a, b) => b.length - a.length);
-  for (const point of mountPoints) execFileSync('umount', ['--lazy', point]);
 }
 
 /** `docker save IMAGE | docker load` between two engines; the image keeps its id. */

@@ -366,7 +366,9 @@ describe('docker-compose.yml and scripts/cluster.sh describe the same topology',
   });
 
   test('the same schema steps: each database migrated to the same embedded schema', () => {
-    const script = fs.readFileSync(path.join(REPO_ROOT, 'scripts', 'cluster.sh'), 'utf8');
+    // scripts/cluster.sh and the parts it sources (scripts/cluster/*.sh).
+    const parts = fs.readdirSync(path.join(REPO_ROOT, 'scripts', 'cluster')).map((file) => path.join('cluster', file));
+    const script = ['cluster.sh', ...parts].map((file) => fs.readFileSync(path.join(REPO_ROOT, 'scripts', file), 'utf8')).join('\n');
     const migrations = [...script.matchAll(/^\s*migrate (\S+) (\S+)$/gm)].map((match) => `${match[1]}:${match[2]}`);
     assert.deepEqual(migrations, ['temporal:postgresql/v12/temporal', 'temporal_visibility:postgresql/v12/visibility']);
     const job = [compose.services['temporal-schema']?.command ?? []].flat().join('\n');
