@@ -69,6 +69,7 @@ cmd_restart() {
 # `purge`: `down`, then the data as well (PostgreSQL, the engines, the SQLite projection, logs).
 cmd_purge() {
   cmd_down
+  remove_sandbox_bridges
   say "removing $DATA and $PG_HOME"
   rm -rf "$DATA" "$PG_HOME"
   rmdir "$(dirname "$PG_HOME")" 2>/dev/null || true

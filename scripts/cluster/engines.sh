@@ -76,6 +76,19 @@ stop_engine() {
   clear_engine "$1"
 }
 
+# The sandbox networks of a stopped engine stay in the kernel as bridges, 10.<subnet>.x
+# (dockerd removes one only when asked): once `purge` deletes its data root nothing ever
+# would, and a machine's failed runs would hold the five engine subnets for good.
+remove_sandbox_bridges() {
+  local file dev
+  for file in "$DATA"/engines/*/subnet; do
+    [[ -s "$file" ]] || continue
+    for dev in $(ip -o -4 addr show | awk -v net="10.$(cat "$file")." 'index($4, net) == 1 { print $2 }' | sort -u); do
+      ip link del "$dev" 2>/dev/null || true
+    done
+  done
+}
+
 # What a stopped engine leaves: mounts, its bridge, its run directory.
 clear_engine() { private_dockerd clear --run-dir "$(engine_run_dir "$1")" --home "$(engine_dir "$1")" --bridge "$(engine_bridge "$1")"; }
 
