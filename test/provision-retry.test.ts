@@ -19,8 +19,11 @@ describe('a cancelled provision attempt and its retry', () => {
     for (const container of await broker.list({ [SANDBOX_ID_LABEL]: sandboxId })) await broker.remove(container.id, { force: true });
   });
 
-  test('the cancelled attempt leaves its container; the retry adopts it and mints in it', async () => {
+  test('the cancelled attempt leaves its container; the retry adopts it and mints in it', async (t) => {
     assert.ok(motoImage, 'the test runner exports SANDBOXPLANE_MOTO_IMAGE');
+    // fetch's timeout timer does not hold the event loop open while moto starts, and no worker runs here to: this does.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    t.after(() => clearInterval(keepAlive));
     const superseded = new AbortController();
     // The first attempt is cancelled just as its container runs, before its health wait.
     const cancelOnRun = new Proxy(broker, {
