@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { ensureCleanupSchedule, triggerSweep } from '../src/client/cleanup-schedule';
 import { CLEANUP_SCHEDULE_ID, CLEANUP_WORKFLOW } from '../src/domain/contract-names';
 import { DEFAULT_HOST_ID } from '../src/domain/task-queues';
@@ -267,6 +268,19 @@ describe('cleanup sweep on a real dev server and engine', () => {
     } finally {
       await sweeper.stop();
     }
+  });
+
+  test('a host sweep the last landed build started (patched batched removal) replays on this build, where the patch is deprecated', async () => {
+    // Recorded from 7e5fb15 (payloads decoded, so any key replays it): a sweep is AUTO_UPGRADE,
+    // so this build's worker may take one up mid-run; its marker must still match.
+    const history = historyFromJSON(JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'histories', 'host-sweep-patched.json'), 'utf8')));
+    const events = history.events ?? [];
+    assert.ok(
+      events.some((event) => event.markerRecordedEventAttributes?.markerName === 'core_patch'),
+      'the recorded sweep carries the patch marker',
+    );
+    assert.ok(events.some((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'removeContainers'));
+    await assertReplays([{ workflowId: 'host-sweep-patched', history }]);
   });
 
   test('a worker killed mid-create: the sweep leaves the half-made sandbox alone, and it resumes with one container', async () => {
